@@ -1,0 +1,164 @@
+"""The wire form of normalized streams: JSONL, one CoreEvent per line.
+
+On the wire a ``session.event``'s ``event`` is one flat object, the envelope's
+fields then the body's (``EventEnvelope & NormalizedBody``); in Python the body
+is ``event.body``.  This module is the only place that knows the difference.
+The first line of a stream is a :class:`StreamHeader`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+import msgspec
+from msgspec import Raw, Struct
+
+from ._errors import MalformedMessage
+from ._model import (
+    CORE_EVENT_TYPES,
+    AnyBody,
+    EventEnvelope,
+    Native,
+    Origin,
+    SessionEvent,
+    _Core,
+)
+
+__all__ = ["SCHEMA_VERSION", "StreamHeader", "decode", "encode", "encode_header"]
+
+#: The version of the normalized schema; bumps when a field changes meaning or goes away.
+SCHEMA_VERSION = "1"
+
+
+class StreamHeader(
+    Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, tag_field="type", tag="stream.header"
+):
+    """The first line of a normalized stream: what wrote it, from what."""
+
+    schema_version: str
+    library: str
+    library_version: str
+    input: str | None = None
+    protocol: str | None = None
+
+
+class _EnvelopeWire(Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    session_id: str
+    agent: str
+    seq: int
+    ts: str
+    turn_id: str | None = None
+    origin: Origin
+    native: Native
+    subagent_id: str | None = None
+
+
+class _NativeWire(Struct, frozen=True, kw_only=True):
+    protocol: str
+    payload: Raw
+    method: str | None = None
+
+
+class _EnvelopeIn(Struct, frozen=True, kw_only=True, rename="camel"):
+    session_id: str
+    agent: str
+    seq: int
+    ts: str
+    origin: Origin
+    native: _NativeWire
+    turn_id: str | None = None
+    subagent_id: str | None = None
+
+
+class _SessionEventIn(Struct, frozen=True, kw_only=True, rename="camel", tag_field="type", tag="session.event"):
+    session_id: str
+    event: Raw
+
+
+_IN_TYPES: tuple[Any, ...] = (
+    *(t for t in CORE_EVENT_TYPES if t is not SessionEvent),
+    _SessionEventIn,
+    StreamHeader,
+)
+_encoder = msgspec.json.Encoder()
+_line_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(Union[_IN_TYPES])
+_envelope_decoder = msgspec.json.Decoder(_EnvelopeIn)
+_body_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(AnyBody)
+
+
+def _encode_event(ev: SessionEvent) -> bytes:
+    env = ev.event
+    head = _encoder.encode(
+        _EnvelopeWire(
+            session_id=env.session_id,
+            agent=env.agent,
+            seq=env.seq,
+            ts=env.ts,
+            turn_id=env.turn_id,
+            origin=env.origin,
+            native=env.native,
+            subagent_id=env.subagent_id,
+        )
+    )
+    body = _encoder.encode(env.body)
+    return b"".join(
+        (
+            b'{"type":"session.event","sessionId":',
+            _encoder.encode(ev.session_id),
+            b',"event":',
+            head[:-1],
+            b",",
+            body[1:],
+            b"}",
+        )
+    )
+
+
+def encode(event: _Core | StreamHeader) -> bytes:
+    """One CoreEvent (or the header) as a JSON line, without the newline."""
+    if isinstance(event, SessionEvent):
+        return _encode_event(event)
+    return _encoder.encode(event)
+
+
+def encode_header(*, library_version: str, input: str | None, protocol: str | None) -> bytes:
+    return _encoder.encode(
+        StreamHeader(
+            schema_version=SCHEMA_VERSION,
+            library="normalize",
+            library_version=library_version,
+            input=input,
+            protocol=protocol,
+        )
+    )
+
+
+def decode(line: bytes | str) -> _Core | StreamHeader:
+    """Read one line of a normalized stream back into its CoreEvent (or header).
+
+    Native payloads come back as ``msgspec.Raw``, so re-encoding gives the same bytes.
+    Raises :class:`~normalize.MalformedMessage` when the line is not a CoreEvent.
+    """
+    try:
+        obj = _line_decoder.decode(line)
+        if not isinstance(obj, _SessionEventIn):
+            return obj  # type: ignore[no-any-return]
+        env = _envelope_decoder.decode(obj.event)
+        body = _body_decoder.decode(obj.event)
+    except msgspec.DecodeError as exc:
+        raise MalformedMessage(f"not a normalized event: {exc}") from exc
+    native = Native(protocol=env.native.protocol, method=env.native.method, payload=env.native.payload)
+    return SessionEvent(
+        session_id=obj.session_id,
+        event=EventEnvelope(
+            session_id=env.session_id,
+            agent=env.agent,
+            seq=env.seq,
+            ts=env.ts,
+            origin=env.origin,
+            native=native,
+            body=body,
+            turn_id=env.turn_id,
+            subagent_id=env.subagent_id,
+        ),
+    )

@@ -1,0 +1,130 @@
+"""The adapter contract: what a translator of one native protocol provides.
+
+An adapter is a pure object.  ``feed(message, from_)`` takes one native message
+(the wire line, bytes, byte-exact) and the side that wrote it, and returns what
+it means as a list of items; ``close()`` says the input ended.  No I/O, no
+clock, no logging, no global state, no counting: the :class:`~normalize.Session`
+wrapping it owns seq, turn ids, origin and timestamps.
+
+Items an adapter may return:
+
+* a :class:`~normalize.Body` (``ToolCall(...)``): one normalized event, from
+  the message being fed, with the Session's defaults;
+* :class:`Emit`: a body with per-event details (sub-agent, origin, a
+  synthesized event with ``protocol: "core"``);
+* :class:`Source`: the native method and timestamp of the message being fed;
+  put it first, it applies to the items after it;
+* :class:`Passthrough`: the message is kept untranslated as ``session.update``;
+* :class:`Problem`: bad input; the Session raises it in strict mode and turns it
+  into an ``error`` event otherwise;
+* any other CoreEvent (``MessageAccepted``, ``SessionCreated``, ...) with
+  ``session_id=""``: the Session fills in its own id.
+
+Adapters register under the entry-point group ``normalize.adapters``
+(``name = "package.module:Class"``), and are found by protocol name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar, Literal, Union
+
+from msgspec import Struct
+
+from ._errors import InputError, UsageError
+from ._model import Body, CoreEvent, Origin
+
+__all__ = [
+    "Adapter",
+    "Direction",
+    "Emit",
+    "Item",
+    "Passthrough",
+    "Problem",
+    "Sample",
+    "Source",
+]
+
+Direction = Literal["agent", "client"]
+
+#: One message of a detection sample: its bytes and who wrote it.
+Sample = tuple[bytes, Direction]
+
+
+class Emit(Struct, frozen=True, kw_only=True):
+    """A body plus the envelope details only the adapter knows."""
+
+    body: Body
+    subagent_id: str | None = None
+    origin: Origin | None = None
+    #: the native timestamp of this event, when it differs from the message's
+    ts: str | None = None
+    #: synthesized by the library, not carried by the message: ``protocol: "core"``
+    synthetic: bool = False
+
+
+class Source(Struct, frozen=True, kw_only=True):
+    """The native method/type and timestamp of the message being fed."""
+
+    method: str | None = None
+    ts: str | None = None
+
+
+class Passthrough(Struct, frozen=True, kw_only=True):
+    """Keep the message being fed as ``session.update``, untranslated."""
+
+    method: str | None = None
+
+
+class Problem(Struct, frozen=True, kw_only=True):
+    """Bad input found while translating.  Raised in strict mode, an error event otherwise."""
+
+    error: InputError
+    subagent_id: str | None = None
+
+
+Item = Union[Body, Emit, Source, Passthrough, Problem, CoreEvent]
+
+
+class Adapter:
+    """Base class of adapters.  Subclasses override :meth:`feed` and usually :meth:`close`.
+
+    Class attributes describe the protocol:
+
+    * ``protocol``: the ``native.protocol`` name (and the registry name);
+    * ``agent``: the agent's name until the stream says better (instances may
+      update ``self.agent`` as they learn it, e.g. from an ``initialize``);
+    * ``stored``: the format is a stored session file, so its events are
+      ``origin: "replay"``;
+    * ``companions``: glob patterns, relative to a session file's folder, of
+      files that belong to the same session (``{stem}`` is the file's name
+      without ``.jsonl``).  They are read after the main file, in name order,
+      and are not sessions of their own.
+    """
+
+    protocol: ClassVar[str] = ""
+    stored: ClassVar[bool] = False
+    companions: ClassVar[tuple[str, ...]] = ()
+    agent: str = "unknown"
+
+    def __init__(self) -> None:
+        self._closed = False
+
+    @classmethod
+    def detect(cls, sample: Sequence[Sample]) -> float:
+        """How sure (0..1) that ``sample``, the first messages of an input, is this protocol."""
+        return 0.0
+
+    def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
+        """Translate one native message."""
+        raise NotImplementedError
+
+    def close(self) -> list[Item]:
+        """The input ended: settle what is open (report unfinished calls)."""
+        return []
+
+    # helpers for subclasses -------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError(f"{type(self).__name__}.feed() after close()")

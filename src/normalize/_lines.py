@@ -1,0 +1,231 @@
+"""Reading captures: bytes in, native messages (or problems) out.  No I/O here.
+
+Two capture formats (docs/captures.md):
+
+* plain native JSONL: one message per line, all written by the agent;
+* tap files: ``{"t": <RFC 3339>, "from": "agent"|"client", "msg": <the wire line>}``
+  per line.  The format is decided once, from the first non-blank line.
+
+Each oddity has one defined result:
+
+* ``\\r\\n`` line ends: the ``\\r`` is dropped;
+* a UTF-8 byte order mark at the start: dropped;
+* blank (or all-whitespace) lines: skipped, they carry no message;
+* a line longer than ``max_line`` bytes: a :class:`~normalize.LineTooLong`
+  problem keeping its first :data:`KEEP_BYTES` bytes; the rest of that line is
+  skipped as it arrives, so memory stays bounded by ``max_line``;
+* a last line without a newline: a message if it is complete JSON, otherwise a
+  :class:`~normalize.TruncatedLine` problem;
+* invalid UTF-8 or JSON: left to the adapter, whose decoder reports it as a
+  :class:`~normalize.MalformedMessage` (a tap line that cannot be read is
+  reported here).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+import msgspec
+from msgspec import Raw, Struct, field
+
+from ._contract import Direction
+from ._errors import InputError, LineTooLong, MalformedMessage, TruncatedLine
+
+__all__ = [
+    "DEFAULT_MAX_LINE",
+    "KEEP_BYTES",
+    "CaptureParser",
+    "LineProblem",
+    "LineSplitter",
+    "Message",
+    "Record",
+]
+
+#: Default bound on one line: 16 MiB.  Real agent lines reach a few MiB (a tool
+#: result holding a large file, an image in base64); a line beyond this bound is
+#: far more likely a runaway writer than a message, and the bound is what keeps
+#: a reader's memory finite.
+DEFAULT_MAX_LINE = 16 * 1024 * 1024
+
+#: How much of a bad line is kept in its error event.
+KEEP_BYTES = 1024
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class Message(Struct, frozen=True):
+    """One native message: the wire bytes, who wrote them, when they were received."""
+
+    data: bytes
+    from_: Direction = "agent"
+    t: str | None = None
+    line: int = 0
+
+
+class LineProblem(Struct, frozen=True):
+    """A line that could not become a message."""
+
+    error: InputError
+    line: int = 0
+    t: str | None = None
+
+
+Record = Union[Message, LineProblem]
+
+
+def _kept(data: bytes) -> str:
+    return data[:KEEP_BYTES].decode("utf-8", errors="replace")
+
+
+class LineSplitter:
+    """Splits a byte stream into lines, whatever the chunking, with bounded memory."""
+
+    def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
+        if max_line < 1:
+            raise ValueError("max_line must be positive")
+        self.max_line = max_line
+        self._buf = bytearray()
+        self._lineno = 0
+        self._discarding = False
+        self._started = False
+        self._closed = False
+
+    def feed(self, data: bytes) -> list[tuple[int, bytes] | LineProblem]:
+        """Complete lines in ``data`` (with earlier leftovers), numbered from 1."""
+        out: list[tuple[int, bytes] | LineProblem] = []
+        buf = self._buf
+        buf += data
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            if self._discarding:  # the end of a line already reported as too long
+                self._discarding = False
+            else:
+                self._lineno += 1
+                self._emit(out, bytes(buf[start:nl]))
+            start = nl + 1
+        del buf[:start]
+        if len(buf) > self.max_line:
+            if not self._discarding:
+                self._lineno += 1
+                out.append(self._too_long(bytes(buf[:KEEP_BYTES])))
+                self._discarding = True
+            buf.clear()
+        return out
+
+    def close(self) -> list[tuple[int, bytes] | LineProblem]:
+        """The stream ended; a last line without a newline is returned (flagged by the parser)."""
+        out: list[tuple[int, bytes] | LineProblem] = []
+        if self._buf and not self._discarding:
+            self._lineno += 1
+            self._emit(out, bytes(self._buf))
+        self._buf.clear()
+        self._discarding = False
+        self._closed = True
+        return out
+
+    @property
+    def lineno(self) -> int:
+        return self._lineno
+
+    def _too_long(self, head: bytes) -> LineProblem:
+        return LineProblem(
+            LineTooLong(f"line {self._lineno} is longer than {self.max_line} bytes", kept=_kept(head)),
+            line=self._lineno,
+        )
+
+    def _emit(self, out: list[tuple[int, bytes] | LineProblem], line: bytes) -> None:
+        if not self._started:
+            self._started = True
+            if line.startswith(_BOM):
+                line = line[3:]
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if len(line) > self.max_line:
+            out.append(self._too_long(line))
+        elif line.strip():
+            out.append((self._lineno, line))
+
+
+class _TapLine(Struct, frozen=True):
+    t: str
+    from_: Literal["agent", "client"] = field(name="from")
+    msg: Raw
+
+
+_tap_decoder = msgspec.json.Decoder(_TapLine)
+_any_decoder = msgspec.json.Decoder()
+
+
+def is_tap_line(line: bytes) -> bool:
+    """Whether a line is a tap record (``{"t":...,"from":...,"msg":...}``)."""
+    if not line.startswith(b'{"t"'):
+        return False
+    try:
+        _tap_decoder.decode(line)
+    except msgspec.DecodeError:
+        return False
+    return True
+
+
+class CaptureParser:
+    """Lines of a capture file -> :class:`Message` / :class:`LineProblem` records.
+
+    Sans-I/O: ``feed(bytes)`` and ``close()``.  ``fmt`` is ``"tap"`` or
+    ``"plain"`` once the first non-blank line was seen (or forced by the caller).
+    """
+
+    def __init__(self, max_line: int = DEFAULT_MAX_LINE, fmt: Literal["tap", "plain"] | None = None) -> None:
+        self._splitter = LineSplitter(max_line)
+        self.fmt = fmt
+
+    def feed(self, data: bytes) -> list[Record]:
+        return self._parse(self._splitter.feed(data), last=False)
+
+    def close(self) -> list[Record]:
+        return self._parse(self._splitter.close(), last=True)
+
+    def _parse(self, lines: list[tuple[int, bytes] | LineProblem], last: bool) -> list[Record]:
+        out: list[Record] = []
+        n = len(lines)
+        for i, item in enumerate(lines):
+            if isinstance(item, LineProblem):
+                out.append(item)
+                continue
+            lineno, line = item
+            if last and i == n - 1 and not self._complete(line):
+                out.append(
+                    LineProblem(
+                        TruncatedLine(
+                            f"line {lineno} ends without a newline and is not complete JSON", kept=_kept(line)
+                        ),
+                        line=lineno,
+                    )
+                )
+                continue
+            if self.fmt is None:
+                self.fmt = "tap" if is_tap_line(line) else "plain"
+            if self.fmt == "plain":
+                out.append(Message(line, "agent", None, lineno))
+                continue
+            try:
+                tap = _tap_decoder.decode(line)
+            except msgspec.DecodeError as exc:
+                out.append(
+                    LineProblem(
+                        MalformedMessage(f"line {lineno} is not a tap record: {exc}", kept=_kept(line)), line=lineno
+                    )
+                )
+                continue
+            out.append(Message(bytes(tap.msg), tap.from_, tap.t, lineno))
+        return out
+
+    @staticmethod
+    def _complete(line: bytes) -> bool:
+        try:
+            _any_decoder.decode(line)
+        except msgspec.DecodeError:
+            return False
+        return True

@@ -1,0 +1,684 @@
+"""The normalized event model: every CoreEvent and every body kind.
+
+Everything here mirrors ``spec/core-events.txt``; JSON names are the spec's own
+(``sessionId``, ``callId``, ``tool-call``).  Python attribute names are their
+snake_case form; ``rename="camel"`` maps one to the other, and the few names that
+camel-casing cannot produce (``from``) are spelled out with ``msgspec.field``.
+
+Rules of this module:
+
+* Every type is a frozen msgspec Struct.  Bodies are a tagged union on ``kind``,
+  CoreEvents a tagged union on ``type``.  Nothing is subclassed past its tag, so
+  code can dispatch on exact type.
+* Optional fields default to ``None`` and are omitted from JSON when absent
+  (``omit_defaults``).  No field has a non-``None`` default, so "omitted" always
+  means "absent".
+* Values the library does not interpret (tool input and output, raw answers,
+  rate-limit blobs) are typed ``Any``: adapters may pass ``msgspec.Raw`` there,
+  which is written out untouched.
+* Extensions beyond the spec are marked ``# extension`` and documented in
+  ``docs/events.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+from msgspec import Struct, field
+
+__all__ = [
+    "BODY_TYPES",
+    "CORE_EVENT_TYPES",
+    "AccountAvailable",
+    "AccountExhausted",
+    "AccountRefreshed",
+    "AccountSwitched",
+    "AccountUnavailable",
+    "AgentUpdate",
+    "AnyBody",
+    "AssistantDelta",
+    "AssistantMessage",
+    "Body",
+    "Category",
+    "CommandEntry",
+    "CommandOutput",
+    "CommandsUpdate",
+    "Compaction",
+    "Completion",
+    "CompletionUsage",
+    "ContextApplied",
+    "ContextDegraded",
+    "ContextDrop",
+    "ContextUpdated",
+    "ContextWindow",
+    "ConversationReset",
+    "CoreEvent",
+    "Cost",
+    "Error",
+    "ErrorInfo",
+    "EventEnvelope",
+    "FileDiff",
+    "Image",
+    "Location",
+    "McpTool",
+    "MessageAccepted",
+    "MessageCompleted",
+    "MessageStarted",
+    "ModeUpdate",
+    "Native",
+    "Origin",
+    "PermissionAuto",
+    "PermissionDetail",
+    "PermissionOption",
+    "PermissionRequest",
+    "PermissionsUpdate",
+    "Plan",
+    "PlanEntry",
+    "Protocol",
+    "Question",
+    "QuestionOption",
+    "Reasoning",
+    "ReasoningDelta",
+    "RequestResolved",
+    "SessionCreated",
+    "SessionEvent",
+    "SessionFailed",
+    "SessionInfo",
+    "SessionRecord",
+    "SessionResumed",
+    "SessionState",
+    "SessionStateChanged",
+    "SessionUpdate",
+    "Subagent",
+    "Task",
+    "Tokens",
+    "ToolCall",
+    "ToolCallRef",
+    "ToolCalled",
+    "ToolChangeApplied",
+    "ToolFinished",
+    "TurnComplete",
+    "TurnStart",
+    "Usage",
+    "UserMessage",
+    "UserQuestion",
+    "Warning",
+    "WebSearch",
+]
+
+# --------------------------------------------------------------------------
+# Shared literals
+
+Origin = Literal["live", "replay"]
+SessionState = Literal["starting", "idle", "running", "waiting", "ended", "failed"]
+Category = Literal[
+    "read", "edit", "delete", "move", "search", "execute", "fetch", "mcp", "web-search", "think", "other"
+]
+#: ``native.protocol`` values: the spec's, plus the formats normalize reads that
+#: the spec does not list.  Third-party adapters may use their own names.
+Protocol = str
+
+
+class _Value(Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """Base of the plain (untagged) value types."""
+
+
+# --------------------------------------------------------------------------
+# Types the spec names but does not define (see docs/events.md)
+
+
+class SessionRecord(_Value, frozen=True, kw_only=True):
+    """What is known about a session when it is created, resumed or forked."""
+
+    id: str
+    agent: str
+    protocol: Protocol
+    native_session_id: str | None = None
+    title: str | None = None
+    cwd: str | None = None
+    model: str | None = None
+    mode: str | None = None
+    created_at: str | None = None
+    parent_id: str | None = None
+    fork_of: str | None = None
+    agent_version: str | None = None
+
+
+class Native(_Value, frozen=True, kw_only=True):
+    """The native message an event came from, kept unchanged in ``payload``."""
+
+    protocol: Protocol
+    payload: Any
+    method: str | None = None
+
+
+#: ``session.update``'s payload: the untranslated native message, same shape as ``native``.
+AgentUpdate = Native
+
+
+class ErrorInfo(_Value, frozen=True, kw_only=True):
+    """The ``Error`` of ``session.failed`` and of a Completion."""
+
+    message: str
+    error_type: str | None = None
+
+
+class Tokens(_Value, frozen=True, kw_only=True):
+    input: int | None = None
+    output: int | None = None
+    total: int | None = None
+    cache_read: int | None = None  # extension
+    cache_write: int | None = None  # extension
+    reasoning: int | None = None  # extension
+
+
+class Cost(_Value, frozen=True, kw_only=True):
+    amount: float
+    currency: str
+    source: str | None = None  # extension: "agent" (reported by the agent) or a price table name
+
+
+class ContextWindow(_Value, frozen=True, kw_only=True):
+    used: int
+    size: int | None = None
+
+
+class CompletionUsage(_Value, frozen=True, kw_only=True):
+    tokens: Tokens | None = None
+    cost: Cost | None = None
+
+
+class Completion(_Value, frozen=True, kw_only=True):
+    """How a message (a turn's reply) ended."""
+
+    stop_reason: Literal["end_turn", "max_tokens", "max_turns", "refusal", "cancelled", "error"]
+    text: str | None = None
+    usage: CompletionUsage | None = None
+    error: ErrorInfo | None = None
+
+
+class ContextDrop(_Value, frozen=True, kw_only=True):
+    """Something the agent left out of the model's context, and why.
+
+    ``what``: ``image`` (model without vision), ``file``, ``tool``, ``message``
+    (dropped by compaction or truncation), or ``other``.
+    """
+
+    what: Literal["image", "file", "tool", "message", "other"]
+    reason: str
+    count: int | None = None
+    detail: str | None = None
+
+
+class _Applied(Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, tag_field="kind"):
+    pass
+
+
+class ContextApplied(_Applied, tag="context", frozen=True, kw_only=True):
+    """A change to the model's context: an MCP server connected or removed, a compaction, ..."""
+
+    what: Literal["mcp-server", "compaction", "instructions", "memory", "attachment", "other"]
+    action: Literal["added", "removed", "updated", "failed"]
+    name: str | None = None
+    detail: Any = None
+
+
+class ToolChangeApplied(_Applied, tag="tool-change", frozen=True, kw_only=True):
+    """Tools made available to, or withdrawn from, the model."""
+
+    added: list[str] | None = None
+    removed: list[str] | None = None
+    server: str | None = None
+
+
+class Image(_Value, frozen=True, kw_only=True):
+    media_type: str | None = None
+    data: str | None = None
+    width: int | None = None
+    height: int | None = None
+    uri: str | None = None
+
+
+class Location(_Value, frozen=True, kw_only=True):
+    path: str
+    line: int | None = None  # extension (ACP locations carry a line)
+
+
+class PlanEntry(_Value, frozen=True, kw_only=True):
+    content: str
+    status: Literal["pending", "in_progress", "completed"]
+    priority: str | None = None
+
+
+class QuestionOption(_Value, frozen=True, kw_only=True):
+    id: str
+    label: str
+    description: str | None = None
+
+
+class Question(_Value, frozen=True, kw_only=True):
+    id: str
+    prompt: str
+    multi_select: bool
+    allow_free_text: bool
+    options: list[QuestionOption]
+    header: str | None = None
+
+
+class ToolCallRef(_Value, frozen=True, kw_only=True):
+    call_id: str
+    tool: str
+    title: str
+    input: Any = None
+    category: Category | None = None
+
+
+class PermissionOption(_Value, frozen=True, kw_only=True):
+    id: str
+    kind: str
+    label: str
+
+
+class PermissionDetail(_Value, frozen=True, kw_only=True):
+    command: str | None = None
+    cwd: str | None = None
+    blocked_path: str | None = None
+    reason: str | None = None  # extension
+
+
+class CommandEntry(_Value, frozen=True, kw_only=True):
+    name: str
+    description: str | None = None
+    argument_hint: str | None = None
+    aliases: list[str] | None = None
+    builtin: bool | None = None
+
+
+# --------------------------------------------------------------------------
+# Bodies: ``kind``-tagged
+
+
+class Body(Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, tag_field="kind"):
+    """Base of every normalized body.  Never instantiated itself."""
+
+
+class TurnStart(Body, tag="turn-start", frozen=True, kw_only=True):
+    pass
+
+
+class TurnComplete(Body, tag="turn-complete", frozen=True, kw_only=True):
+    reason: Literal["ok", "interrupt"]
+    stop_reason: str | None = None  # extension: the native stop reason, as the agent said it
+    native_turn_id: str | None = None  # extension: the agent's own turn id (Codex)
+
+
+class AssistantDelta(Body, tag="assistant-delta", frozen=True, kw_only=True):
+    message_id: str
+    text: str
+
+
+class AssistantMessage(Body, tag="assistant-message", frozen=True, kw_only=True):
+    message_id: str
+    text: str
+
+
+class ReasoningDelta(Body, tag="reasoning-delta", frozen=True, kw_only=True):
+    reasoning_id: str
+    text: str
+
+
+class Reasoning(Body, tag="reasoning", frozen=True, kw_only=True):
+    reasoning_id: str
+    redacted: bool
+    text: str | None = None
+    summary: str | None = None
+
+
+class ToolCall(Body, tag="tool-call", frozen=True, kw_only=True):
+    call_id: str
+    tool: str
+    phase: Literal["started", "updated", "completed", "failed"]
+    title: str | None = None
+    category: Category | None = None
+    locations: list[Location] | None = None
+    input: Any = None
+    output: Any = None
+    exit_code: int | None = None
+    description: str | None = None
+
+
+class CommandOutput(Body, tag="command-output", frozen=True, kw_only=True):
+    call_id: str
+    stream: Literal["stdout", "stderr", "merged"]
+    delta: str
+
+
+class FileDiff(Body, tag="file-diff", frozen=True, kw_only=True):
+    path: str
+    diff: str
+    call_id: str | None = None
+    change_kind: str | None = None
+
+
+class WebSearch(Body, tag="web-search", frozen=True, kw_only=True):
+    call_id: str
+    phase: Literal["started", "completed", "failed"]
+    query: str | None = None
+    results: Any = None
+
+
+class McpTool(Body, tag="mcp-tool", frozen=True, kw_only=True):
+    call_id: str
+    server: str
+    tool: str
+    phase: Literal["started", "progress", "completed", "failed"]
+    arguments: Any = None
+    result: Any = None
+
+
+class Plan(Body, tag="plan", frozen=True, kw_only=True):
+    entries: list[PlanEntry]
+    explanation: str | None = None
+
+
+class Task(Body, tag="task", frozen=True, kw_only=True):
+    task_id: str
+    task_kind: Literal["shell", "agent", "workflow", "monitor", "subagent", "collab"]
+    phase: Literal["started", "progress", "completed", "failed", "cancelled"]
+    label: str | None = None
+    parent_call_id: str | None = None
+
+
+class UserQuestion(Body, tag="user-question", frozen=True, kw_only=True):
+    request_id: str
+    blocking: bool
+    questions: list[Question]
+
+
+class PermissionRequest(Body, tag="permission-request", frozen=True, kw_only=True):
+    request_id: str
+    tool_call: ToolCallRef
+    options: list[PermissionOption]
+    detail: PermissionDetail | None = None
+
+
+class RequestResolved(Body, tag="request-resolved", frozen=True, kw_only=True):
+    request_id: str
+    outcome: Literal["answered", "cancelled"]
+    answer: Any = None
+
+
+class PermissionAuto(Body, tag="permission-auto", frozen=True, kw_only=True):
+    tool_call: ToolCallRef
+    option_id: str
+
+
+class PermissionsUpdate(Body, tag="permissions-update", frozen=True, kw_only=True):
+    spec: Any
+    applied: Literal["now", "next-turn"]
+
+
+class CommandsUpdate(Body, tag="commands-update", frozen=True, kw_only=True):
+    commands: list[CommandEntry]
+
+
+class ModeUpdate(Body, tag="mode-update", frozen=True, kw_only=True):
+    mode_id: str | None = None
+    model: str | None = None
+
+
+class SessionInfo(Body, tag="session-info", frozen=True, kw_only=True):
+    title: str | None = None
+    cwd: str | None = None
+    model: str | None = None
+    capabilities: Any = None  # extension: what the agent says it can do (ACP, Claude init)
+
+
+class Usage(Body, tag="usage", frozen=True, kw_only=True):
+    context: ContextWindow | None = None
+    tokens: Tokens | None = None
+    cost: Cost | None = None
+    rate_limits: Any = None
+    #: extension: what the numbers cover: one model ``call``, the ``turn``, or the
+    #: whole ``session`` so far (cumulative).
+    scope: Literal["call", "turn", "session"] | None = None
+
+
+class Compaction(Body, tag="compaction", frozen=True, kw_only=True):
+    compaction_id: str
+    status: Literal["in_progress", "completed", "failed", "cancelled"]
+    summary: str | None = None
+    error: str | None = None
+
+
+class Subagent(Body, tag="subagent", frozen=True, kw_only=True):
+    subagent_id: str
+    phase: Literal["started", "progress", "completed", "failed", "cancelled", "resumed"]
+    name: str | None = None
+    description: str | None = None
+    prompt: str | None = None
+    background: bool | None = None
+    activity: Any = None
+    stats: Any = None
+    result: Any = None
+    model: str | None = None
+    messaging: Any = None
+    can_message: bool | None = None
+    can_stop: bool | None = None
+    call_id: str | None = None  # extension: the parent's tool call that spawned it
+
+
+class Warning(Body, tag="warning", frozen=True, kw_only=True):  # noqa: A001 - the spec's kind name
+    message: str
+    source: str | None = None
+
+
+class Error(Body, tag="error", frozen=True, kw_only=True):
+    message: str
+    error_type: str | None = None
+    recoverable: bool | None = None
+
+
+class ConversationReset(Body, tag="conversation-reset", frozen=True, kw_only=True):
+    agent_session_id: str
+    previous_agent_session_id: str
+    trigger: str | None = None
+
+
+class UserMessage(Body, tag="user-message", frozen=True, kw_only=True):
+    """Extension: the user's own words (a prompt, steer, follow-up, replayed message)."""
+
+    message_id: str
+    text: str
+    images: list[Image] | None = None
+    queued: bool | None = None
+
+
+AnyBody = Union[
+    TurnStart,
+    TurnComplete,
+    AssistantDelta,
+    AssistantMessage,
+    ReasoningDelta,
+    Reasoning,
+    ToolCall,
+    CommandOutput,
+    FileDiff,
+    WebSearch,
+    McpTool,
+    Plan,
+    Task,
+    UserQuestion,
+    PermissionRequest,
+    RequestResolved,
+    PermissionAuto,
+    PermissionsUpdate,
+    CommandsUpdate,
+    ModeUpdate,
+    SessionInfo,
+    Usage,
+    Compaction,
+    Subagent,
+    Warning,
+    Error,
+    ConversationReset,
+    UserMessage,
+]
+
+BODY_TYPES: tuple[type[Body], ...] = AnyBody.__args__  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------
+# The envelope
+
+
+class EventEnvelope(Struct, frozen=True, kw_only=True):
+    """``EventEnvelope & NormalizedBody``: one normalized event.
+
+    In Python the body is a separate object (``envelope.body``) so code can
+    dispatch on its exact type; on the wire the envelope and body fields are one
+    flat JSON object, as the spec writes it.  Use :func:`normalize.encode` and
+    :func:`normalize.decode` for the wire form.
+    """
+
+    session_id: str
+    agent: str
+    seq: int
+    ts: str
+    origin: Origin
+    native: Native
+    body: AnyBody
+    turn_id: str | None = None
+    subagent_id: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.body.__struct_config__.tag  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------
+# CoreEvents: ``type``-tagged
+
+
+class _Core(Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, tag_field="type"):
+    session_id: str
+
+
+class SessionCreated(_Core, tag="session.created", frozen=True, kw_only=True):
+    record: SessionRecord
+
+
+class SessionResumed(_Core, tag="session.resumed", frozen=True, kw_only=True):
+    record: SessionRecord
+
+
+class SessionStateChanged(_Core, tag="session.stateChanged", frozen=True, kw_only=True):
+    state: SessionState
+
+
+class SessionUpdate(_Core, tag="session.update", frozen=True, kw_only=True):
+    update: AgentUpdate
+
+
+class SessionEvent(_Core, tag="session.event", frozen=True, kw_only=True):
+    event: EventEnvelope
+
+
+class SessionFailed(_Core, tag="session.failed", frozen=True, kw_only=True):
+    error: ErrorInfo
+
+
+class MessageAccepted(_Core, tag="message.accepted", frozen=True, kw_only=True):
+    message_id: str
+
+
+class MessageStarted(_Core, tag="message.started", frozen=True, kw_only=True):
+    message_id: str
+
+
+class MessageCompleted(_Core, tag="message.completed", frozen=True, kw_only=True):
+    message_id: str
+    result: Completion
+
+
+class AccountSwitched(_Core, tag="account.switched", frozen=True, kw_only=True):
+    from_: str = field(name="from")
+    to: str
+    reason: Literal["manual", "limit", "unavailable"]
+
+
+class AccountRefreshed(_Core, tag="account.refreshed", frozen=True, kw_only=True):
+    account: str
+
+
+class AccountExhausted(_Core, tag="account.exhausted", frozen=True, kw_only=True):
+    agent: str
+    account: str
+    reason: Literal["limit", "unavailable"]
+
+
+class AccountUnavailable(_Core, tag="account.unavailable", frozen=True, kw_only=True):
+    agent: str
+    account: str
+    reason: str
+
+
+class AccountAvailable(_Core, tag="account.available", frozen=True, kw_only=True):
+    agent: str
+    account: str
+
+
+class ContextDegraded(_Core, tag="context.degraded", frozen=True, kw_only=True):
+    dropped: list[ContextDrop]
+
+
+class ContextUpdated(_Core, tag="context.updated", frozen=True, kw_only=True):
+    applied: list[Union[ContextApplied, ToolChangeApplied]]
+
+
+class ToolCalled(_Core, tag="tool.called", frozen=True, kw_only=True):
+    server: str
+    tool: str
+    call_id: str
+
+
+class ToolFinished(_Core, tag="tool.finished", frozen=True, kw_only=True):
+    server: str
+    tool: str
+    call_id: str
+    ok: bool
+    duration_ms: float
+
+
+CoreEvent = Union[
+    SessionCreated,
+    SessionResumed,
+    SessionStateChanged,
+    SessionUpdate,
+    SessionEvent,
+    SessionFailed,
+    MessageAccepted,
+    MessageStarted,
+    MessageCompleted,
+    AccountSwitched,
+    AccountRefreshed,
+    AccountExhausted,
+    AccountUnavailable,
+    AccountAvailable,
+    ContextDegraded,
+    ContextUpdated,
+    ToolCalled,
+    ToolFinished,
+]
+
+CORE_EVENT_TYPES: tuple[type[_Core], ...] = CoreEvent.__args__  # type: ignore[attr-defined]
+
+
+def kind_of(body: Body) -> str:
+    """The ``kind`` string of a body."""
+    return body.__struct_config__.tag  # type: ignore[return-value]
+
+
+def type_of(event: _Core) -> str:
+    """The ``type`` string of a CoreEvent."""
+    return event.__struct_config__.tag  # type: ignore[return-value]

@@ -1,0 +1,80 @@
+"""Finding adapters: the entry-point group ``normalize.adapters``, and detection.
+
+The core never imports an adapter by name.  Built-in adapters are registered
+in normalize's own ``pyproject.toml`` exactly as a third party registers one::
+
+    [project.entry-points."normalize.adapters"]
+    my-agent = "my_package.adapter:MyAgentAdapter"
+
+:func:`register` adds one in-process (tests, notebooks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib.metadata import entry_points
+
+from ._contract import Adapter, Sample
+from ._errors import DetectionError, UsageError
+
+__all__ = ["ENTRY_POINT_GROUP", "adapter_class", "available", "detect_protocol", "register", "unregister"]
+
+ENTRY_POINT_GROUP = "normalize.adapters"
+
+_loaded: dict[str, type[Adapter]] | None = None
+_extra: dict[str, type[Adapter]] = {}
+
+
+def _entry_points() -> dict[str, type[Adapter]]:
+    global _loaded
+    if _loaded is None:
+        found: dict[str, type[Adapter]] = {}
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            cls = ep.load()
+            if not (isinstance(cls, type) and issubclass(cls, Adapter)):
+                raise UsageError(f"entry point {ep.name!r} ({ep.value}) is not a normalize Adapter subclass")
+            found[ep.name] = cls
+        _loaded = found
+    return _loaded
+
+
+def available() -> dict[str, type[Adapter]]:
+    """Every registered adapter class by protocol name."""
+    return {**_entry_points(), **_extra}
+
+
+def register(cls: type[Adapter], name: str | None = None) -> None:
+    """Register an adapter class in this process (entry points are the durable way)."""
+    _extra[name or cls.protocol] = cls
+
+
+def unregister(name: str) -> None:
+    _extra.pop(name, None)
+
+
+def adapter_class(protocol: str) -> type[Adapter]:
+    """The adapter class for a protocol name; :class:`UsageError` if none is registered."""
+    adapters = available()
+    try:
+        return adapters[protocol]
+    except KeyError:
+        names = ", ".join(sorted(adapters)) or "none"
+        raise UsageError(f"no adapter for protocol {protocol!r} (registered: {names})") from None
+
+
+def detect_protocol(sample: Sequence[Sample]) -> str:
+    """The protocol of an input from its first messages.
+
+    Every registered adapter scores the sample; the best score above zero wins.
+    No score, or two best adapters tied, is a :class:`DetectionError`: a wrong
+    guess would mis-translate silently, an error does not.
+    """
+    if not sample:
+        raise DetectionError("empty input: no message to detect a protocol from")
+    scores = sorted(((cls.detect(sample), name) for name, cls in available().items()), reverse=True)
+    if not scores or scores[0][0] <= 0:
+        head = sample[0][0][:120].decode("utf-8", errors="replace")
+        raise DetectionError(f"unknown format: no adapter recognises a stream starting {head!r}")
+    if len(scores) > 1 and scores[1][0] == scores[0][0]:
+        raise DetectionError(f"ambiguous format: {scores[0][1]} and {scores[1][1]} both match; pass --protocol")
+    return scores[0][1]

@@ -1,0 +1,230 @@
+"""The pydantic boundary, derived from the msgspec definitions (never kept by hand).
+
+* :func:`json_schema`: the JSON Schema of a normalized stream line (``normalize schema``);
+* :func:`core_event_adapter`: a pydantic ``TypeAdapter`` validating wire-form CoreEvents
+  (FastAPI and other pydantic apps can use the same models);
+* :func:`validate_lines`: schema *and* envelope rules over an untrusted JSONL stream.
+
+Each msgspec Struct becomes one pydantic model with the same fields, wire names
+(aliases), tags and optionality; ``session.event`` gets one flat model per body
+kind (envelope fields, then ``kind``, then the body's fields), discriminated on
+``kind``, as on the wire.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import typing
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal, Union
+
+import msgspec
+from msgspec import Struct
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+
+from ._codec import StreamHeader, _EnvelopeWire
+from ._model import BODY_TYPES, CORE_EVENT_TYPES, SessionEvent
+
+__all__ = ["ValidationProblem", "core_event_adapter", "json_schema", "line_adapter", "validate_lines"]
+
+_CONFIG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+_models: dict[type, type[BaseModel]] = {}
+
+
+def _tag(cls: type[Struct]) -> tuple[str, str] | None:
+    cfg = cls.__struct_config__
+    if cfg.tag_field is None or not isinstance(cfg.tag, str):
+        return None
+    return cfg.tag_field, cfg.tag
+
+
+def _ptype(tp: Any) -> Any:
+    """A msgspec-side annotation as a pydantic-side one."""
+    if tp is msgspec.Raw or tp is Any:
+        return Any
+    if isinstance(tp, type) and issubclass(tp, Struct):
+        return _model(tp)
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        return tp
+    if origin in (Union, types.UnionType):
+        return Union[tuple(_ptype(a) for a in typing.get_args(tp))]
+    if origin is list:
+        (arg,) = typing.get_args(tp)
+        return list[_ptype(arg)]  # type: ignore[misc]
+    if origin is dict:
+        k, v = typing.get_args(tp)
+        return dict[_ptype(k), _ptype(v)]  # type: ignore[misc]
+    return tp
+
+
+def _literal(value: str) -> Any:
+    return Literal[value]
+
+
+def _fields(cls: type[Struct]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in msgspec.structs.fields(cls):
+        default = ... if f.required else f.default
+        out[f.name] = (_ptype(f.type), Field(default, alias=f.encode_name))
+    return out
+
+
+def _model(cls: type[Struct]) -> type[BaseModel]:
+    if cls in _models:
+        return _models[cls]
+    fields: dict[str, Any] = {}
+    tag = _tag(cls)
+    if tag is not None:
+        fields["tag_"] = (_literal(tag[1]), Field(alias=tag[0]))
+    fields.update(_fields(cls))
+    model: type[BaseModel] = create_model(cls.__name__, __config__=_CONFIG, **fields)
+    _models[cls] = model
+    return model
+
+
+def _event_models() -> list[type[BaseModel]]:
+    envelope = _fields(_EnvelopeWire)
+    out = []
+    for body in BODY_TYPES:
+        prefix = dict(envelope)
+        if "subagent_id" in {f.name for f in msgspec.structs.fields(body)}:
+            del prefix["subagent_id"]
+        # wire order: envelope fields, then kind, then the body's own fields
+        tag = _tag(body)
+        assert tag is not None
+        fields: dict[str, Any] = dict(prefix)
+        fields["tag_"] = (_literal(tag[1]), Field(alias=tag[0]))
+        fields.update(_fields(body))
+        out.append(create_model(f"{body.__name__}Event", __config__=_CONFIG, **fields))
+    return out
+
+
+@functools.cache
+def _core_models() -> tuple[type[BaseModel], ...]:
+    events = _event_models()
+    event_union: Any = typing.Annotated[Union[tuple(events)], Field(discriminator="tag_")]
+    models = []
+    for cls in CORE_EVENT_TYPES:
+        if cls is SessionEvent:
+            models.append(
+                create_model(
+                    "SessionEvent",
+                    __config__=_CONFIG,
+                    tag_=(_literal("session.event"), Field(alias="type")),
+                    session_id=(str, Field(alias="sessionId")),
+                    event=(event_union, Field(alias="event")),
+                )
+            )
+        else:
+            models.append(_model(cls))
+    return tuple(models)
+
+
+@functools.cache
+def core_event_adapter() -> TypeAdapter[Any]:
+    """Validates one wire-form CoreEvent (JSON) into its pydantic model."""
+    union: Any = typing.Annotated[Union[_core_models()], Field(discriminator="tag_")]
+    return TypeAdapter(union)
+
+
+@functools.cache
+def line_adapter() -> TypeAdapter[Any]:
+    """Validates any line of a normalized stream: the header or a CoreEvent."""
+    union: Any = typing.Annotated[Union[(*_core_models(), _model(StreamHeader))], Field(discriminator="tag_")]
+    return TypeAdapter(union)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of one line of a normalized stream."""
+    schema = line_adapter().json_schema(by_alias=True, mode="serialization")
+    schema["title"] = "normalize stream line"
+    schema["$comment"] = "Generated by `normalize schema` from the msgspec definitions; do not edit."
+    return schema
+
+
+def dump(model: BaseModel) -> bytes:
+    """A validated model back to wire JSON (the fields the input had, by wire name)."""
+    return model.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+class ValidationProblem(msgspec.Struct, frozen=True):
+    """One problem found by :func:`validate_lines`."""
+
+    line: int
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"line {self.line}" + (f": {self.field}" if self.field else "")
+        return f"{where}: {self.message}"
+
+
+_TAGGED: tuple[type[Struct], ...] = (*BODY_TYPES, *CORE_EVENT_TYPES, StreamHeader)
+_TAGS = {tag[1] for c in _TAGGED if (tag := _tag(c)) is not None}
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    """A pydantic error location as a wire path (``event.callId``), union tags left out."""
+    return ".".join(str(p) for p in loc if p not in _TAGS)
+
+
+class _Rules:
+    """The envelope rules, checked across a stream (per sessionId)."""
+
+    def __init__(self) -> None:
+        self.seq: dict[str, int] = {}
+        self.turns: dict[str, int] = {}
+        self.open: dict[str, str | None] = {}
+
+    def check(self, lineno: int, ev: dict[str, Any]) -> Iterator[ValidationProblem]:
+        if ev.get("type") != "session.event":
+            return
+        e = ev["event"]
+        sid = e["sessionId"]
+        if sid != ev["sessionId"]:
+            yield ValidationProblem(
+                lineno, "event.sessionId", f"{sid!r} differs from the CoreEvent's {ev['sessionId']!r}"
+            )
+        want = self.seq.get(sid, 0) + 1
+        if e["seq"] != want:
+            yield ValidationProblem(lineno, "event.seq", f"expected {want}, got {e['seq']} (seq is contiguous from 1)")
+        self.seq[sid] = e["seq"]
+        kind, turn, open_ = e["kind"], e.get("turnId"), self.open.get(sid)
+        if kind == "turn-start":
+            if open_ is not None:
+                yield ValidationProblem(lineno, "event.kind", f"turn-start while {open_} is open")
+            n = self.turns.get(sid, 0) + 1
+            self.turns[sid] = n
+            open_ = f"turn:{n}"
+            self.open[sid] = open_
+        if turn != open_:
+            want_turn = "no turnId" if open_ is None else f"turnId {open_!r}"
+            yield ValidationProblem(lineno, "event.turnId", f"expected {want_turn}, got {turn!r}")
+        if kind == "turn-complete":
+            self.open[sid] = None
+
+
+def validate_lines(lines: Iterable[bytes]) -> Iterator[ValidationProblem]:
+    """Check a normalized JSONL stream: the header, each line's schema, the envelope rules."""
+    adapter = line_adapter()
+    rules = _Rules()
+    decoder = msgspec.json.Decoder()
+    for lineno, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = decoder.decode(raw)
+        except msgspec.DecodeError as exc:
+            yield ValidationProblem(lineno, "", f"not JSON: {exc}")
+            continue
+        try:
+            adapter.validate_python(obj, by_alias=True, by_name=False)
+        except ValidationError as exc:
+            for err in exc.errors():
+                yield ValidationProblem(lineno, _loc(err["loc"]), err["msg"])
+            continue
+        if lineno == 1 and obj.get("type") != "stream.header":
+            yield ValidationProblem(lineno, "type", "the first line must be the stream.header")
+        yield from rules.check(lineno, obj)

@@ -1,0 +1,322 @@
+"""The Session: envelope bookkeeping and the turn state machine.
+
+Everything that gives an event its place in a stream lives here, and nothing
+here knows any native protocol.  Rules (docs/events.md, "Envelope rules"):
+
+* seq: 1, 2, 3, ... for every ``session.event`` of this Session object, in
+  emission order; sub-agent events share it.
+* turnId: ``turn:N`` in order of turn start.  Every event from ``turn-start`` to
+  its ``turn-complete``, both included, carries it; events outside carry none.
+
+  - a ``turn-start`` while a turn is open first closes that turn with a
+    synthesized ``turn-complete`` (reason ``interrupt``);
+  - a ``turn-complete`` with no turn open is preceded by a synthesized
+    ``turn-start``, so every turn has both ends;
+  - at close, an open turn gets an ``error`` (the stream was cut off) and a
+    ``turn-complete`` with reason ``interrupt``, and the session fails.
+* origin: the Session's default (``live``, or ``replay`` for stored formats),
+  unless the adapter says otherwise for an event.
+* ts: the native timestamp, else the capture's receive time, else the clock.
+* native: the message an event came from, unchanged; ``protocol: "core"`` for
+  events the library synthesizes.
+* Nothing is lost: a native message that produced no event becomes a
+  ``session.update``; bad input becomes an ``error`` event (or is raised in
+  strict mode).
+* State: ``starting`` until the first event; ``running`` inside a turn;
+  ``waiting`` while a permission request or question is pending; ``idle``
+  between turns; ``ended`` or ``failed`` at close.  Each change is a
+  ``session.stateChanged``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from msgspec import Raw, structs
+
+from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Source
+from ._errors import InputError, MalformedMessage, UsageError
+from ._model import (
+    AnyBody,
+    Body,
+    ErrorInfo,
+    EventEnvelope,
+    Native,
+    Origin,
+    PermissionRequest,
+    RequestResolved,
+    SessionCreated,
+    SessionEvent,
+    SessionFailed,
+    SessionRecord,
+    SessionResumed,
+    SessionState,
+    SessionStateChanged,
+    SessionUpdate,
+    TurnComplete,
+    TurnStart,
+    UserQuestion,
+    _Core,
+)
+from ._model import Error as ErrorBody
+
+__all__ = ["Clock", "Session", "format_ts"]
+
+#: A clock returns seconds since the epoch (``time.time`` by default).
+Clock = Callable[[], float]
+
+
+def format_ts(seconds: float) -> str:
+    """RFC 3339 in UTC with milliseconds, the form normalize writes."""
+    dt = datetime.fromtimestamp(seconds, tz=UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def _kept_text(message: bytes, limit: int = 4096) -> str:
+    return message[:limit].decode("utf-8", errors="replace")
+
+
+class Session:
+    """Wraps one adapter and turns its output into CoreEvents.
+
+    ``feed(message, from_)`` for each native message, ``close()`` at the end;
+    both return the CoreEvents to emit, in order.  ``strict=True`` raises the
+    library's :class:`~normalize.InputError` subclasses on bad input instead of
+    emitting ``error`` events.
+    """
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        *,
+        session_id: str | None = None,
+        origin: Origin | None = None,
+        clock: Clock | None = None,
+        strict: bool = False,
+    ) -> None:
+        self.adapter = adapter
+        self.session_id = session_id
+        self.origin: Origin = origin if origin is not None else ("replay" if adapter.stored else "live")
+        self.strict = strict
+        self._clock = clock if clock is not None else time.time
+        self._protocol = type(adapter).protocol
+        self._seq = 0
+        self._turns = 0
+        self._turn_id: str | None = None
+        self._state: SessionState = "starting"
+        self._pending: set[str] = set()
+        self._created = False
+        self._closed = False
+        self._failed = False
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def seq(self) -> int:
+        """The seq of the last ``session.event`` emitted (0 before any)."""
+        return self._seq
+
+    @property
+    def turn_id(self) -> str | None:
+        """The open turn's id, or None between turns."""
+        return self._turn_id
+
+    @property
+    def state(self) -> SessionState:
+        return self._state
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def feed(self, message: bytes, from_: Direction = "agent", *, t: str | None = None) -> list[_Core]:
+        """Translate one native message (the wire line, without its newline)."""
+        if self._closed:
+            raise UsageError("Session.feed() after close()")
+        if self.session_id is None:
+            self.session_id = "s-" + hashlib.sha256(message).hexdigest()[:16]
+        try:
+            items = self.adapter.feed(message, from_)
+        except InputError as exc:
+            items = [Problem(error=exc)]
+        return self._run(items, message, t)
+
+    def feed_problem(self, error: InputError, *, t: str | None = None) -> list[_Core]:
+        """Report input that never became a message (a line too long, a broken tap line)."""
+        if self._closed:
+            raise UsageError("Session.feed_problem() after close()")
+        if self.strict:
+            raise error
+        if self.session_id is None:
+            self.session_id = "s-" + hashlib.sha256((error.kept or error.message).encode()).hexdigest()[:16]
+        return self._run([Problem(error=error)], None, t)
+
+    def close(self) -> list[_Core]:
+        """The input ended.  Settles open turns and calls; idempotent calls raise."""
+        if self._closed:
+            raise UsageError("Session.close() called twice")
+        self._closed = True
+        if not self._created and self.session_id is None:
+            return []  # nothing was ever fed: there is no session to report
+        if self.session_id is None:
+            self.session_id = "s-empty"
+        out = self._run(self.adapter.close(), None, None)
+        if self._turn_id is not None:
+            reason = f"the stream ended during {self._turn_id}"
+            self._synth(out, ErrorBody(message=reason, error_type="cut-off", recoverable=False), "close")
+            self._synth(out, TurnComplete(reason="interrupt"), "close")
+            out.append(SessionFailed(session_id=self.session_id, error=ErrorInfo(message=reason, error_type="cut-off")))
+            self._failed = True
+        self._set_state(out, "failed" if self._failed else "ended")
+        return out
+
+    # ----------------------------------------------------------------- private
+
+    def _run(self, items: list[Item], message: bytes | None, t: str | None) -> list[_Core]:
+        out: list[_Core] = []
+        sid = self.session_id
+        assert sid is not None
+        if not self._created:
+            self._created = True
+            first = items[0] if items else None
+            if not isinstance(first, SessionCreated | SessionResumed):
+                items = [self._default_created(), *items]
+        method: str | None = None
+        native_ts: str | None = None
+        accounted = message is None
+        for item in items:
+            if isinstance(item, Body):
+                self._event(out, item, message, method, native_ts or t, None, None, False)
+                accounted = True
+            elif isinstance(item, Emit):
+                self._event(
+                    out,
+                    item.body,
+                    message,
+                    method,
+                    item.ts or native_ts or t,
+                    item.origin,
+                    item.subagent_id,
+                    item.synthetic,
+                )
+                accounted = accounted or not item.synthetic
+            elif isinstance(item, Source):
+                method, native_ts = item.method, item.ts
+            elif isinstance(item, Passthrough):
+                out.append(SessionUpdate(session_id=sid, update=self._native(message, item.method or method)))
+                accounted = True
+            elif isinstance(item, Problem):
+                if self.strict:
+                    raise item.error
+                err = ErrorBody(message=item.error.message, error_type=item.error.error_type, recoverable=True)
+                self._event(
+                    out,
+                    err,
+                    message,
+                    method,
+                    native_ts or t,
+                    None,
+                    item.subagent_id,
+                    False,
+                    text_payload=isinstance(item.error, MalformedMessage),
+                )
+                accounted = True
+            elif isinstance(item, SessionCreated | SessionResumed):
+                out.append(self._fill_record(item))
+            else:
+                if isinstance(item, SessionFailed):
+                    self._failed = True
+                out.append(structs.replace(item, session_id=sid))
+        if not accounted:
+            out.append(SessionUpdate(session_id=sid, update=self._native(message, method)))
+        return out
+
+    def _default_created(self) -> SessionCreated:
+        return SessionCreated(session_id="", record=SessionRecord(id="", agent="", protocol=""))
+
+    def _fill_record(self, item: SessionCreated | SessionResumed) -> _Core:
+        sid = self.session_id
+        assert sid is not None
+        rec = item.record
+        rec = structs.replace(
+            rec,
+            id=rec.id or sid,
+            agent=rec.agent or self.adapter.agent,
+            protocol=rec.protocol or self._protocol,
+        )
+        return structs.replace(item, session_id=sid, record=rec)
+
+    def _native(self, message: bytes | None, method: str | None, text: bool = False) -> Native:
+        if message is None:
+            return Native(protocol="core", method=method, payload=None)
+        payload: Any = _kept_text(message) if text else Raw(message)
+        return Native(protocol=self._protocol, method=method, payload=payload)
+
+    def _synth(self, out: list[_Core], body: Body, why: str) -> None:
+        self._event(out, body, None, why, None, None, None, True)
+
+    def _event(
+        self,
+        out: list[_Core],
+        body: Body,
+        message: bytes | None,
+        method: str | None,
+        ts: str | None,
+        origin: Origin | None,
+        subagent_id: str | None,
+        synthetic: bool,
+        *,
+        text_payload: bool = False,
+    ) -> None:
+        # The turn state machine: see the module docstring.
+        if isinstance(body, TurnStart):
+            if self._turn_id is not None:
+                self._synth(out, TurnComplete(reason="interrupt"), "turn-start-while-open")
+            self._turns += 1
+            self._turn_id = f"turn:{self._turns}"
+        elif isinstance(body, TurnComplete) and self._turn_id is None:
+            self._synth(out, TurnStart(), "turn-complete-without-start")
+        if synthetic or message is None:
+            native = Native(protocol="core", method=method, payload=None)
+        else:
+            native = self._native(message, method, text_payload)
+        self._seq += 1
+        sid = self.session_id
+        assert sid is not None
+        env = EventEnvelope(
+            session_id=sid,
+            agent=self.adapter.agent,
+            seq=self._seq,
+            ts=ts if ts is not None else format_ts(self._clock()),
+            origin=origin or self.origin,
+            native=native,
+            body=cast(AnyBody, body),
+            turn_id=self._turn_id,
+            subagent_id=subagent_id,
+        )
+        out.append(SessionEvent(session_id=sid, event=env))
+        if isinstance(body, TurnComplete):
+            self._turn_id = None
+            self._set_state(out, "waiting" if self._pending else "idle")
+        elif isinstance(body, TurnStart):
+            self._set_state(out, "running")
+        elif isinstance(body, PermissionRequest | UserQuestion):
+            self._pending.add(body.request_id)
+            self._set_state(out, "waiting")
+        elif isinstance(body, RequestResolved):
+            self._pending.discard(body.request_id)
+            if not self._pending:
+                self._set_state(out, "running" if self._turn_id is not None else "idle")
+        elif self._state == "starting":
+            self._set_state(out, "idle")
+
+    def _set_state(self, out: list[_Core], state: SessionState) -> None:
+        if state != self._state:
+            self._state = state
+            sid = self.session_id
+            assert sid is not None
+            out.append(SessionStateChanged(session_id=sid, state=state))

@@ -1,0 +1,18 @@
+"""The `claude-stream-json` adapter (not written yet: every message is kept untranslated)."""
+
+from __future__ import annotations
+
+from normalize import Adapter, Direction, Item, Passthrough
+
+
+class ClaudeStreamJsonAdapter(Adapter):
+    protocol = "claude-stream-json"
+    agent = "claude-code"
+
+    def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
+        self._check_open()
+        return [Passthrough()]
+
+    def close(self) -> list[Item]:
+        self._closed = True
+        return []

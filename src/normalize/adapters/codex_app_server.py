@@ -1,0 +1,18 @@
+"""The `codex-app-server` adapter (not written yet: every message is kept untranslated)."""
+
+from __future__ import annotations
+
+from normalize import Adapter, Direction, Item, Passthrough
+
+
+class CodexAppServerAdapter(Adapter):
+    protocol = "codex-app-server"
+    agent = "codex"
+
+    def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
+        self._check_open()
+        return [Passthrough()]
+
+    def close(self) -> list[Item]:
+        self._closed = True
+        return []

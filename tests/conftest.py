@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+
+def golden_extension(path: Path) -> type[SingleFileSnapshotExtension]:
+    """A syrupy extension storing one snapshot as the JSONL file at ``path``.
+
+    Snapshots live under golden/ mirroring the captures, not next to the tests;
+    discovery is pointed at an empty place so syrupy never treats another
+    capture's snapshot as unused (tests/test_golden.py pairs them itself).
+    """
+
+    class GoldenJsonl(SingleFileSnapshotExtension):
+        _write_mode = WriteMode.TEXT
+        file_extension = "jsonl"
+
+        @classmethod
+        def dirname(cls, *, test_location: Any) -> str:
+            return str(path.parent)
+
+        @classmethod
+        def discovery_dirname(cls, *, test_location: Any) -> str:
+            return str(path.parent / ".syrupy-none")
+
+        @classmethod
+        def get_file_basename(cls, *, test_location: Any, index: Any) -> str:
+            return path.name[: -len(".jsonl")]
+
+        @classmethod
+        def get_snapshot_name(cls, *, test_location: Any, index: Any = 0) -> str:
+            return path.name[: -len(".jsonl")]
+
+        @classmethod
+        def matches_test_location(cls, *, test_location: Any, snapshot_location: str) -> bool:
+            return Path(snapshot_location) == path
+
+        @classmethod
+        def write_snapshot_collection(cls, *, snapshot_collection: Any, name_order: Any = None) -> None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            super().write_snapshot_collection(snapshot_collection=snapshot_collection, name_order=name_order)
+
+    return GoldenJsonl
+
+
+@pytest.fixture
+def golden(snapshot: Any) -> Any:
+    """``golden(path)`` -> a snapshot assertion stored at ``path``."""
+
+    def make(path: Path) -> Any:
+        return snapshot.use_extension(golden_extension(path))
+
+    return make

@@ -1,0 +1,91 @@
+"""Test helpers, in one place: captures, a fixed clock, conversion to bytes, chunked feeding."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from normalize import (
+    CaptureParser,
+    Record,
+    encode,
+    find_inputs,
+)
+from normalize import events as _events
+from normalize._codec import encode_header
+from normalize._model import _Core
+
+ROOT = Path(__file__).resolve().parent.parent
+ADAPTERS = ROOT / "adapters"
+GOLDEN = ROOT / "golden"
+
+#: Every test converts with this clock, so events without a native or capture time are stable.
+FIXED_NOW = 1767225600.0  # 2026-01-01T00:00:00Z
+
+
+def fixed_clock() -> float:
+    return FIXED_NOW
+
+
+def capture_files() -> list[Path]:
+    """Every capture under adapters/<protocol>/captures/ that is a session's main file."""
+    out: list[Path] = []
+    for proto_dir in sorted(p for p in ADAPTERS.iterdir() if (p / "captures").is_dir()):
+        for inp in find_inputs([proto_dir / "captures"], protocol=proto_dir.name):
+            assert not isinstance(inp, Exception), inp
+            out.append(inp.main)
+    return out
+
+
+def protocol_of(capture: Path) -> str:
+    return capture.relative_to(ADAPTERS).parts[0]
+
+
+def golden_path(capture: Path) -> Path:
+    """adapters/P/captures/REL -> golden/P/REL (same file name)."""
+    rel = capture.relative_to(ADAPTERS)
+    return GOLDEN / rel.parts[0] / Path(*rel.parts[2:])
+
+
+def companions(capture: Path) -> list[Path]:
+    (inp,) = [i for i in find_inputs([capture], protocol=protocol_of(capture)) if not isinstance(i, Exception)]
+    return inp.paths
+
+
+def records_chunked(data: bytes, cuts: Iterable[int]) -> Iterator[Record]:
+    """Parse ``data`` fed in pieces cut at the given offsets."""
+    parser = CaptureParser()
+    prev = 0
+    for cut in sorted(set(cuts)):
+        yield from parser.feed(data[prev:cut])
+        prev = cut
+    yield from parser.feed(data[prev:])
+    yield from parser.close()
+
+
+def records_of(paths: list[Path], cuts_per_file: int = 0, seed: int = 0) -> Iterator[Record]:
+    rng = random.Random(seed)
+    for p in paths:
+        data = p.read_bytes()
+        cuts = [rng.randrange(len(data) + 1) for _ in range(cuts_per_file)] if data else []
+        yield from records_chunked(data, cuts)
+
+
+def convert_records(records: Iterable[Record], protocol: str, **kw: object) -> list[_Core]:
+    return list(_events(records, protocol=protocol, clock=fixed_clock, **kw))  # type: ignore[arg-type]
+
+
+def to_jsonl(events: Iterable[_Core], *, input: str | None = None, protocol: str | None = None) -> str:
+    lines = [encode_header(library_version="test", input=input, protocol=protocol)]
+    lines.extend(encode(e) for e in events)
+    return b"".join(line + b"\n" for line in lines).decode()
+
+
+def convert_capture(capture: Path, cuts_per_file: int = 0, seed: int = 0) -> list[_Core]:
+    return convert_records(records_of(companions(capture), cuts_per_file, seed), protocol_of(capture))
+
+
+def golden_text(capture: Path) -> str:
+    rel = capture.relative_to(ROOT).as_posix()
+    return to_jsonl(convert_capture(capture), input=rel, protocol=protocol_of(capture))
