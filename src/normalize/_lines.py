@@ -107,10 +107,14 @@ class LineSplitter:
                 self._emit(out, bytes(buf[start:nl]))
             start = nl + 1
         del buf[:start]
-        if len(buf) > self.max_line:
+        # A line that cannot fit any more is reported now, so memory stays bounded; the
+        # allowance of one byte is for a "\r" that would be dropped at its end.
+        bom = 3 if not self._started and buf.startswith(_BOM) else 0
+        if len(buf) - bom > self.max_line + 1:
             if not self._discarding:
                 self._lineno += 1
-                out.append(self._too_long(bytes(buf[:KEEP_BYTES])))
+                self._started = True
+                out.append(self._too_long(bytes(buf[bom : bom + KEEP_BYTES])))
                 self._discarding = True
             buf.clear()
         return out
@@ -131,6 +135,7 @@ class LineSplitter:
         return self._lineno
 
     def _too_long(self, head: bytes) -> LineProblem:
+        head = head[: min(KEEP_BYTES, self.max_line)]
         return LineProblem(
             LineTooLong(f"line {self._lineno} is longer than {self.max_line} bytes", kept=_kept(head)),
             line=self._lineno,

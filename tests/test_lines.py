@@ -1,0 +1,117 @@
+"""Reading captures: each oddity of real files has one defined result, whatever the chunking."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import normalize
+from normalize import CaptureParser, LineProblem, LineSplitter, LineTooLong, Message, TruncatedLine
+from scripted import ScriptedAdapter, msg
+
+
+def parse(data: bytes, max_line: int = 1 << 20, cuts: list[int] | None = None) -> list[normalize.Record]:
+    p = CaptureParser(max_line)
+    out: list[normalize.Record] = []
+    prev = 0
+    for c in sorted(set(cuts or [])):
+        out += p.feed(data[prev:c])
+        prev = c
+    out += p.feed(data[prev:])
+    return out + p.close()
+
+
+def norm(records: list[normalize.Record]) -> list[tuple[object, ...]]:
+    return [
+        (r.data, r.from_, r.t, r.line) if isinstance(r, Message)
+        else (type(r.error).__name__, r.error.message, r.error.kept, r.line)
+        for r in records
+    ]  # fmt: skip
+
+
+def datas(records: list[normalize.Record]) -> list[bytes]:
+    return [r.data for r in records if isinstance(r, Message)]
+
+
+def test_crlf_bom_and_blank_lines() -> None:
+    data = b'\xef\xbb\xbf{"a":1}\r\n\r\n   \n{"b":2}\n\n'
+    assert datas(parse(data)) == [b'{"a":1}', b'{"b":2}']
+    assert [r.line for r in parse(data)] == [1, 4]
+
+
+def test_a_complete_last_line_without_newline_is_a_message_and_a_cut_one_is_truncated() -> None:
+    assert datas(parse(b'{"a":1}\n{"b":2}')) == [b'{"a":1}', b'{"b":2}']
+    got = parse(b'{"a":1}\n{"b":')
+    assert datas(got) == [b'{"a":1}']
+    assert isinstance(got[-1], LineProblem) and isinstance(got[-1].error, TruncatedLine)
+    assert got[-1].error.kept == '{"b":' and got[-1].line == 2
+
+
+def test_invalid_utf8_is_reported_by_the_adapter_and_the_stream_goes_on() -> None:
+    s = normalize.Session(ScriptedAdapter(), clock=lambda: 0.0)
+    out = []
+    for rec in parse(b'{"do":[],"method":"\xff\xfe"}\n' + msg(normalize.TurnStart()) + b"\n"):
+        assert isinstance(rec, Message)
+        out += s.feed(rec.data)
+    kinds = [e.event.kind for e in out if isinstance(e, normalize.SessionEvent)]
+    assert kinds == ["error", "turn-start"]
+    err = next(e.event.body for e in out if isinstance(e, normalize.SessionEvent))
+    assert isinstance(err, normalize.Error) and err.error_type == "malformed"
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 100, 10_000])
+def test_a_line_over_the_bound_is_reported_with_its_head_and_skipped(chunk: int) -> None:
+    long = b'{"x":"' + b"y" * 5000 + b'"}'
+    data = b'{"a":1}\n' + long + b'\n{"b":2}\n'
+    got = parse(data, max_line=1000, cuts=list(range(chunk, len(data), chunk)))
+    assert datas(got) == [b'{"a":1}', b'{"b":2}']
+    (problem,) = [r for r in got if isinstance(r, LineProblem)]
+    assert isinstance(problem.error, LineTooLong)
+    assert problem.line == 2
+    assert problem.error.kept is not None and problem.error.kept.startswith('{"x":"yyy')
+    assert [r.line for r in got] == [1, 2, 3]
+
+
+def test_memory_is_bounded_by_the_line_limit() -> None:
+    sp = LineSplitter(max_line=1000)
+    for _ in range(1000):
+        sp.feed(b"z" * 999)  # one endless line, 1 MB in all
+        assert len(sp._buf) <= 1000 + 999
+    assert sp.feed(b"\n{}\n") == [(2, b"{}")]
+
+
+def test_tap_files_give_direction_and_receive_time_and_keep_the_wire_bytes() -> None:
+    data = (
+        b'{"t":"2026-11-29T19:05:39.123Z","from":"client","msg":{"id": 1}}\n'
+        b'{"t":"2026-11-29T19:05:39.124Z","from":"agent","msg":{"id":1,"result":{}}}\n'
+        b'{"t":"2026-11-29T19:05:39.125Z","from":"nobody","msg":{}}\n'
+    )
+    got = parse(data)
+    assert got[:2] == [
+        Message(b'{"id": 1}', "client", "2026-11-29T19:05:39.123Z", 1),
+        Message(b'{"id":1,"result":{}}', "agent", "2026-11-29T19:05:39.124Z", 2),
+    ]
+    assert isinstance(got[2], LineProblem) and got[2].line == 3
+
+
+lines = st.lists(
+    st.one_of(
+        st.dictionaries(st.text(max_size=5), st.integers(), max_size=3).map(msgspec.json.encode),
+        st.just(b""),
+        st.just(b"   "),
+        st.binary(max_size=30).filter(lambda b: b"\n" not in b),
+    ),
+    max_size=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines, st.lists(st.integers(0, 2000), max_size=30), st.booleans(), st.booleans())
+def test_any_chunking_gives_the_same_records(ls: list[bytes], cuts: list[int], crlf: bool, tail: bool) -> None:
+    eol = b"\r\n" if crlf else b"\n"
+    data = eol.join(ls) + (eol if tail else b"")
+    whole = norm(parse(data, max_line=64))
+    assert norm(parse(data, max_line=64, cuts=[c % (len(data) + 1) for c in cuts])) == whole
+    assert norm(parse(data, max_line=64, cuts=list(range(len(data))))) == whole

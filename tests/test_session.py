@@ -1,0 +1,269 @@
+"""The envelope rules of docs/events.md, one test each, then properties over arbitrary adapter output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import normalize
+from normalize import (
+    AssistantDelta,
+    PermissionRequest,
+    RequestResolved,
+    Session,
+    SessionEvent,
+    ToolCallRef,
+    TurnComplete,
+    TurnStart,
+)
+from normalize._model import _Core
+from scripted import ScriptedAdapter, msg
+from strategies import bodies
+
+NOW = 1767225600.0
+
+
+def session(**kw: Any) -> Session:
+    return Session(ScriptedAdapter(), clock=lambda: NOW, **kw)
+
+
+def run(messages: list[bytes], **kw: Any) -> list[_Core]:
+    s = session(**kw)
+    out: list[_Core] = []
+    for m in messages:
+        out += s.feed(m)
+    return out + s.close()
+
+
+def evs(out: list[_Core]) -> list[normalize.EventEnvelope]:
+    return [e.event for e in out if isinstance(e, SessionEvent)]
+
+
+def delta(text: str = "x") -> AssistantDelta:
+    return AssistantDelta(message_id="m", text=text)
+
+
+# -- seq ---------------------------------------------------------------------------------------
+
+
+def test_seq_starts_at_1_and_counts_every_session_event_without_gaps() -> None:
+    out = run([msg(TurnStart(), delta()), msg(delta(), delta(), sub="a1"), msg(TurnComplete(reason="ok"))])
+    assert [e.seq for e in evs(out)] == [1, 2, 3, 4, 5]
+
+
+def test_subagent_events_share_the_parent_seq_space() -> None:
+    out = run([msg(delta()), msg(delta(), sub="sub-1"), msg(delta())])
+    assert [(e.seq, e.subagent_id) for e in evs(out)] == [(1, None), (2, "sub-1"), (3, None)]
+
+
+# -- turnId ------------------------------------------------------------------------------------
+
+
+def test_turn_ids_cover_turn_start_to_turn_complete_inclusive_and_nothing_outside() -> None:
+    out = run([msg(delta()), msg(TurnStart()), msg(delta()), msg(TurnComplete(reason="ok")), msg(delta()),
+               msg(TurnStart(), TurnComplete(reason="interrupt"))])  # fmt: skip
+    assert [(e.kind, e.turn_id) for e in evs(out)] == [
+        ("assistant-delta", None),
+        ("turn-start", "turn:1"),
+        ("assistant-delta", "turn:1"),
+        ("turn-complete", "turn:1"),
+        ("assistant-delta", None),
+        ("turn-start", "turn:2"),
+        ("turn-complete", "turn:2"),
+    ]
+
+
+def test_a_turn_start_inside_an_open_turn_closes_it_first() -> None:
+    got = evs(run([msg(TurnStart()), msg(TurnStart()), msg(TurnComplete(reason="ok"))]))
+    assert [(e.kind, e.turn_id, e.native.protocol) for e in got] == [
+        ("turn-start", "turn:1", "scripted"),
+        ("turn-complete", "turn:1", "core"),
+        ("turn-start", "turn:2", "scripted"),
+        ("turn-complete", "turn:2", "scripted"),
+    ]
+    assert isinstance(got[1].body, TurnComplete) and got[1].body.reason == "interrupt"
+
+
+def test_a_turn_complete_without_a_start_gets_a_synthesized_start() -> None:
+    got = evs(run([msg(TurnComplete(reason="ok"))]))
+    assert [(e.kind, e.turn_id, e.native.protocol) for e in got] == [
+        ("turn-start", "turn:1", "core"),
+        ("turn-complete", "turn:1", "scripted"),
+    ]
+
+
+def test_a_turn_open_at_close_is_reported_cut_off_and_the_session_fails() -> None:
+    out = run([msg(TurnStart(), delta())])
+    got = evs(out)
+    assert [(e.kind, e.turn_id, e.native.protocol) for e in got[-2:]] == [
+        ("error", "turn:1", "core"),
+        ("turn-complete", "turn:1", "core"),
+    ]
+    assert isinstance(got[-2].body, normalize.Error) and got[-2].body.error_type == "cut-off"
+    assert isinstance(out[-2], normalize.SessionFailed)
+    assert out[-1] == normalize.SessionStateChanged(session_id=out[-1].session_id, state="failed")
+
+
+# -- origin ------------------------------------------------------------------------------------
+
+
+def test_origin_is_live_by_default_replay_for_stored_formats_and_per_event_when_the_adapter_says() -> None:
+    assert {e.origin for e in evs(run([msg(delta())]))} == {"live"}
+    assert {e.origin for e in evs(run([msg(delta())], origin="replay"))} == {"replay"}
+    got = evs(run([msg(delta(), origin="replay"), msg(delta())]))
+    assert [(e.seq, e.origin) for e in got] == [(1, "replay"), (2, "live")]
+
+    class Stored(ScriptedAdapter):
+        stored = True
+
+    s = Session(Stored(), clock=lambda: NOW)
+    assert {e.origin for e in evs(s.feed(msg(delta())))} == {"replay"}
+
+
+# -- ts ----------------------------------------------------------------------------------------
+
+
+def test_ts_is_native_then_capture_time_then_clock() -> None:
+    s = session()
+    native = evs(s.feed(msg(delta(), ts="2025-05-05T05:05:05Z"), t="2026-02-02T00:00:00.000Z"))
+    capture = evs(s.feed(msg(delta()), t="2026-02-02T00:00:00.000Z"))
+    clock = evs(s.feed(msg(delta())))
+    assert [native[0].ts, capture[0].ts, clock[0].ts] == [
+        "2025-05-05T05:05:05Z",
+        "2026-02-02T00:00:00.000Z",
+        "2026-01-01T00:00:00.000Z",
+    ]
+
+
+# -- native ------------------------------------------------------------------------------------
+
+
+def test_native_carries_the_message_unchanged_and_core_marks_synthesized_events() -> None:
+    m = msg(delta(), method="text_delta")
+    (ev,) = evs(session().feed(m))
+    assert ev.native.protocol == "scripted"
+    assert ev.native.method == "text_delta"
+    assert bytes(ev.native.payload) == m
+    cut = evs(run([msg(TurnStart())]))
+    assert cut[-1].native == normalize.Native(protocol="core", method="close", payload=None)
+
+
+# -- nothing is lost ---------------------------------------------------------------------------
+
+
+def test_an_untranslated_message_becomes_session_update() -> None:
+    out = session().feed(b'{"something": "else"}')
+    assert [type(e).__name__ for e in out] == ["SessionCreated", "SessionUpdate"]
+    upd = out[-1]
+    assert isinstance(upd, normalize.SessionUpdate)
+    assert bytes(upd.update.payload) == b'{"something": "else"}'
+
+
+def test_bad_input_is_an_error_event_and_the_stream_goes_on() -> None:
+    s = session()
+    bad = evs(s.feed(b"{not json"))
+    assert bad[0].kind == "error"
+    assert isinstance(bad[0].body, normalize.Error)
+    assert bad[0].body.error_type == "malformed" and bad[0].body.recoverable is True
+    assert bad[0].native.payload == "{not json"  # what could be kept, as text
+    assert evs(s.feed(msg(delta())))[0].seq == 2
+
+
+def test_strict_mode_raises_typed_input_errors() -> None:
+    s = session(strict=True)
+    with pytest.raises(normalize.MalformedMessage):
+        s.feed(b"{not json")
+    with pytest.raises(normalize.ProtocolViolation):
+        s.feed(msg(bad=True))
+    assert issubclass(normalize.MalformedMessage, normalize.InputError)
+    assert not issubclass(normalize.UsageError, normalize.InputError)
+
+
+def test_misuse_raises_usage_error() -> None:
+    s = session()
+    s.feed(msg(delta()))
+    s.close()
+    with pytest.raises(normalize.UsageError):
+        s.feed(msg(delta()))
+    with pytest.raises(normalize.UsageError):
+        s.close()
+    adapter = ScriptedAdapter()
+    adapter.close()
+    with pytest.raises(normalize.UsageError):
+        adapter.feed(msg())
+
+
+# -- session lifecycle -------------------------------------------------------------------------
+
+
+def test_session_created_comes_first_and_states_follow_turns_and_requests() -> None:
+    req = PermissionRequest(request_id="r1", tool_call=ToolCallRef(call_id="c", tool="Bash", title="ls"), options=[])
+    out = run([msg(TurnStart()), msg(req), msg(RequestResolved(request_id="r1", outcome="answered")),
+               msg(TurnComplete(reason="ok"))])  # fmt: skip
+    assert isinstance(out[0], normalize.SessionCreated)
+    assert out[0].record.agent == "scripted-agent" and out[0].record.protocol == "scripted"
+    states = [e.state for e in out if isinstance(e, normalize.SessionStateChanged)]
+    assert states == ["running", "waiting", "running", "idle", "ended"]
+
+
+def test_determinism_same_input_and_clock_give_identical_bytes() -> None:
+    messages = [msg(TurnStart(), delta("a")), b"junk", msg(TurnComplete(reason="ok"))]
+    one = b"\n".join(normalize.encode(e) for e in run(messages))
+    two = b"\n".join(normalize.encode(e) for e in run(messages))
+    assert one == two
+
+
+# -- properties over arbitrary adapter outputs -------------------------------------------------
+
+scripts = st.lists(
+    st.one_of(
+        st.lists(bodies, max_size=4).map(lambda bs: msg(*bs)),
+        st.lists(bodies, min_size=1, max_size=3).map(lambda bs: msg(*bs, sub="sub-a")),
+        st.binary(max_size=20),
+        st.just(b'{"unknown": true}'),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(scripts)
+def test_properties_hold_for_any_adapter_output(messages: list[bytes]) -> None:
+    s = session()
+    out: list[_Core] = []
+    for m in messages:
+        got = s.feed(m)
+        out += got
+        # no loss: the message is carried by what it produced, and nothing else is
+        carried = [e.event.native.payload for e in got if isinstance(e, SessionEvent)
+                   and e.event.native.protocol != "core"]  # fmt: skip
+        carried += [e.update.payload for e in got if isinstance(e, normalize.SessionUpdate)]
+        as_bytes = {p.encode() if isinstance(p, str) else bytes(p) for p in carried}
+        assert carried, m
+        assert as_bytes == {m if _is_json(m) else m.decode("utf-8", "replace").encode()}
+    out += s.close()
+    envs = evs(out)
+    assert [e.seq for e in envs] == list(range(1, len(envs) + 1))
+    open_turn: str | None = None
+    n = 0
+    for e in envs:
+        if e.kind == "turn-start":
+            assert open_turn is None
+            n += 1
+            open_turn = f"turn:{n}"
+        assert e.turn_id == open_turn
+        if e.kind == "turn-complete":
+            open_turn = None
+    assert open_turn is None  # close() settles every turn
+
+
+def _is_json(m: bytes) -> bool:
+    try:
+        msgspec.json.decode(m)
+    except msgspec.DecodeError:
+        return False
+    return True
