@@ -60,6 +60,12 @@ def test_subagent_events_share_the_parent_seq_space() -> None:
     assert [(e.seq, e.subagent_id) for e in evs(out)] == [(1, None), (2, "sub-1"), (3, None)]
 
 
+def test_a_subagent_body_carries_only_its_own_subagent_id() -> None:
+    (ev,) = evs(session().feed(msg(normalize.Subagent(subagent_id="child", phase="started"), sub="parent")))
+    assert ev.subagent_id is None
+    assert normalize.encode(normalize.SessionEvent(session_id="s", event=ev)).count(b'"subagentId"') == 1
+
+
 # -- turnId ------------------------------------------------------------------------------------
 
 

@@ -57,6 +57,7 @@ from ._model import (
     SessionState,
     SessionStateChanged,
     SessionUpdate,
+    Subagent,
     TurnComplete,
     TurnStart,
     UserQuestion,
@@ -280,6 +281,8 @@ class Session:
             self._turn_id = f"turn:{self._turns}"
         elif isinstance(body, TurnComplete) and self._turn_id is None:
             self._synth(out, TurnStart(), "turn-complete-without-start")
+        if isinstance(body, Subagent):
+            subagent_id = None  # the body's own subagentId names it (docs/events.md)
         if synthetic or message is None:
             native = Native(protocol="core", method=method, payload=None)
         else:
