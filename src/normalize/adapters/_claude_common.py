@@ -1,0 +1,527 @@
+"""What Claude Code's two formats share: tools, content blocks, tool results, usage.
+
+Used by the ``claude-stream-json`` adapter (the CLI's stdout) and the
+``claude-transcript`` adapter (the session files under ``~/.claude/projects``).
+Both carry the same Anthropic content blocks, one block per line/entry, and the
+same raw tool results (``tool_use_result`` on stdout, ``toolUseResult`` on disk),
+so both translate them here, the same way.  Pure functions and frozen views only;
+nothing here keeps state.
+
+Stable API (keep signatures; add, do not change):
+
+* :func:`tool_category`, :func:`mcp_name`, :func:`is_subagent_tool`,
+  :func:`is_shell_tool`, :func:`is_edit_tool`: what a tool is, by name;
+* :func:`decode_input`, :func:`tool_title`, :func:`tool_locations`: a tool
+  call's input (``ToolInput`` view) and what to show for it;
+* :func:`call_started`: the bodies a ``tool_use`` block gives;
+* :func:`decode_tool_result`, :func:`call_finished`: the bodies a
+  ``tool_result`` block (plus its raw ``tool_use_result``) gives;
+* :func:`text_of`: the text of a string-or-blocks ``content``;
+* :func:`tokens_of`: Anthropic ``usage`` -> :class:`~normalize.Tokens`;
+* :func:`block_message_id`, :func:`block_reasoning_id`: ids of the
+  ``assistant-message`` / ``reasoning`` bodies made from content blocks;
+* :data:`SUBAGENT_TOOLS`: the names of the sub-agent tool.
+
+Conventions:
+
+* A sub-agent's ``subagentId`` is the ``tool_use`` id of the Agent/Task call that
+  spawned it (``parent_tool_use_id`` on stdout; ``toolUseId`` of the sub-agent's
+  ``.meta.json`` on disk), so live and stored sessions name it the same.
+* ``assistant-message`` ids: the API ``message.id`` for the first text block of
+  a message, ``"<message.id>:<block index>"`` for later text blocks;
+  ``reasoning`` ids are always ``"<message.id>:<block index>"``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, Union
+
+import msgspec
+from msgspec import Raw, Struct, field
+
+from normalize import (
+    Body,
+    Category,
+    CommandOutput,
+    FileDiff,
+    Location,
+    McpTool,
+    Plan,
+    PlanEntry,
+    Subagent,
+    Tokens,
+    ToolCall,
+    WebSearch,
+)
+
+__all__ = [
+    "SUBAGENT_TOOLS",
+    "NULL",
+    "ContentBlock",
+    "ToolInput",
+    "ToolResultView",
+    "Usage",
+    "block_message_id",
+    "block_reasoning_id",
+    "call_finished",
+    "call_started",
+    "decode_input",
+    "decode_tool_result",
+    "is_edit_tool",
+    "is_shell_tool",
+    "is_subagent_tool",
+    "mcp_name",
+    "present",
+    "text_of",
+    "tokens_of",
+    "tool_category",
+    "tool_locations",
+    "tool_title",
+]
+
+# --------------------------------------------------------------------------
+# Tools by name
+
+#: The sub-agent tool: ``Agent`` in ``tool_use`` blocks since 2.1.2xx, ``Task`` in
+#: ``init.tools`` and in older builds.
+SUBAGENT_TOOLS = frozenset({"Agent", "Task"})
+
+_SHELL_TOOLS = frozenset({"Bash", "BashOutput", "KillShell", "KillBash", "PowerShell"})
+_EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+
+_CATEGORIES: dict[str, Category] = {
+    "Bash": "execute",
+    "BashOutput": "execute",
+    "KillShell": "execute",
+    "KillBash": "execute",
+    "PowerShell": "execute",
+    "Read": "read",
+    "NotebookRead": "read",
+    "Edit": "edit",
+    "MultiEdit": "edit",
+    "Write": "edit",
+    "NotebookEdit": "edit",
+    "Grep": "search",
+    "Glob": "search",
+    "LS": "search",
+    "ToolSearch": "search",
+    "WebFetch": "fetch",
+    "WebSearch": "web-search",
+    "web_search": "web-search",  # server_tool_use (run by the API)
+    "web_fetch": "fetch",
+    "TodoWrite": "think",
+    "ExitPlanMode": "think",
+}
+
+
+def mcp_name(tool: str) -> tuple[str, str] | None:
+    """``mcp__<server>__<tool>`` -> ``(server, tool)``; None for other tools."""
+    if not tool.startswith("mcp__"):
+        return None
+    server, sep, name = tool[5:].partition("__")
+    return (server, name) if sep else (server, "")
+
+
+def tool_category(tool: str) -> Category:
+    """The normalized category of a Claude Code tool (``other`` when unknown)."""
+    if tool.startswith("mcp__"):
+        return "mcp"
+    return _CATEGORIES.get(tool, "other")
+
+
+def is_subagent_tool(tool: str) -> bool:
+    return tool in SUBAGENT_TOOLS
+
+
+def is_shell_tool(tool: str) -> bool:
+    return tool in _SHELL_TOOLS
+
+
+def is_edit_tool(tool: str) -> bool:
+    return tool in _EDIT_TOOLS
+
+
+# --------------------------------------------------------------------------
+# Views
+
+#: The default of a ``Raw`` field that was absent (msgspec cannot decode ``Raw | None``).
+NULL = Raw(b"null")
+
+
+def present(raw: Raw) -> Raw | None:
+    """``raw`` unless it is absent or JSON ``null``."""
+    return None if bytes(raw) in (b"null", b"") else raw
+
+
+class ContentBlock(Struct, frozen=True, kw_only=True):
+    """One Anthropic content block (only the fields normalize reads).
+
+    ``content`` (tool_result) is a string or a list of blocks; ``input``
+    (tool_use) is kept raw and decoded on demand with :func:`decode_input`.
+    """
+
+    type: str
+    text: str | None = None
+    thinking: str | None = None
+    data: str | None = None  # redacted_thinking
+    id: str | None = None
+    name: str | None = None
+    input: Raw = NULL
+    tool_use_id: str | None = None
+    content: Raw = NULL
+    is_error: bool | None = None
+
+
+class ToolInput(Struct, frozen=True, kw_only=True):
+    """The tool input fields normalize interprets, for any tool (all optional)."""
+
+    command: str | None = None
+    description: str | None = None
+    file_path: str | None = None
+    notebook_path: str | None = None
+    path: str | None = None
+    pattern: str | None = None
+    url: str | None = None
+    query: str | None = None
+    prompt: str | None = None
+    subagent_type: str | None = None
+    run_in_background: bool | None = None
+    model: str | None = None
+    todos: list[_Todo] | None = None
+
+
+class _Todo(Struct, frozen=True, kw_only=True):
+    content: str = ""
+    status: str = "pending"
+    activeForm: str | None = None
+
+
+class _Hunk(Struct, frozen=True, kw_only=True, rename="camel"):
+    old_start: int = 0
+    old_lines: int = 0
+    new_start: int = 0
+    new_lines: int = 0
+    lines: list[str] = []
+
+
+class _AgentUsage(Struct, frozen=True, kw_only=True):
+    total_tokens: int | None = None
+    tool_uses: int | None = None
+    duration_ms: int | None = None
+
+
+class ToolResultView(Struct, frozen=True, kw_only=True):
+    """``tool_use_result`` / ``toolUseResult`` when it is an object (camelCase on the wire)."""
+
+    # Bash
+    stdout: str | None = None
+    stderr: str | None = None
+    interrupted: bool | None = None
+    # Edit / Write / Read
+    type: str | None = None
+    file_path: str | None = field(name="filePath", default=None)
+    structured_patch: list[_Hunk] | None = field(name="structuredPatch", default=None)
+    original_file: str | None = field(name="originalFile", default=None)
+    content: Raw = NULL
+    # Agent / Task
+    status: str | None = None
+    agent_id: str | None = field(name="agentId", default=None)
+    total_tokens: int | None = field(name="totalTokens", default=None)
+    total_duration_ms: int | None = field(name="totalDurationMs", default=None)
+    total_tool_use_count: int | None = field(name="totalToolUseCount", default=None)
+    resolved_model: str | None = field(name="resolvedModel", default=None)
+
+
+#: what ``tool_use_result`` holds: an object, a string (errors: ``"Error: ..."``),
+#: or a list (an MCP tool's content blocks)
+ToolResult = Union[ToolResultView, str, list[Any], None]
+
+
+class Usage(Struct, frozen=True, kw_only=True):
+    """Anthropic ``usage`` (message and ``result`` lines)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    output_tokens_details: _OutputDetails | None = None
+
+
+class _OutputDetails(Struct, frozen=True, kw_only=True):
+    thinking_tokens: int | None = None
+
+
+class _TextBlock(Struct, frozen=True, kw_only=True):
+    type: str = ""
+    text: str | None = None
+
+
+_INPUT = msgspec.json.Decoder(ToolInput)
+_RESULT = msgspec.json.Decoder(ToolResult)
+_TEXT_CONTENT = msgspec.json.Decoder(Union[str, list[_TextBlock], None])
+
+
+def decode_input(raw: Raw | None) -> ToolInput:
+    """The interpreted fields of a tool input (empty when absent or not an object)."""
+    if raw is None or present(raw) is None:
+        return ToolInput()
+    try:
+        return _INPUT.decode(raw)
+    except msgspec.ValidationError:
+        return ToolInput()
+
+
+def decode_tool_result(raw: Raw | None) -> ToolResult:
+    """``tool_use_result`` decoded; None when absent or of an unexpected shape."""
+    if raw is None or present(raw) is None:
+        return None
+    try:
+        return _RESULT.decode(raw)
+    except msgspec.ValidationError:
+        return None
+
+
+def text_of(content: Raw | None) -> str:
+    """The text of a string-or-blocks ``content`` (non-text blocks are skipped)."""
+    if content is None or present(content) is None:
+        return ""
+    try:
+        value = _TEXT_CONTENT.decode(content)
+    except msgspec.ValidationError:
+        return ""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return "".join(b.text for b in value if b.type == "text" and b.text is not None)
+
+
+# --------------------------------------------------------------------------
+# Ids
+
+
+def block_message_id(message_id: str, index: int, first_text_index: int) -> str:
+    """Id of the ``assistant-message`` for text block ``index`` (see module docstring)."""
+    return message_id if index == first_text_index else f"{message_id}:{index}"
+
+
+def block_reasoning_id(message_id: str, index: int) -> str:
+    return f"{message_id}:{index}"
+
+
+# --------------------------------------------------------------------------
+# Tool calls
+
+
+def tool_title(tool: str, inp: ToolInput) -> str:
+    """A short human title: the command, the path, the pattern, else the tool name."""
+    if is_shell_tool(tool) and inp.command:
+        return inp.command
+    if is_subagent_tool(tool):
+        return inp.description or tool
+    for value in (inp.file_path, inp.notebook_path, inp.pattern, inp.url, inp.query, inp.description):
+        if value:
+            return f"{tool} {value}"
+    return tool
+
+
+def tool_locations(inp: ToolInput) -> list[Location] | None:
+    path = inp.file_path or inp.notebook_path or inp.path
+    return [Location(path=path)] if path else None
+
+
+_TODO_STATUS: dict[str, Literal["pending", "in_progress", "completed"]] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "completed",
+}
+
+
+def call_started(
+    call_id: str, tool: str, raw_input: Raw | None, *, phase: Literal["started", "updated"] = "started"
+) -> list[Body]:
+    """Bodies for a ``tool_use`` block: a ``tool-call`` plus what the tool means.
+
+    ``TodoWrite`` adds a ``plan``; an MCP tool an ``mcp-tool``; ``WebSearch`` a
+    ``web-search``; the sub-agent tool a ``subagent`` (phase ``started``,
+    ``subagentId`` = the call id, linked by ``callId``).  With ``phase="updated"``
+    (the input of a call announced earlier by a stream became complete) only the
+    ``tool-call`` is given, plus the ``plan`` for ``TodoWrite``.
+    """
+    raw_input = present(raw_input) if raw_input is not None else None
+    inp = decode_input(raw_input)
+    out: list[Body] = [
+        ToolCall(
+            call_id=call_id,
+            tool=tool,
+            phase=phase,
+            title=tool_title(tool, inp),
+            category=tool_category(tool),
+            locations=tool_locations(inp),
+            input=raw_input,
+            description=inp.description if not is_subagent_tool(tool) else None,
+        )
+    ]
+    if tool == "TodoWrite" and inp.todos is not None:
+        entries = [PlanEntry(content=t.content, status=_TODO_STATUS.get(t.status, "pending")) for t in inp.todos]
+        out.append(Plan(entries=entries))
+    if phase != "started":
+        return out
+    mcp = mcp_name(tool)
+    if mcp is not None:
+        out.append(McpTool(call_id=call_id, server=mcp[0], tool=mcp[1], phase="started", arguments=raw_input))
+    elif tool_category(tool) == "web-search":
+        out.append(WebSearch(call_id=call_id, phase="started", query=inp.query))
+    elif is_subagent_tool(tool):
+        out.append(
+            Subagent(
+                subagent_id=call_id,
+                phase="started",
+                name=inp.subagent_type,
+                description=inp.description,
+                prompt=inp.prompt,
+                background=inp.run_in_background,
+                model=inp.model,
+                call_id=call_id,
+            )
+        )
+    return out
+
+
+_EXIT_CODE = re.compile(r"^(?:Error: )?Exit code (\d+)")
+
+
+def _unified_diff(path: str, hunks: list[_Hunk]) -> str:
+    lines = [f"--- a/{path.lstrip('/')}", f"+++ b/{path.lstrip('/')}"]
+    for h in hunks:
+        lines.append(f"@@ -{h.old_start},{h.old_lines} +{h.new_start},{h.new_lines} @@")
+        lines.extend(h.lines)
+    return "\n".join(lines) + "\n"
+
+
+def _created_diff(path: str, text: str) -> str:
+    body = text.splitlines()
+    head = ["--- /dev/null", f"+++ b/{path.lstrip('/')}", f"@@ -0,0 +1,{len(body)} @@"]
+    return "\n".join(head + ["+" + line for line in body]) + "\n"
+
+
+def _file_diff(call_id: str, view: ToolResultView) -> FileDiff | None:
+    path = view.file_path
+    if path is None:
+        return None
+    if view.type == "create" and view.original_file is None:
+        content = text_of(view.content)
+        return FileDiff(call_id=call_id, path=path, diff=_created_diff(path, content), change_kind="add")
+    if view.structured_patch:
+        return FileDiff(
+            call_id=call_id, path=path, diff=_unified_diff(path, view.structured_patch), change_kind="modify"
+        )
+    return None
+
+
+def call_finished(
+    call_id: str,
+    tool: str,
+    content: Raw | None,
+    is_error: bool,
+    result: ToolResult,
+    *,
+    subagent_done: bool = False,
+) -> list[Body]:
+    """Bodies for a ``tool_result`` block: outputs first, then the terminal ``tool-call``.
+
+    ``content`` is the block's content (what the model saw), ``result`` the raw
+    ``tool_use_result`` decoded with :func:`decode_tool_result`.  Shell tools give
+    ``command-output`` (``stdout``/``stderr`` from the raw result, else the content
+    as ``merged``) and an exit code; edits a ``file-diff``; MCP, web search and a
+    foreground sub-agent their own terminal body (the sub-agent's only when
+    ``subagent_done`` is False, i.e. no task line ended it before).
+    """
+    content = present(content) if content is not None else None
+    text = text_of(content)
+    out: list[Body] = []
+    exit_code: int | None = None
+    view = result if isinstance(result, ToolResultView) else None
+    if is_shell_tool(tool):
+        if view is not None and (view.stdout is not None or view.stderr is not None):
+            if view.stdout:
+                out.append(CommandOutput(call_id=call_id, stream="stdout", delta=view.stdout))
+            if view.stderr:
+                out.append(CommandOutput(call_id=call_id, stream="stderr", delta=view.stderr))
+        elif text:
+            out.append(CommandOutput(call_id=call_id, stream="merged", delta=text))
+        m = _EXIT_CODE.match(text)
+        if m is not None:
+            exit_code = int(m.group(1))
+        elif not is_error and tool == "Bash":
+            exit_code = 0
+    if view is not None and not is_error and is_edit_tool(tool):
+        diff = _file_diff(call_id, view)
+        if diff is not None:
+            out.append(diff)
+    mcp = mcp_name(tool)
+    if mcp is not None:
+        out.append(
+            McpTool(
+                call_id=call_id, server=mcp[0], tool=mcp[1], phase="failed" if is_error else "completed", result=content
+            )
+        )
+    elif tool_category(tool) == "web-search":
+        out.append(WebSearch(call_id=call_id, phase="failed" if is_error else "completed", results=content))
+    elif is_subagent_tool(tool) and not subagent_done:
+        if is_error:
+            out.append(Subagent(subagent_id=call_id, phase="failed", result=text, call_id=call_id))
+        elif view is not None and view.status == "completed":
+            stats = {
+                "totalTokens": view.total_tokens,
+                "totalDurationMs": view.total_duration_ms,
+                "totalToolUseCount": view.total_tool_use_count,
+            }
+            out.append(
+                Subagent(
+                    subagent_id=call_id,
+                    phase="completed",
+                    result=text_of(view.content) or text,
+                    stats={k: v for k, v in stats.items() if v is not None} or None,
+                    model=view.resolved_model,
+                    call_id=call_id,
+                )
+            )
+    out.append(
+        ToolCall(
+            call_id=call_id,
+            tool=tool,
+            phase="failed" if is_error else "completed",
+            category=tool_category(tool),
+            output=content,
+            exit_code=exit_code,
+        )
+    )
+    return out
+
+
+# --------------------------------------------------------------------------
+# Usage
+
+
+def tokens_of(usage: Usage) -> Tokens:
+    """Anthropic usage -> Tokens.
+
+    ``input`` is the uncached input (``input_tokens``); cache reads and writes are
+    separate (``cacheRead``, ``cacheWrite``); ``total`` adds all four counts;
+    ``reasoning`` is ``output_tokens_details.thinking_tokens`` (part of ``output``).
+    """
+    inp = usage.input_tokens or 0
+    out = usage.output_tokens or 0
+    cr = usage.cache_read_input_tokens or 0
+    cw = usage.cache_creation_input_tokens or 0
+    details = usage.output_tokens_details
+    return Tokens(
+        input=inp,
+        output=out,
+        total=inp + out + cr + cw,
+        cache_read=usage.cache_read_input_tokens,
+        cache_write=usage.cache_creation_input_tokens,
+        reasoning=details.thinking_tokens if details is not None and details.thinking_tokens else None,
+    )
