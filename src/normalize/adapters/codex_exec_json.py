@@ -1,18 +1,404 @@
-"""The `codex-exec-json` adapter (not written yet: every message is kept untranslated)."""
+"""The `codex-exec-json` adapter: `codex exec --json` (the ThreadEvent JSONL stream).
+
+Facts (codex-cli 0.169.0, captures in adapters/codex-exec-json/captures/codex-0.169.0):
+
+* One JSON object per line on stdout, snake_case, tagged by ``type`` with dots:
+  ``thread.started {thread_id}`` (the only place the thread id appears),
+  ``turn.started {}`` (no turn id anywhere), ``item.started|item.updated|item.completed
+  {item}``, ``turn.completed {usage}``, ``turn.failed {error: {message}}``,
+  ``error {message}``.
+* Item ids are synthetic and sequential (``item_0``, ``item_1``, ...), restarting after
+  ``exec resume``; they are not the model's call ids that app-server and rollout files use.
+* ``agent_message`` and ``reasoning`` come only as ``item.completed`` (no started, no
+  deltas). ``reasoning.text`` is the reasoning summary.
+* ``web_search`` items write ``id`` twice (``{"id":"item_6","type":"web_search",
+  "id":"ws_x6",...}``); the decoder keeps the last one, the model's ``ws_...`` id, which is
+  also the id app-server and rollout files give the search.
+* ``todo_list`` (the ``update_plan`` tool) is ``item.started`` with the first plan,
+  ``item.updated`` for each new plan, and ``item.completed`` only at the turn's end,
+  repeating the last plan.  Entries are ``{text, completed}``: no in-progress state.
+* ``file_change`` items carry paths and kinds (``"add"|"delete"|"update"``, plain strings)
+  but no diffs.
+* ``turn.completed.usage`` is the turn's usage summed over its model requests:
+  ``input_tokens, cached_input_tokens, cache_write_input_tokens, output_tokens,
+  reasoning_output_tokens`` (the last two are new in 0.16x).
+* A retry notice uses the same ``"type":"error"`` as a fatal error, its message starting
+  ``"Reconnecting... "``; the fatal one is repeated by ``turn.failed``.
+* After Ctrl-C stdout just stops: no ``turn.failed``, no ``turn.completed``.
+* No approvals (the policy is forced to ``never``), no token usage per request.
+"""
 
 from __future__ import annotations
 
-from normalize import Adapter, Direction, Item, Passthrough
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+from msgspec import Raw, Struct
+
+from normalize import (
+    Adapter,
+    AssistantMessage,
+    Direction,
+    Emit,
+    Error,
+    Item,
+    Location,
+    MalformedMessage,
+    McpTool,
+    Passthrough,
+    Plan,
+    PlanEntry,
+    Reasoning,
+    Sample,
+    SessionCreated,
+    SessionRecord,
+    Source,
+    Tokens,
+    ToolCall,
+    TurnComplete,
+    TurnStart,
+    Usage,
+    WebSearch,
+)
+from normalize import Warning as WarningBody
+
+__all__ = ["CodexExecJsonAdapter"]
+
+#: The prefix of a retry notice (a transient error the turn survives).
+RETRY_PREFIX = "Reconnecting..."
+
+
+# ---------------------------------------------------------------- wire views
+
+#: An absent or ``null`` JSON value kept as Raw (msgspec cannot put Raw in a union).
+NULL = Raw(b"null")
+
+
+def raw_or_none(value: Raw) -> Raw | None:
+    return None if bytes(value) == b"null" else value
+
+
+class _Usage(Struct, frozen=True):
+    input_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    cache_write_input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_output_tokens: int | None = None
+
+
+class _ErrorInfo(Struct, frozen=True):
+    message: str = ""
+
+
+class _Change(Struct, frozen=True):
+    path: str
+    kind: str | None = None
+
+
+class _Todo(Struct, frozen=True):
+    text: str
+    completed: bool = False
+
+
+class _Item(Struct, frozen=True):
+    """Every item type's fields in one view; each handler reads its own."""
+
+    id: str
+    type: str
+    text: str | None = None
+    command: str | None = None
+    aggregated_output: str | None = None
+    exit_code: int | None = None
+    status: str | None = None
+    changes: list[_Change] | None = None
+    server: str | None = None
+    tool: str | None = None
+    arguments: Raw = NULL
+    result: Raw = NULL
+    error: _ErrorInfo | None = None
+    query: str | None = None
+    action: Raw = NULL
+    items: list[_Todo] | None = None
+    message: str | None = None
+
+
+class _Line(Struct, frozen=True):
+    type: str
+    thread_id: str | None = None
+    item: _Item | None = None
+    usage: _Usage | None = None
+    error: _ErrorInfo | None = None
+    message: str | None = None
+
+
+class _Head(Struct, frozen=True):
+    type: str
+
+
+_decoder = msgspec.json.Decoder(_Line)
+_head_decoder = msgspec.json.Decoder(_Head)
+
+#: Every top-level ``type`` of the stream (for detection).
+LINE_TYPES = frozenset(
+    {
+        "thread.started",
+        "turn.started",
+        "turn.completed",
+        "turn.failed",
+        "item.started",
+        "item.updated",
+        "item.completed",
+        "item.plan.delta",
+        "request_user_input",
+        "error",
+    }
+)
+
+_Phase = str  # "started" | "updated" | "completed"
+
+_TOOL_PHASE = {"in_progress": "started", "completed": "completed", "failed": "failed", "declined": "failed"}
+
+
+def tokens_of(u: _Usage) -> Tokens:
+    """The exec usage block as Tokens (``input`` includes the cached part, as Codex counts it)."""
+    total = None
+    if u.input_tokens is not None and u.output_tokens is not None:
+        total = u.input_tokens + u.output_tokens
+    return Tokens(
+        input=u.input_tokens,
+        output=u.output_tokens,
+        total=total,
+        cache_read=u.cached_input_tokens,
+        cache_write=u.cache_write_input_tokens,
+        reasoning=u.reasoning_output_tokens,
+    )
 
 
 class CodexExecJsonAdapter(Adapter):
     protocol = "codex-exec-json"
     agent = "codex"
 
+    def __init__(self) -> None:
+        super().__init__()
+        #: the last plan each todo_list item showed (its completion repeats it)
+        self._plans: dict[str, list[PlanEntry]] = {}
+        #: the message of the last fatal ``error`` line of the open turn (turn.failed repeats it)
+        self._last_error: str | None = None
+        self._open_calls: dict[str, str] = {}
+        self._lines: dict[str, Callable[[_Line], list[Item]]] = {
+            "thread.started": self._thread_started,
+            "turn.started": self._turn_started,
+            "turn.completed": self._turn_completed,
+            "turn.failed": self._turn_failed,
+            "error": self._error,
+            "item.started": lambda line: self._item(line, "started"),
+            "item.updated": lambda line: self._item(line, "updated"),
+            "item.completed": lambda line: self._item(line, "completed"),
+        }
+        self._items: dict[str, Callable[[_Item, _Phase], list[Item]]] = {
+            "agent_message": self._agent_message,
+            "reasoning": self._reasoning,
+            "command_execution": self._command,
+            "file_change": self._file_change,
+            "mcp_tool_call": self._mcp,
+            "web_search": self._web_search,
+            "todo_list": self._todo_list,
+            "error": self._item_error,
+        }
+
+    @classmethod
+    def detect(cls, sample: Sequence[Sample]) -> float:
+        seen = 0
+        for data, _from in sample:
+            try:
+                head = _head_decoder.decode(data)
+            except msgspec.DecodeError:
+                return 0.0
+            if head.type not in LINE_TYPES:
+                return 0.0
+            seen += 1
+        if not seen:
+            return 0.0
+        return 0.95 if _head_decoder.decode(sample[0][0]).type == "thread.started" else 0.6
+
+    # ------------------------------------------------------------------ feed
+
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
-        return [Passthrough()]
+        try:
+            line = _decoder.decode(message)
+        except msgspec.DecodeError as exc:
+            raise MalformedMessage(f"not a codex exec --json line: {exc}") from None
+        handler = self._lines.get(line.type)
+        if handler is None:
+            return [Passthrough(method=line.type)]
+        out = handler(line)
+        # A SessionCreated must come first; the Source applies to the bodies after it.
+        lead = [out.pop(0)] if out and isinstance(out[0], SessionCreated) else []
+        return [*lead, Source(method=line.type), *out]
 
     def close(self) -> list[Item]:
         self._closed = True
-        return []
+        out: list[Item] = []
+        for call_id, what in self._open_calls.items():
+            out.append(
+                Emit(
+                    body=WarningBody(message=f"{what} {call_id} never finished", source="normalize"),
+                    synthetic=True,
+                )
+            )
+        self._open_calls.clear()
+        return out
+
+    # ------------------------------------------------------------ line types
+
+    def _thread_started(self, line: _Line) -> list[Item]:
+        record = SessionRecord(id="", agent="", protocol="", native_session_id=line.thread_id)
+        return [SessionCreated(session_id="", record=record)]
+
+    def _turn_started(self, line: _Line) -> list[Item]:
+        self._last_error = None
+        return [TurnStart()]
+
+    def _turn_completed(self, line: _Line) -> list[Item]:
+        out: list[Item] = []
+        if line.usage is not None:
+            out.append(Usage(tokens=tokens_of(line.usage), scope="turn"))
+        out.extend(self._settle_open_calls())
+        out.append(TurnComplete(reason="ok", stop_reason="completed"))
+        return out
+
+    def _turn_failed(self, line: _Line) -> list[Item]:
+        out: list[Item] = []
+        message = line.error.message if line.error is not None else ""
+        if message and message != self._last_error:
+            out.append(Error(message=message, error_type="turn-failed", recoverable=False))
+        out.extend(self._settle_open_calls())
+        out.append(TurnComplete(reason="interrupt", stop_reason="failed"))
+        self._last_error = None
+        return out
+
+    def _error(self, line: _Line) -> list[Item]:
+        message = line.message or ""
+        if message.startswith(RETRY_PREFIX):
+            # Codex retries the model request on its own; the turn goes on.
+            return [WarningBody(message=message, source="codex")]
+        self._last_error = message
+        return [Error(message=message, recoverable=False)]
+
+    def _settle_open_calls(self) -> list[Item]:
+        # Items still open at the turn's end never get their completion (Codex stops
+        # reporting them); say so rather than leave a call without a terminal phase.
+        out: list[Item] = [
+            Emit(body=WarningBody(message=f"{what} {call_id} ended with its turn", source="normalize"), synthetic=True)
+            for call_id, what in self._open_calls.items()
+        ]
+        self._open_calls.clear()
+        return out
+
+    # ------------------------------------------------------------ item types
+
+    def _item(self, line: _Line, phase: _Phase) -> list[Item]:
+        item = line.item
+        if item is None:
+            return [Passthrough(method=line.type)]
+        handler = self._items.get(item.type)
+        if handler is None:
+            return [Passthrough(method=f"{line.type}:{item.type}")]
+        return handler(item, phase)
+
+    def _agent_message(self, item: _Item, phase: _Phase) -> list[Item]:
+        if phase != "completed":
+            return [Passthrough()]
+        return [AssistantMessage(message_id=item.id, text=item.text or "")]
+
+    def _reasoning(self, item: _Item, phase: _Phase) -> list[Item]:
+        if phase != "completed":
+            return [Passthrough()]
+        return [Reasoning(reasoning_id=item.id, redacted=False, summary=item.text or "")]
+
+    def _call_phase(self, item: _Item, phase: _Phase, what: str) -> str:
+        if phase == "completed":
+            self._open_calls.pop(item.id, None)
+            mapped = _TOOL_PHASE.get(item.status or "completed", "completed")
+            return "completed" if mapped == "started" else mapped
+        if phase == "started":
+            self._open_calls[item.id] = what
+            return "started"
+        return "updated"
+
+    def _command(self, item: _Item, phase: _Phase) -> list[Item]:
+        p = self._call_phase(item, phase, "command")
+        done = p in ("completed", "failed")
+        return [
+            ToolCall(
+                call_id=item.id,
+                tool="shell",
+                phase=p,  # type: ignore[arg-type]
+                title=item.command,
+                category="execute",
+                input={"command": item.command} if item.command is not None else None,
+                output=item.aggregated_output if done else None,
+                exit_code=item.exit_code if done else None,
+            )
+        ]
+
+    def _file_change(self, item: _Item, phase: _Phase) -> list[Item]:
+        p = self._call_phase(item, phase, "file change")
+        changes = item.changes or []
+        return [
+            ToolCall(
+                call_id=item.id,
+                tool="apply_patch",
+                phase=p,  # type: ignore[arg-type]
+                category="edit",
+                locations=[Location(path=c.path) for c in changes] or None,
+                input={"changes": [{"path": c.path, "kind": c.kind} for c in changes]},
+            )
+        ]
+
+    def _mcp(self, item: _Item, phase: _Phase) -> list[Item]:
+        p = self._call_phase(item, phase, "MCP call")
+        result: Any = None
+        if p == "completed":
+            result = raw_or_none(item.result)
+        elif p == "failed":
+            result = {"error": item.error.message} if item.error is not None else raw_or_none(item.result)
+        return [
+            McpTool(
+                call_id=item.id,
+                server=item.server or "",
+                tool=item.tool or "",
+                phase="progress" if p == "updated" else p,  # type: ignore[arg-type]
+                arguments=raw_or_none(item.arguments),
+                result=result,
+            )
+        ]
+
+    def _web_search(self, item: _Item, phase: _Phase) -> list[Item]:
+        if phase == "updated":
+            return [Passthrough()]
+        return [
+            WebSearch(
+                call_id=item.id,
+                phase="completed" if phase == "completed" else "started",
+                query=item.query or None,
+            )
+        ]
+
+    def _todo_list(self, item: _Item, phase: _Phase) -> list[Item]:
+        entries = [
+            PlanEntry(content=t.text, status="completed" if t.completed else "pending") for t in item.items or []
+        ]
+        if phase == "completed":
+            last = self._plans.pop(item.id, None)
+            if last == entries:
+                return [Passthrough()]  # the final repetition of the last plan
+        else:
+            self._plans[item.id] = entries
+        return [Plan(entries=entries)]
+
+    def _item_error(self, item: _Item, phase: _Phase) -> list[Item]:
+        # A non-fatal problem Codex reports as an item ("Model metadata ... not found").
+        return [WarningBody(message=item.message or item.text or "", source="codex")]

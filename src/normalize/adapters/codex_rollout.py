@@ -1,18 +1,992 @@
-"""The `codex-rollout` adapter (not written yet: every message is kept untranslated)."""
+"""The `codex-rollout` adapter: Codex's stored session files.
+
+``~/.codex/sessions/YYYY/MM/DD/rollout-<local time>-<thread id>.jsonl``, read back as a
+replay (``stored = True``: every event has ``origin: "replay"``).
+
+Facts (codex-cli 0.169.0 captures in adapters/codex-rollout/captures/codex-0.169.0; older
+shapes from 0.104.0-alpha.1 files and the protocol reference):
+
+* A line is ``{"timestamp": "<ISO 8601>Z", "ordinal": N, "type": ..., "payload": {...}}``
+  (``ordinal`` is new in 0.169), snake_case inside.  ``type`` is ``session_meta`` (the
+  first line), ``turn_context``, ``response_item`` (the raw Responses-API items sent to or
+  received from the model), ``event_msg`` (a persisted subset of Codex's events),
+  ``compacted``, and in 0.169 ``world_state`` and ``token_usage_record``.
+* The oldest files have no envelope: a first line ``{id, timestamp, instructions, git}``,
+  then bare response items and ``{"record_type": "state"}`` lines.
+* The same content is written twice: a user prompt is a ``response_item`` message *and*
+  an ``event_msg`` (``user_message`` up to about 0.104, ``item_completed`` /
+  ``UserMessage`` in 0.169); likewise assistant messages and reasoning summaries.  The
+  ``event_msg`` side is the one used here (it leaves out the injected
+  ``<environment_context>`` and ``<turn_aborted>`` user messages and the developer
+  instructions); the ``response_item`` copies are kept as ``session.update``.  Files
+  without envelope have no ``event_msg``: there the response items are the source.
+* Tools: the call is a ``response_item`` ``function_call`` / ``custom_tool_call``
+  (``call_id``); in 0.169 its end is an ``event_msg`` ``item_completed`` with a
+  PascalCase core item (``CommandExecution`` argv ``command`` and ``file://`` ``cwd``,
+  ``FileChange`` whose ``changes`` is a *map* path -> change, ``McpToolCall`` with
+  camelCase fields inside), followed by the ``function_call_output`` the model saw (kept
+  as ``session.update``).  Up to 0.104 there is no item: the output ends the call.  A
+  declined command has no ``CommandExecution`` item in 0.169 either, only an output
+  ``exec_command failed: ... rejected by user``.
+* ``update_plan`` is only a ``function_call`` (its output is ``"Plan updated"``).
+  ``tool_search_call`` / ``tool_search_output`` are deferred-tool lookups no other Codex
+  surface shows.
+* ``token_count`` events: ``info`` is null (rate limits only) or holds the thread's
+  cumulative ``total_token_usage``, the last request's ``last_token_usage`` and
+  ``model_context_window``.  The same snapshot is written again without a new request
+  (0.104 after every ``turn_context``, 0.169 after a context overflow).  On a context
+  overflow (0.169) both usages are zero except ``total_tokens`` = the window.
+  ``token_usage_record`` (0.169) repeats the same numbers per response.
+* ``turn_context`` is written once per turn in 0.169, before every model request in
+  0.104 (identical copies).
+* A failed turn is only ``task_complete`` with ``error {message, codex_error_info}``
+  (``error`` events are not persisted in 0.169); an interrupted one is ``turn_aborted``.
+  Deltas, approvals, plan and diff updates are never stored.
+"""
 
 from __future__ import annotations
 
-from normalize import Adapter, Direction, Item, Passthrough
+import shlex
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+from msgspec import Raw, Struct, structs
+
+from normalize import (
+    Adapter,
+    AssistantMessage,
+    Body,
+    Compaction,
+    ContextApplied,
+    ContextUpdated,
+    ContextWindow,
+    Direction,
+    Error,
+    FileDiff,
+    Item,
+    Location,
+    MalformedMessage,
+    McpTool,
+    ModeUpdate,
+    Passthrough,
+    PermissionsUpdate,
+    Plan,
+    PlanEntry,
+    Reasoning,
+    Sample,
+    SessionCreated,
+    SessionInfo,
+    SessionRecord,
+    Source,
+    Tokens,
+    ToolCall,
+    TurnComplete,
+    TurnStart,
+    Usage,
+    UserMessage,
+    WebSearch,
+)
+
+__all__ = ["CodexRolloutAdapter"]
+
+#: An absent or ``null`` JSON value kept as Raw (msgspec cannot put Raw in a union).
+NULL = Raw(b"null")
+
+
+def _raw_or_none(value: Raw) -> Raw | None:
+    return None if bytes(value) == b"null" else value
+
+
+# ---------------------------------------------------------------- wire views
+
+
+class _Line(Struct, frozen=True):
+    """The envelope; older files put a bare response item (or a state line) here."""
+
+    type: str | None = None
+    timestamp: str | None = None
+    payload: Raw = NULL
+    # the oldest, envelope-less files
+    record_type: str | None = None
+    id: str | None = None
+    instructions: str | None = None
+
+
+class _Text(Struct, frozen=True):
+    type: str = ""
+    text: str | None = None
+
+
+class _Instructions(Struct, frozen=True):
+    text: str | None = None
+
+
+class _Meta(Struct, frozen=True):
+    id: str | None = None
+    timestamp: str | None = None
+    cwd: str | None = None
+    cli_version: str | None = None
+    model_provider: str | None = None
+    originator: str | None = None
+    base_instructions: _Instructions | None = None
+    instructions: str | None = None
+
+
+class _CollabMode(Struct, frozen=True):
+    mode: str | None = None
+
+
+class _TurnContext(Struct, frozen=True):
+    cwd: str | None = None
+    model: str | None = None
+    approval_policy: Raw = NULL
+    sandbox_policy: Raw = NULL
+    collaboration_mode: _CollabMode | None = None
+
+
+class _RItem(Struct, frozen=True):
+    """A response item (every type's fields in one view)."""
+
+    type: str
+    id: str | None = None
+    role: str | None = None
+    content: list[_Text] | None = None
+    summary: list[_Text] | None = None
+    name: str | None = None
+    namespace: str | None = None
+    arguments: Raw = NULL
+    call_id: str | None = None
+    output: Raw = NULL
+    input: str | None = None
+    status: str | None = None
+    action: Raw = NULL
+
+
+class _Duration(Struct, frozen=True):
+    secs: int = 0
+    nanos: int = 0
+
+
+class _PathChange(Struct, frozen=True):
+    type: str | None = None
+    unified_diff: str | None = None
+    content: str | None = None
+    move_path: str | None = None
+
+
+class _CoreItem(Struct, frozen=True):
+    """A core TurnItem of ``item_completed`` (PascalCase ``type``)."""
+
+    type: str
+    id: str = ""
+    content: list[_Text] | None = None
+    phase: str | None = None
+    summary_text: list[str] | None = None
+    raw_content: list[str] | None = None
+    command: list[str] | str | None = None
+    status: str | None = None
+    aggregated_output: str | None = None
+    exit_code: int | None = None
+    changes: dict[str, _PathChange] | None = None
+    server: str | None = None
+    tool: str | None = None
+    arguments: Raw = NULL
+    result: Raw = NULL
+    error: Raw = NULL
+    query: str | None = None
+
+
+class _TaskError(Struct, frozen=True):
+    message: str = ""
+    codex_error_info: Raw = NULL
+
+
+class _Tok(Struct, frozen=True):
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_input_tokens: int | None = None
+    output_tokens: int = 0
+    reasoning_output_tokens: int = 0
+    total_tokens: int = 0
+
+
+class _TokenInfo(Struct, frozen=True):
+    total_token_usage: _Tok | None = None
+    last_token_usage: _Tok | None = None
+    model_context_window: int | None = None
+
+
+class _Invocation(Struct, frozen=True):
+    server: str = ""
+    tool: str = ""
+    arguments: Raw = NULL
+
+
+class _Event(Struct, frozen=True):
+    """An ``event_msg`` payload (every type's fields in one view)."""
+
+    type: str
+    turn_id: str | None = None
+    message: str | None = None
+    text: str | None = None
+    images: list[str] | None = None
+    error: _TaskError | str | None = None
+    reason: str | None = None
+    info: _TokenInfo | None = None
+    item: _CoreItem | None = None
+    call_id: str | None = None
+    command: list[str] | None = None
+    aggregated_output: str | None = None
+    stdout: str | None = None
+    exit_code: int | None = None
+    changes: dict[str, Raw] | None = None
+    success: bool | None = None
+    invocation: _Invocation | None = None
+    result: Raw = NULL
+    query: str | None = None
+
+
+class _Compacted(Struct, frozen=True):
+    message: str | None = None
+
+
+_line_decoder = msgspec.json.Decoder(_Line)
+_compacted_decoder = msgspec.json.Decoder(_Compacted)
+_meta_decoder = msgspec.json.Decoder(_Meta)
+_context_decoder = msgspec.json.Decoder(_TurnContext)
+_ritem_decoder = msgspec.json.Decoder(_RItem)
+_event_decoder = msgspec.json.Decoder(_Event)
+_any_decoder = msgspec.json.Decoder()
+
+#: Envelope line types (detection; anything else in an envelope is passed through).
+LINE_TYPES = frozenset(
+    {"session_meta", "turn_context", "response_item", "event_msg", "compacted", "world_state", "token_usage_record"}
+)
+#: Response item types a bare (envelope-less) line may have.
+RESPONSE_ITEM_TYPES = frozenset(
+    {
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "web_search_call",
+        "tool_search_call",
+        "tool_search_output",
+        "compaction",
+    }
+)
+
+#: Tools that run a shell command.
+SHELL_TOOLS = frozenset({"shell", "exec_command", "container.exec", "local_shell", "shell_command"})
+
+_STATUS_PHASE = {
+    "completed": "completed",
+    "failed": "failed",
+    "declined": "failed",
+    "in_progress": "started",
+    "inProgress": "started",
+}
+
+_PLAN_STATUS = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "inProgress": "in_progress",
+    "completed": "completed",
+}
+
+
+def _camel(snake: str) -> str:
+    head, *rest = snake.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def _error_type(info: Raw) -> str | None:
+    """``codex_error_info`` as app-server spells it (camelCase): a string or a one-key object."""
+    value = _any_decoder.decode(info)
+    if isinstance(value, str):
+        return _camel(value)
+    if isinstance(value, dict) and len(value) == 1:
+        return _camel(next(iter(value)))
+    return None
+
+
+def _tokens(t: _Tok) -> Tokens:
+    return Tokens(
+        input=t.input_tokens,
+        output=t.output_tokens,
+        total=t.total_tokens,
+        cache_read=t.cached_input_tokens,
+        cache_write=t.cache_write_input_tokens,
+        reasoning=t.reasoning_output_tokens,
+    )
+
+
+def _minus(a: _Tok, b: _Tok) -> _Tok:
+    cw = None
+    if a.cache_write_input_tokens is not None:
+        cw = a.cache_write_input_tokens - (b.cache_write_input_tokens or 0)
+    return _Tok(
+        input_tokens=a.input_tokens - b.input_tokens,
+        cached_input_tokens=a.cached_input_tokens - b.cached_input_tokens,
+        cache_write_input_tokens=cw,
+        output_tokens=a.output_tokens - b.output_tokens,
+        reasoning_output_tokens=a.reasoning_output_tokens - b.reasoning_output_tokens,
+        total_tokens=a.total_tokens - b.total_tokens,
+    )
+
+
+def _texts(parts: list[_Text] | None, kinds: tuple[str, ...]) -> str:
+    return "".join(p.text or "" for p in parts or () if p.type in kinds)
+
+
+def _output_text(output: Raw) -> str | None:
+    """A tool output as the model saw it: a string, or ``{"content": ...}`` in older files."""
+    value = _any_decoder.decode(output)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        content = value.get("content")
+        if isinstance(content, str):
+            return content
+    return None
+
+
+_EXIT_MARKERS = ("Process exited with code ", "Exit code: ")
+
+
+def _exit_code(text: str) -> int | None:
+    for marker in _EXIT_MARKERS:
+        at = text.find(marker)
+        if at >= 0:
+            digits = text[at + len(marker) :].split("\n", 1)[0].strip()
+            if digits.lstrip("-").isdigit():
+                return int(digits)
+    if text.startswith("{"):  # older: {"output": ..., "metadata": {"exit_code": N}}
+        try:
+            value = _any_decoder.decode(text.encode())
+        except msgspec.DecodeError:
+            return None
+        meta = value.get("metadata") if isinstance(value, dict) else None
+        if isinstance(meta, dict) and isinstance(meta.get("exit_code"), int):
+            return int(meta["exit_code"])
+    return None
+
+
+def _rejected(text: str) -> bool:
+    return "rejected by user" in text or text.startswith("exec_command failed")
+
+
+def _command_title(command: list[str] | str | None) -> str | None:
+    if command is None:
+        return None
+    return command if isinstance(command, str) else shlex.join(command)
+
+
+def _args(arguments: Raw) -> Any:
+    """Function-call arguments: a JSON string holding an object (parsed), or as given."""
+    value = _any_decoder.decode(arguments)
+    if isinstance(value, str):
+        try:
+            return _any_decoder.decode(value.encode())
+        except msgspec.DecodeError:
+            return value
+    return value
+
+
+def _plan(arguments: Raw) -> Plan | None:
+    args = _args(arguments)
+    if not isinstance(args, dict) or not isinstance(args.get("plan"), list):
+        return None
+    entries = [
+        PlanEntry(content=str(e.get("step", "")), status=_PLAN_STATUS.get(str(e.get("status")), "pending"))  # type: ignore[arg-type]
+        for e in args["plan"]
+        if isinstance(e, dict)
+    ]
+    explanation = args.get("explanation")
+    return Plan(entries=entries, explanation=explanation if isinstance(explanation, str) else None)
+
+
+def _mcp_name(name: str, namespace: str | None) -> tuple[str, str] | None:
+    """(server, tool) of an MCP tool call: namespace ``mcp__<server>`` (0.169) or name
+    ``mcp__<server>__<tool>`` (older)."""
+    if namespace and namespace.startswith("mcp__"):
+        return namespace[len("mcp__") :], name
+    if name.startswith("mcp__") and name.count("__") >= 2:
+        _, server, tool = name.split("__", 2)
+        return server, tool
+    return None
 
 
 class CodexRolloutAdapter(Adapter):
     protocol = "codex-rollout"
     agent = "codex"
+    stored = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._method: str | None = None
+        self._n = 0  # native position of the line being fed (for ids of id-less items)
+        #: whether the file has the envelope; without it the response items are the source
+        self._enveloped = True
+        #: calls started and not finished, by call id: the started body
+        self._open: dict[str, ToolCall | McpTool] = {}
+        #: calls finished in the open turn (their later outputs repeat them)
+        self._done: set[str] = set()
+        #: call ids of update_plan and other calls whose outputs carry nothing new
+        self._quiet: set[str] = set()
+        self._searches: set[str] = set()
+        self._compacted = False
+        self._total: _Tok | None = None
+        self._snapshot: tuple[_Tok, _Tok | None] | None = None
+        self._turn_base: _Tok | None = None
+        self._turn_error: str | None = None
+        self._context: tuple[bytes, ...] | None = None
+        self._mode: tuple[str | None, str | None] | None = None
+        self._cwd: str | None = None
+        self._lines: dict[str, Callable[[_Line], list[Item]]] = {
+            "session_meta": self._session_meta,
+            "turn_context": self._turn_context,
+            "response_item": self._response_item_line,
+            "event_msg": self._event_msg,
+            "compacted": self._compacted_line,
+        }
+        self._ritems: dict[str, Callable[[_RItem], list[Item]]] = {
+            "message": self._message,
+            "reasoning": self._reasoning_item,
+            "function_call": self._function_call,
+            "custom_tool_call": self._custom_tool_call,
+            "local_shell_call": self._local_shell_call,
+            "function_call_output": self._call_output,
+            "custom_tool_call_output": self._call_output,
+            "web_search_call": self._web_search_call,
+        }
+        self._events: dict[str, Callable[[_Event], list[Item]]] = {
+            "task_started": self._task_started,
+            "turn_started": self._task_started,
+            "task_complete": self._task_complete,
+            "turn_complete": self._task_complete,
+            "turn_aborted": self._turn_aborted,
+            "user_message": self._user_message,
+            "agent_message": self._agent_message,
+            "agent_reasoning": self._agent_reasoning,
+            "token_count": self._token_count,
+            "item_completed": self._item_completed,
+            "exec_command_begin": self._exec_begin,
+            "exec_command_end": self._exec_end,
+            "patch_apply_begin": self._patch_begin,
+            "patch_apply_end": self._patch_end,
+            "mcp_tool_call_begin": self._mcp_begin,
+            "mcp_tool_call_end": self._mcp_end,
+            "web_search_end": self._web_search_end,
+            "error": self._error_event,
+            "context_compacted": self._context_compacted,
+        }
+        self._core_items: dict[str, Callable[[_CoreItem], list[Item]]] = {
+            "UserMessage": self._core_user,
+            "AgentMessage": self._core_agent,
+            "Reasoning": self._core_reasoning,
+            "CommandExecution": self._core_command,
+            "FileChange": self._core_file_change,
+            "McpToolCall": self._core_mcp,
+            "WebSearch": self._core_web_search,
+            "ContextCompaction": self._core_compaction,
+        }
+
+    # ------------------------------------------------------------- detection
+
+    @classmethod
+    def detect(cls, sample: Sequence[Sample]) -> float:
+        if not sample:
+            return 0.0
+        try:
+            first = _line_decoder.decode(sample[0][0])
+        except msgspec.DecodeError:
+            return 0.0
+        if first.type in LINE_TYPES and bytes(first.payload) != b"null" and first.timestamp is not None:
+            return 0.95 if first.type == "session_meta" else 0.8
+        if first.type is None and first.id is not None and first.timestamp is not None:
+            return 0.7  # the oldest files: {id, timestamp, instructions, git}
+        return 0.0
+
+    # ------------------------------------------------------------------ feed
 
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
-        return [Passthrough()]
+        self._n += 1
+        try:
+            line = _line_decoder.decode(message)
+            return self._dispatch(line, message)
+        except msgspec.DecodeError as exc:
+            raise MalformedMessage(f"not a codex rollout line: {exc}") from None
+
+    def _dispatch(self, line: _Line, message: bytes) -> list[Item]:
+        if line.type is None or bytes(line.payload) == b"null":
+            return self._bare(line, message)
+        handler = self._lines.get(line.type)
+        if handler is None:
+            return [Source(method=line.type, ts=line.timestamp), Passthrough(method=line.type)]
+        self._method = line.type
+        out = handler(line)
+        # A SessionCreated must come first; the Source applies to the bodies after it.
+        lead = [out.pop(0)] if out and isinstance(out[0], SessionCreated) else []
+        return [*lead, Source(method=self._method, ts=line.timestamp), *out]
+
+    def _bare(self, line: _Line, message: bytes) -> list[Item]:
+        """The oldest files: a meta line, bare response items, state lines."""
+        if line.type is None and line.record_type is None and line.id is not None and self._n == 1:
+            self._enveloped = False
+            record = SessionRecord(id="", agent="", protocol="", native_session_id=line.id, created_at=line.timestamp)
+            out: list[Item] = [
+                SessionCreated(session_id="", record=record),
+                Source(method="session", ts=line.timestamp),
+            ]
+            if line.instructions:
+                out.append(_instructions(line.instructions))
+            return out
+        if line.type in RESPONSE_ITEM_TYPES:
+            self._enveloped = False
+            return [Source(method=line.type), *self._response_item(_ritem_decoder.decode(message))]
+        return [Passthrough(method=line.record_type or line.type)]
 
     def close(self) -> list[Item]:
         self._closed = True
         return []
+
+    # ------------------------------------------------------------ line types
+
+    def _session_meta(self, line: _Line) -> list[Item]:
+        meta = _meta_decoder.decode(line.payload)
+        record = SessionRecord(
+            id="",
+            agent="",
+            protocol="",
+            native_session_id=meta.id,
+            cwd=meta.cwd,
+            created_at=meta.timestamp,
+            agent_version=meta.cli_version,
+        )
+        self._cwd = meta.cwd
+        out: list[Item] = [SessionCreated(session_id="", record=record)]
+        text = meta.base_instructions.text if meta.base_instructions is not None else meta.instructions
+        if text:
+            out.append(_instructions(text))
+        return out
+
+    def _turn_context(self, line: _Line) -> list[Item]:
+        ctx = _context_decoder.decode(line.payload)
+        out: list[Item] = []
+        mode = (ctx.collaboration_mode.mode if ctx.collaboration_mode else None, ctx.model)
+        if mode != self._mode:
+            self._mode = mode
+            out.append(ModeUpdate(mode_id=mode[0], model=mode[1]))
+        perms = (bytes(ctx.approval_policy), bytes(ctx.sandbox_policy))
+        if perms != self._context:
+            self._context = perms
+            spec = {
+                "approval_policy": _raw_or_none(ctx.approval_policy),
+                "sandbox_policy": _raw_or_none(ctx.sandbox_policy),
+            }
+            out.append(PermissionsUpdate(spec=spec, applied="now"))
+        if ctx.cwd is not None and ctx.cwd != self._cwd:
+            self._cwd = ctx.cwd
+            out.append(SessionInfo(cwd=ctx.cwd))
+        return out or [Passthrough()]  # the same settings again (older files: every request)
+
+    def _compacted_line(self, line: _Line) -> list[Item]:
+        compacted = _compacted_decoder.decode(line.payload)
+        self._compacted = True
+        return [
+            Compaction(compaction_id=f"compaction@{self._n}", status="completed", summary=compacted.message or None)
+        ]
+
+    # -------------------------------------------------------- response items
+
+    def _response_item_line(self, line: _Line) -> list[Item]:
+        item = _ritem_decoder.decode(line.payload)
+        self._method = f"response_item:{item.type}"
+        return self._response_item(item)
+
+    def _response_item(self, item: _RItem) -> list[Item]:
+        handler = self._ritems.get(item.type)
+        if handler is None:
+            return [Passthrough()]
+        return handler(item)
+
+    def _message(self, item: _RItem) -> list[Item]:
+        if self._enveloped or item.role not in ("user", "assistant"):
+            # the event_msg copy is the source; developer/system text is instructions
+            return [Passthrough()]
+        if item.role == "user":
+            text = _texts(item.content, ("input_text",))
+            if text.startswith(("<environment_context>", "<turn_aborted>", "<user_instructions>")):
+                return [Passthrough()]
+            return [UserMessage(message_id=item.id or f"user@{self._n}", text=text)]
+        return [AssistantMessage(message_id=item.id or f"msg@{self._n}", text=_texts(item.content, ("output_text",)))]
+
+    def _reasoning_item(self, item: _RItem) -> list[Item]:
+        if self._enveloped:
+            return [Passthrough()]
+        summary = "\n\n".join(p.text or "" for p in item.summary or ())
+        text = _texts(item.content, ("reasoning_text", "text"))
+        return [
+            Reasoning(
+                reasoning_id=item.id or f"rs@{self._n}", redacted=False, summary=summary or None, text=text or None
+            )
+        ]
+
+    def _function_call(self, item: _RItem) -> list[Item]:
+        call_id = item.call_id or item.id or f"call@{self._n}"
+        name = item.name or ""
+        if name == "update_plan":
+            self._quiet.add(call_id)
+            plan = _plan(item.arguments)
+            return [plan] if plan is not None else [Passthrough()]
+        mcp = _mcp_name(name, item.namespace)
+        args = _args(item.arguments)
+        body: ToolCall | McpTool
+        if mcp is not None:
+            body = McpTool(call_id=call_id, server=mcp[0], tool=mcp[1], phase="started", arguments=args)
+        elif name in SHELL_TOOLS:
+            cmd = args.get("cmd") or args.get("command") if isinstance(args, dict) else None
+            body = ToolCall(
+                call_id=call_id,
+                tool="shell",
+                phase="started",
+                title=_command_title(cmd) if isinstance(cmd, str | list) else None,
+                category="execute",
+                input=args,
+            )
+        else:
+            body = ToolCall(call_id=call_id, tool=name, phase="started", title=name, category="other", input=args)
+        self._open[call_id] = body
+        return [body]
+
+    def _custom_tool_call(self, item: _RItem) -> list[Item]:
+        call_id = item.call_id or item.id or f"call@{self._n}"
+        name = item.name or ""
+        if name == "apply_patch":
+            body = ToolCall(call_id=call_id, tool="apply_patch", phase="started", category="edit", input=item.input)
+        else:
+            body = ToolCall(call_id=call_id, tool=name, phase="started", title=name, category="other", input=item.input)
+        self._open[call_id] = body
+        return [body]
+
+    def _local_shell_call(self, item: _RItem) -> list[Item]:
+        call_id = item.call_id or item.id or f"call@{self._n}"
+        action = _any_decoder.decode(item.action)
+        cmd = action.get("command") if isinstance(action, dict) else None
+        body = ToolCall(
+            call_id=call_id,
+            tool="shell",
+            phase="started",
+            title=_command_title(cmd) if isinstance(cmd, str | list) else None,
+            category="execute",
+            input=_raw_or_none(item.action),
+        )
+        self._open[call_id] = body
+        return [body]
+
+    def _call_output(self, item: _RItem) -> list[Item]:
+        call_id = item.call_id or ""
+        started = self._open.pop(call_id, None)
+        if started is None:
+            # finished already (a core item), or a plan update: the output repeats it
+            return [Passthrough()]
+        self._done.add(call_id)
+        text = _output_text(item.output)
+        if isinstance(started, McpTool):
+            return [structs.replace(started, phase="completed", result=_raw_or_none(item.output))]
+        code = _exit_code(text) if text is not None else None
+        failed = (text is not None and _rejected(text)) or (code is not None and code != 0)
+        return [
+            structs.replace(
+                started,
+                phase="failed" if failed else "completed",
+                output=text if text is not None else _raw_or_none(item.output),
+                exit_code=code,
+            )
+        ]
+
+    def _web_search_call(self, item: _RItem) -> list[Item]:
+        if item.id is not None and item.id in self._searches:
+            return [Passthrough()]  # the WebSearch item said it first
+        action = _any_decoder.decode(item.action)
+        query = action.get("query") or action.get("url") if isinstance(action, dict) else None
+        return [
+            WebSearch(
+                call_id=item.id or f"ws@{self._n}",
+                phase="failed" if item.status == "failed" else "completed",
+                query=query if isinstance(query, str) else None,
+            )
+        ]
+
+    # ------------------------------------------------------------ event_msg
+
+    def _event_msg(self, line: _Line) -> list[Item]:
+        event = _event_decoder.decode(line.payload)
+        self._method = f"event_msg:{event.type}"
+        handler = self._events.get(event.type)
+        if handler is None:
+            return [Passthrough()]
+        return handler(event)
+
+    def _task_started(self, event: _Event) -> list[Item]:
+        self._turn_base = self._total
+        self._turn_error = None
+        self._done.clear()
+        self._searches.clear()
+        return [TurnStart()]
+
+    def _end_turn(self, event: _Event) -> list[Item]:
+        out: list[Item] = []
+        if self._total is not None and self._total != self._turn_base:
+            base = self._turn_base or _Tok()
+            out.append(Usage(tokens=_tokens(_minus(self._total, base)), scope="turn"))
+        self._turn_base = self._total
+        # calls left open when the turn ended never finished (the turn failed or was stopped)
+        out.extend(structs.replace(body, phase="failed") for body in self._open.values())
+        self._open.clear()
+        self._done.clear()
+        self._quiet.clear()
+        return out
+
+    def _task_complete(self, event: _Event) -> list[Item]:
+        out = self._end_turn(event)
+        err = event.error
+        if err is not None:
+            message = err if isinstance(err, str) else err.message
+            etype = None if isinstance(err, str) else _error_type(err.codex_error_info)
+            if message != self._turn_error:
+                out.append(Error(message=message, error_type=etype, recoverable=False))
+            out.append(TurnComplete(reason="interrupt", stop_reason="failed", native_turn_id=event.turn_id))
+        else:
+            out.append(TurnComplete(reason="ok", stop_reason="completed", native_turn_id=event.turn_id))
+        return out
+
+    def _turn_aborted(self, event: _Event) -> list[Item]:
+        out = self._end_turn(event)
+        out.append(TurnComplete(reason="interrupt", stop_reason=event.reason, native_turn_id=event.turn_id))
+        return out
+
+    def _user_message(self, event: _Event) -> list[Item]:
+        return [UserMessage(message_id=f"user@{self._n}", text=event.message or "")]
+
+    def _agent_message(self, event: _Event) -> list[Item]:
+        return [AssistantMessage(message_id=f"msg@{self._n}", text=event.message or "")]
+
+    def _agent_reasoning(self, event: _Event) -> list[Item]:
+        return [Reasoning(reasoning_id=f"rs@{self._n}", redacted=False, summary=event.text or "")]
+
+    def _token_count(self, event: _Event) -> list[Item]:
+        info = event.info
+        if info is None or info.total_token_usage is None:
+            return [Passthrough()]  # rate limits only
+        snapshot = (info.total_token_usage, info.last_token_usage)
+        if snapshot == self._snapshot:
+            return [Passthrough()]  # the same snapshot again: no new model request
+        self._snapshot = snapshot
+        total, last = snapshot
+        if total.input_tokens == 0 and total.output_tokens == 0 and total.total_tokens > 0:
+            # A context overflow: Codex reports the window as "used", no tokens were spent.
+            # Kept as context only, so it never counts as usage.
+            return [
+                Usage(context=ContextWindow(used=total.total_tokens, size=info.model_context_window), scope="session")
+            ]
+        self._total = total
+        out: list[Item] = []
+        context = None
+        if last is not None:
+            out.append(Usage(tokens=_tokens(last), scope="call"))
+            context = ContextWindow(used=last.total_tokens, size=info.model_context_window)
+        out.append(Usage(tokens=_tokens(total), context=context, scope="session"))
+        return out
+
+    def _error_event(self, event: _Event) -> list[Item]:
+        self._turn_error = event.message or ""
+        return [Error(message=self._turn_error, recoverable=False)]
+
+    def _context_compacted(self, event: _Event) -> list[Item]:
+        if self._compacted:
+            self._compacted = False
+            return [Passthrough()]  # the `compacted` line just said it
+        return [Compaction(compaction_id=f"compaction@{self._n}", status="completed")]
+
+    # older per-tool events (begin/end pairs)
+
+    def _exec_begin(self, event: _Event) -> list[Item]:
+        call_id = event.call_id or f"call@{self._n}"
+        if call_id in self._open:
+            return [Passthrough()]
+        body = ToolCall(
+            call_id=call_id,
+            tool="shell",
+            phase="started",
+            title=_command_title(event.command),
+            category="execute",
+            input={"command": event.command},
+        )
+        self._open[call_id] = body
+        return [body]
+
+    def _exec_end(self, event: _Event) -> list[Item]:
+        call_id = event.call_id or ""
+        started = self._open.pop(call_id, None)
+        if started is None:
+            return [Passthrough()]
+        self._done.add(call_id)
+        ok = event.exit_code == 0
+        output = event.aggregated_output if event.aggregated_output is not None else event.stdout
+        return [
+            structs.replace(started, phase="completed" if ok else "failed", output=output, exit_code=event.exit_code)
+        ]
+
+    def _patch_begin(self, event: _Event) -> list[Item]:
+        call_id = event.call_id or f"call@{self._n}"
+        if call_id in self._open and isinstance(self._open[call_id], ToolCall):
+            started = self._open[call_id]
+            assert isinstance(started, ToolCall)
+            body = structs.replace(started, phase="updated", locations=[Location(path=p) for p in event.changes or {}])
+        else:
+            body = ToolCall(
+                call_id=call_id,
+                tool="apply_patch",
+                phase="started",
+                category="edit",
+                locations=[Location(path=p) for p in event.changes or {}] or None,
+            )
+        self._open[call_id] = body
+        return [body]
+
+    def _patch_end(self, event: _Event) -> list[Item]:
+        call_id = event.call_id or ""
+        started = self._open.pop(call_id, None)
+        if started is None:
+            return [Passthrough()]
+        self._done.add(call_id)
+        return [structs.replace(started, phase="completed" if event.success else "failed", output=event.stdout)]
+
+    def _mcp_begin(self, event: _Event) -> list[Item]:
+        call_id = event.call_id or f"call@{self._n}"
+        if call_id in self._open:
+            return [Passthrough()]
+        inv = event.invocation or _Invocation()
+        body = McpTool(
+            call_id=call_id, server=inv.server, tool=inv.tool, phase="started", arguments=_raw_or_none(inv.arguments)
+        )
+        self._open[call_id] = body
+        return [body]
+
+    def _mcp_end(self, event: _Event) -> list[Item]:
+        call_id = event.call_id or ""
+        started = self._open.pop(call_id, None)
+        if started is None:
+            return [Passthrough()]
+        self._done.add(call_id)
+        result = _any_decoder.decode(event.result)
+        failed = isinstance(result, dict) and "Err" in result
+        return [structs.replace(started, phase="failed" if failed else "completed", result=_raw_or_none(event.result))]
+
+    def _web_search_end(self, event: _Event) -> list[Item]:
+        call_id = event.call_id or f"ws@{self._n}"
+        if call_id in self._searches:
+            return [Passthrough()]
+        self._searches.add(call_id)
+        return [WebSearch(call_id=call_id, phase="completed", query=event.query)]
+
+    # -------------------------------------------- item_completed (0.169 core items)
+
+    def _item_completed(self, event: _Event) -> list[Item]:
+        item = event.item
+        if item is None:
+            return [Passthrough()]
+        handler = self._core_items.get(item.type)
+        if handler is None:
+            return [Passthrough(method=f"event_msg:item_completed:{item.type}")]
+        return handler(item)
+
+    def _core_user(self, item: _CoreItem) -> list[Item]:
+        return [UserMessage(message_id=item.id, text=_texts(item.content, ("text",)))]
+
+    def _core_agent(self, item: _CoreItem) -> list[Item]:
+        return [AssistantMessage(message_id=item.id, text=_texts(item.content, ("Text", "text")))]
+
+    def _core_reasoning(self, item: _CoreItem) -> list[Item]:
+        summary = "\n\n".join(item.summary_text or ())
+        text = "".join(item.raw_content or ())
+        return [Reasoning(reasoning_id=item.id, redacted=False, summary=summary or None, text=text or None)]
+
+    def _finish(self, call_id: str, body: Body) -> list[Item]:
+        self._open.pop(call_id, None)
+        self._done.add(call_id)
+        return [body]
+
+    def _core_command(self, item: _CoreItem) -> list[Item]:
+        started = self._open.get(item.id)
+        phase = _STATUS_PHASE.get(item.status or "completed", "completed")
+        if phase == "started":
+            return [Passthrough()]
+        body = ToolCall(
+            call_id=item.id,
+            tool="shell",
+            phase=phase,  # type: ignore[arg-type]
+            title=_command_title(item.command),
+            category="execute",
+            input=started.input if isinstance(started, ToolCall) else None,
+            output=item.aggregated_output,
+            exit_code=item.exit_code,
+        )
+        return self._finish(item.id, body)
+
+    def _core_file_change(self, item: _CoreItem) -> list[Item]:
+        changes = item.changes or {}
+        phase = _STATUS_PHASE.get(item.status or "completed", "completed")
+        if phase == "started":
+            return [Passthrough()]
+        started = self._open.get(item.id)
+        out: list[Item] = []
+        for path, change in changes.items():
+            diff = change.unified_diff if change.unified_diff is not None else change.content
+            if diff is not None:
+                out.append(FileDiff(call_id=item.id, path=path, diff=diff, change_kind=change.type))
+        body = ToolCall(
+            call_id=item.id,
+            tool="apply_patch",
+            phase=phase,  # type: ignore[arg-type]
+            category="edit",
+            locations=[Location(path=p) for p in changes] or None,
+            input=started.input if isinstance(started, ToolCall) else None,
+        )
+        return [*out, *self._finish(item.id, body)]
+
+    def _core_mcp(self, item: _CoreItem) -> list[Item]:
+        phase = _STATUS_PHASE.get(item.status or "completed", "completed")
+        if phase == "started":
+            return [Passthrough()]
+        failed = phase == "failed"
+        body = McpTool(
+            call_id=item.id,
+            server=item.server or "",
+            tool=item.tool or "",
+            phase="failed" if failed else "completed",
+            arguments=_raw_or_none(item.arguments),
+            result=_raw_or_none(item.error) if failed and bytes(item.error) != b"null" else _raw_or_none(item.result),
+        )
+        return self._finish(item.id, body)
+
+    def _core_web_search(self, item: _CoreItem) -> list[Item]:
+        self._searches.add(item.id)
+        return [WebSearch(call_id=item.id, phase="completed", query=item.query or None)]
+
+    def _core_compaction(self, item: _CoreItem) -> list[Item]:
+        return [Compaction(compaction_id=item.id, status="completed")]
+
+
+def _instructions(text: str) -> ContextUpdated:
+    return ContextUpdated(
+        session_id="",
+        applied=[ContextApplied(what="instructions", action="added", name="base_instructions", detail=text)],
+    )
