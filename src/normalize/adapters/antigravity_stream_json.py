@@ -1,18 +1,756 @@
-"""The `antigravity-stream-json` adapter (not written yet: every message is kept untranslated)."""
+"""The `antigravity-stream-json` adapter: Google Antigravity CLI (``agy``) headless stream-json.
+
+``agy --output-format stream-json`` writes NDJSON on stdout; with
+``--input-format stream-json`` it reads ``{"event":"user",...}`` lines on stdin,
+one turn per line.  The reference is ``protocols/antigravity.md``; the mapping
+table is ``adapters/antigravity-stream-json/README.md``.
+
+Facts (agy 1.1.27-1.2.17, from recorded outputs; the kit's captures are
+hand-written after them):
+
+* Every line has ``event`` (never ``type``) and its payload under the key of the
+  same name: ``{"event":"step_update","step_update":{...}}``.  ``conversation_id``
+  sits at the top of ``init`` but inside the ``step_update`` / ``result`` payloads.
+* Keys are snake_case, ``state`` / ``status`` UPPERCASE, ``step_type`` lower
+  snake_case; tool parameters are PascalCase (``CommandLine``, ``AbsolutePath``,
+  ``TargetFile``), except ``search_web``'s ``query``.  Optional fields are
+  omitted, not null.
+* No line carries a timestamp, a turn id, a message id or a tool-call id.  A
+  step is known by ``step_index``, 0-based and counted over the whole
+  conversation (it keeps rising across turns and resumes, and skips numbers);
+  the ACTIVE and DONE/ERROR lines of one step share it.  So: call ids are
+  ``<conversation_id>:<step_index>``, reply ids likewise, and turns are derived.
+* ``agent_response.text_delta`` is a fragment (incremental, may split a word),
+  never a snapshot; the last fragment may ride on the DONE line, and a short
+  reply can come whole on a DONE line with no ACTIVE before it.  A model call
+  that only thinks and calls a tool has no ``text_delta`` at all.  Thinking text
+  is never sent, only ``thinking_tokens``.
+* ``user_input`` (DONE, no text) means the CLI took a stdin line: the prompt is
+  never echoed.  Results match prompts in FIFO order (agy echoes no caller id).
+* Step ``usage`` is one model call.  ``result.usage``, ``num_turns`` and
+  ``duration_seconds`` are cumulative over the conversation (1.2.x census);
+  ``result.response`` is this turn's text and may hold text no delta carried
+  (1.1.x, after a sub-agent).  ``total_tokens = input + output``, thinking is
+  inside output, ``input_tokens`` excludes ``cache_read_tokens``.
+* No permission round trip: headless mode soft-denies, the step goes DONE with
+  no output (1.2.17) or ERROR ``permission check failed`` (1.2.14), and the
+  result lists ``denied_actions: [{action, display_name}]`` with status SUCCESS.
+* SIGINT gives ``result`` ``status: "ERROR"``, ``error: "interrupted"`` (not the
+  documented ``INTERRUPTED``), ``response: ""``, and usage counting the call it
+  cut; the in-flight step never gets its DONE (1.1.28).
+* ``subagent`` steps (``tool_name: "invoke_subagent"``) go ACTIVE then DONE
+  within a fraction of a second with the same ``subagent_info``; the child's
+  steps are not streamed and the step carries no result (1.1.27).
+* ``error_message`` steps carry no text: the error's text is ``result.error``.
+* 1.2.17's print timeout ends a turn with SUCCESS and all-zero usage.
+"""
 
 from __future__ import annotations
 
-from normalize import Adapter, Direction, Item, Passthrough
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import ClassVar, Literal
+
+import msgspec
+from msgspec import Raw, Struct, field
+
+from normalize import (
+    Adapter,
+    AssistantDelta,
+    AssistantMessage,
+    Category,
+    CommandOutput,
+    Completion,
+    CompletionUsage,
+    ContextUpdated,
+    Direction,
+    Emit,
+    Error,
+    ErrorInfo,
+    Item,
+    Location,
+    MalformedMessage,
+    MessageAccepted,
+    MessageCompleted,
+    MessageStarted,
+    ModeUpdate,
+    Passthrough,
+    PermissionAuto,
+    Problem,
+    ProtocolViolation,
+    Sample,
+    SessionCreated,
+    SessionInfo,
+    SessionRecord,
+    Source,
+    Subagent,
+    Tokens,
+    ToolCall,
+    ToolCallRef,
+    ToolChangeApplied,
+    TurnComplete,
+    TurnStart,
+    Usage,
+    UserMessage,
+)
+from normalize import (
+    Warning as WarningBody,
+)
+
+__all__ = ["AntigravityStreamJsonAdapter"]
+
+# --------------------------------------------------------------------------
+# Narrow views of the wire lines (only the fields this adapter reads)
+
+
+class _Usage(Struct, frozen=True):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    thinking_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+class _ToolError(Struct, frozen=True):
+    type: str | None = None
+    message: str | None = None
+
+
+class _ToolInfo(Struct, frozen=True):
+    name: str | None = None
+    #: empty when absent (msgspec's Raw takes no None)
+    parameters: Raw = Raw(b"")
+    output: str | None = None
+    error: _ToolError | str | None = None
+
+
+class _SubagentEntry(Struct, frozen=True):
+    type_name: str | None = None
+    role: str | None = None
+    initial_prompt: str | None = None
+    conversation_id: str | None = None
+
+
+class _SubagentInfo(Struct, frozen=True):
+    subagents: list[_SubagentEntry] = []
+
+
+class _Step(Struct, frozen=True):
+    conversation_id: str = ""
+    step_index: int | None = None
+    state: str = ""
+    step_type: str = ""
+    text_delta: str | None = None
+    tool_name: str | None = None
+    tool_info: _ToolInfo | None = None
+    subagent_info: _SubagentInfo | None = None
+    usage: _Usage | None = None
+    error: _ToolError | str | None = None
+
+
+class _Init(Struct, frozen=True):
+    model: str | None = None
+    cwd: str | None = None
+    tools: list[str] | None = None
+    permission_mode: str | None = None
+
+
+class _Denied(Struct, frozen=True):
+    action: str = ""
+    display_name: str | None = None
+
+
+class _Result(Struct, frozen=True):
+    conversation_id: str = ""
+    status: str = ""
+    response: str | None = None
+    error: str | None = None
+    num_turns: int | None = None
+    usage: _Usage | None = None
+    denied_actions: list[_Denied] | None = None
+
+
+class _Block(Struct, frozen=True):
+    type: str = ""
+    text: str | None = None
+
+
+class _UserMessage(Struct, frozen=True):
+    content: str | list[_Block] = ""
+
+
+class _Line(Struct, frozen=True):
+    """Any line, either direction: the payload is under the key named by ``event``."""
+
+    event: str | None = None
+    conversation_id: str = ""
+    init: _Init | None = None
+    step_update: _Step | None = None
+    result: _Result | None = None
+    message: _UserMessage | None = None
+
+
+class _Params(Struct, frozen=True):
+    """The tool parameters this adapter reads (PascalCase on the wire)."""
+
+    command_line: str | None = field(name="CommandLine", default=None)
+    absolute_path: str | None = field(name="AbsolutePath", default=None)
+    target_file: str | None = field(name="TargetFile", default=None)
+    directory_path: str | None = field(name="DirectoryPath", default=None)
+    search_directory: str | None = field(name="SearchDirectory", default=None)
+    pattern: str | None = field(name="Pattern", default=None)
+    server_name: str | None = field(name="ServerName", default=None)
+    tool_name: str | None = field(name="ToolName", default=None)
+    url: str | None = field(name="Url", default=None)
+    query: str | None = None
+
+
+_line_decoder = msgspec.json.Decoder(_Line)
+_params_decoder = msgspec.json.Decoder(_Params)
+_NO_PARAMS = _Params()
+
+# --------------------------------------------------------------------------
+# Tables
+
+#: Tool name -> category.  Tools not listed are "other"; ``browser_*`` too.
+_CATEGORIES: dict[str, Category] = {
+    "view_file": "read",
+    "list_dir": "read",
+    "grep_search": "search",
+    "find_by_name": "search",
+    "run_command": "execute",
+    "command_status": "execute",
+    "write_to_file": "edit",
+    "replace_file_content": "edit",
+    "multi_replace_file_content": "edit",
+    "search_web": "web-search",
+    "read_url_content": "fetch",
+    "call_mcp_tool": "mcp",
+    "invoke_subagent": "other",
+}
+
+#: ``denied_actions[].action`` -> the tools that action names (1.2.x).
+_DENIED_TOOLS: dict[str, tuple[str, ...]] = {
+    "command": ("run_command",),
+    "write_file": ("write_to_file", "replace_file_content", "multi_replace_file_content"),
+}
+
+#: ``result.status`` -> Completion stop reason (``error: "interrupted"`` is checked first).
+_STOP_REASONS: dict[str, Literal["end_turn", "cancelled", "error"]] = {
+    "SUCCESS": "end_turn",
+    "CANCELED": "cancelled",
+    "INTERRUPTED": "cancelled",
+}
+
+#: The option id of a soft-denied action's PermissionAuto (agy has no options to name one).
+DENY_OPTION = "deny"
+
+
+def _title(tool: str, p: _Params) -> str:
+    for value in (p.command_line, p.absolute_path, p.target_file, p.directory_path, p.pattern, p.query, p.url):
+        if value:
+            return value
+    if p.tool_name:
+        return f"{p.server_name}/{p.tool_name}" if p.server_name else p.tool_name
+    return tool
+
+
+def _locations(p: _Params) -> list[Location] | None:
+    paths = [v for v in (p.absolute_path, p.target_file, p.directory_path, p.search_directory) if v]
+    return [Location(path=v) for v in paths] or None
+
+
+def _tokens(u: _Usage) -> Tokens:
+    return Tokens(
+        input=u.input_tokens,
+        output=u.output_tokens,
+        total=u.total_tokens,
+        cache_read=u.cache_read_tokens,
+        reasoning=u.thinking_tokens,
+    )
+
+
+_TOKEN_FIELDS = ("input", "output", "total", "cache_read", "reasoning")
+
+
+def _minus(a: Tokens, b: Tokens) -> Tokens:
+    def sub(x: int | None, y: int | None) -> int | None:
+        return None if x is None else x - (y or 0)
+
+    return Tokens(**{f: sub(getattr(a, f), getattr(b, f)) for f in _TOKEN_FIELDS})
+
+
+def _plus(a: Tokens, b: Tokens) -> Tokens:
+    def add(x: int | None, y: int | None) -> int | None:
+        return None if x is None and y is None else (x or 0) + (y or 0)
+
+    return Tokens(**{f: add(getattr(a, f), getattr(b, f)) for f in _TOKEN_FIELDS})
+
+
+_ZERO = Tokens(input=0, output=0, total=0, cache_read=0, reasoning=0)
+
+
+def _error_text(err: _ToolError | str | None) -> str | None:
+    if err is None or isinstance(err, str):
+        return err
+    return err.message or err.type
+
+
+# --------------------------------------------------------------------------
+# State
+
+
+class _Call:
+    """A tool (or invoke_subagent) step between its first line and its end."""
+
+    __slots__ = ("call_id", "category", "denied", "input", "subagents", "title", "tool", "unanswered")
+
+    def __init__(self, call_id: str, tool: str, title: str, category: Category, input: Raw | None) -> None:
+        self.call_id = call_id
+        self.tool = tool
+        self.title = title
+        self.category = category
+        self.input = input
+        #: ended with no output (DONE without ``output``, or ERROR): how a soft-denied call looks
+        self.unanswered = False
+        self.denied = False
+        self.subagents: list[str] = []
+
+
+class _Turn:
+    """What one turn (one prompt, one ``result``) accumulates."""
+
+    __slots__ = ("call_tokens", "calls", "first_step", "prompt_id", "replied", "taken")
+
+    def __init__(self, prompt_id: str, taken: bool) -> None:
+        self.prompt_id = prompt_id
+        #: the CLI took the prompt (its ``user_input`` step was seen)
+        self.taken = taken
+        self.first_step: int | None = None
+        self.replied = False  # some text_delta was seen
+        self.call_tokens: Tokens | None = None
+        self.calls: list[_Call] = []
+
+
+_Handler = Callable[["AntigravityStreamJsonAdapter", _Line], list[Item]]
+_StepHandler = Callable[["AntigravityStreamJsonAdapter", _Step, str], list[Item]]
 
 
 class AntigravityStreamJsonAdapter(Adapter):
     protocol = "antigravity-stream-json"
     agent = "antigravity"
 
+    _AGENT_EVENTS: ClassVar[dict[str, _Handler]]
+    _CLIENT_EVENTS: ClassVar[dict[str, _Handler]]
+    _STEPS: ClassVar[dict[str, _StepHandler]]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._fed = False
+        self._cid = ""
+        self._prompts = 0
+        #: prompts written on stdin that the CLI has not taken yet: (id, started its turn)
+        self._queued: deque[tuple[str, bool]] = deque()
+        self._turn: _Turn | None = None
+        self._calls: dict[int, _Call] = {}
+        self._replies: dict[int, list[str]] = {}
+        self._subagents: dict[str, str] = {}  # child conversation id -> spawning call id
+        self._cumulative: Tokens | None = None
+
+    # ---------------------------------------------------------------- contract
+
+    @classmethod
+    def detect(cls, sample: Sequence[Sample]) -> float:
+        for data, from_ in sample:
+            try:
+                line = _line_decoder.decode(data)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue
+            if from_ == "agent" and (
+                (line.event == "init" and line.init is not None)
+                or (line.event == "step_update" and line.step_update is not None)
+                or (line.event == "result" and line.result is not None)
+            ):
+                return 0.9
+        return 0.0
+
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
-        return [Passthrough()]
+        first = not self._fed
+        self._fed = True
+        try:
+            line = _line_decoder.decode(message)
+        except msgspec.ValidationError as exc:
+            raise MalformedMessage(f"not an antigravity stream-json line: {exc}") from None
+        except msgspec.DecodeError as exc:
+            raise MalformedMessage(f"not JSON: {exc}") from None
+        table = self._AGENT_EVENTS if from_ == "agent" else self._CLIENT_EVENTS
+        handler = table.get(line.event or "")
+        if handler is None:
+            return [Passthrough(method=line.event)]
+        items: list[Item] = [Source(method=line.event)]
+        if first:
+            # the record is the first item of the first message; a stream that does
+            # not open with ``init`` (a client prompt first, a pre-flight failure)
+            # gets what that line knows
+            cid = line.conversation_id or (line.result.conversation_id if line.result is not None else "")
+            items.insert(0, self._created(cid or None, line.init))
+        return items + handler(self, line)
 
     def close(self) -> list[Item]:
         self._closed = True
-        return []
+        left = [f"tool call {c.call_id} ({c.tool}) never finished" for c in self._calls.values()]
+        left += [
+            f"sub-agent {child} (call {call_id}) never reported an end" for child, call_id in self._subagents.items()
+        ]
+        self._calls.clear()
+        self._subagents.clear()
+        return [Emit(body=WarningBody(message=m, source="normalize"), synthetic=True) for m in left]
+
+    # ------------------------------------------------------------ agent lines
+
+    def _created(self, cid: str | None, init: _Init | None) -> SessionCreated:
+        return SessionCreated(
+            session_id="",
+            record=SessionRecord(
+                id="",
+                agent="",
+                protocol="",
+                native_session_id=cid,
+                cwd=init.cwd if init else None,
+                model=init.model if init else None,
+                mode=init.permission_mode if init else None,
+            ),
+        )
+
+    def _on_init(self, line: _Line) -> list[Item]:
+        init = line.init
+        if init is None:
+            return [Problem(error=ProtocolViolation("an init line without its init payload"))]
+        self._cid = line.conversation_id or self._cid
+        out: list[Item] = []
+        out.append(SessionInfo(cwd=init.cwd, model=init.model))
+        if init.permission_mode is not None or init.model is not None:
+            out.append(ModeUpdate(mode_id=init.permission_mode, model=init.model))
+        if init.tools:
+            out.append(ContextUpdated(session_id="", applied=[ToolChangeApplied(added=init.tools)]))
+        return out
+
+    def _on_step(self, line: _Line) -> list[Item]:
+        step = line.step_update
+        if step is None:
+            return [Problem(error=ProtocolViolation("a step_update line without its step_update payload"))]
+        if step.step_index is None:
+            return [Problem(error=ProtocolViolation(f"a {step.step_type or 'step'} step without step_index"))]
+        cid = step.conversation_id or self._cid
+        self._cid = self._cid or cid
+        handler = self._STEPS.get(step.step_type)
+        if handler is None:
+            return [Passthrough(method="step_update")]
+        if self._turn is not None and self._turn.first_step is None:
+            self._turn.first_step = step.step_index
+        return handler(self, step, cid)
+
+    # user_input: the CLI took the next prompt
+    def _on_user_input(self, step: _Step, cid: str) -> list[Item]:
+        out: list[Item] = []
+        queued = self._queued.popleft() if self._queued else None
+        turn = self._turn
+        if queued is not None and queued[1] and turn is not None and not turn.taken:
+            turn.taken = True  # the prompt already opened this turn when it was written
+            turn.first_step = step.step_index
+        else:
+            if queued is not None:
+                prompt_id = queued[0]
+            else:
+                self._prompts += 1
+                prompt_id = f"prompt:{self._prompts}"
+            self._turn = turn = _Turn(prompt_id, taken=True)
+            turn.first_step = step.step_index
+            out.append(TurnStart())
+            if queued is None:
+                # no stdin line was seen: the prompt is never echoed, its text is unknown
+                out.append(UserMessage(message_id=prompt_id, text=""))
+        out.append(MessageAccepted(session_id="", message_id=turn.prompt_id))
+        out.append(MessageStarted(session_id="", message_id=turn.prompt_id))
+        return out
+
+    def _on_agent_response(self, step: _Step, cid: str) -> list[Item]:
+        idx = step.step_index
+        assert idx is not None
+        msg_id = f"{cid}:{idx}"
+        out: list[Item] = []
+        if step.text_delta:
+            self._replies.setdefault(idx, []).append(step.text_delta)
+            out.append(AssistantDelta(message_id=msg_id, text=step.text_delta))
+            if self._turn is not None:
+                self._turn.replied = True
+        if step.state == "ACTIVE":
+            return out or [Passthrough(method="step_update")]
+        parts = self._replies.pop(idx, None)
+        if parts:
+            out.append(AssistantMessage(message_id=msg_id, text="".join(parts)))
+        if step.usage is not None:
+            out.append(self._call_usage(step.usage))
+        if step.state == "ERROR":
+            text = _error_text(step.error) or "the model call failed"
+            out.append(Error(message=text, error_type="agent_response", recoverable=True))
+        return out or [Passthrough(method="step_update")]
+
+    def _call_usage(self, usage: _Usage) -> Usage:
+        tokens = _tokens(usage)
+        if self._turn is not None:
+            prev = self._turn.call_tokens
+            self._turn.call_tokens = tokens if prev is None else _plus(prev, tokens)
+        return Usage(tokens=tokens, scope="call")
+
+    def _open_call(self, step: _Step, cid: str, out: list[Item]) -> _Call:
+        idx = step.step_index
+        assert idx is not None
+        call = self._calls.get(idx)
+        info = step.tool_info
+        if call is not None:
+            if step.state == "ACTIVE":
+                out.append(ToolCall(call_id=call.call_id, tool=call.tool, phase="updated"))
+            return call
+        tool = step.tool_name or (info.name if info else None) or step.step_type
+        raw = info.parameters if info is not None and info.parameters else None
+        try:
+            params = _params_decoder.decode(raw) if raw is not None else _NO_PARAMS
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            params = _NO_PARAMS
+        category = _CATEGORIES.get(tool, "other")
+        title = _title(tool, params)
+        if step.subagent_info is not None and step.subagent_info.subagents:
+            first = step.subagent_info.subagents[0]
+            title = first.role or first.type_name or title
+        call = _Call(f"{cid}:{idx}", tool, title, category, raw)
+        self._calls[idx] = call
+        if self._turn is not None:
+            self._turn.calls.append(call)
+        out.append(
+            ToolCall(
+                call_id=call.call_id,
+                tool=tool,
+                phase="started",
+                title=call.title,
+                category=category,
+                locations=_locations(params),
+                input=raw,
+            )
+        )
+        return call
+
+    def _end_call(self, step: _Step, call: _Call, out: list[Item]) -> None:
+        idx = step.step_index
+        assert idx is not None
+        info = step.tool_info
+        output = info.output if info else None
+        if step.state == "DONE":
+            if output is not None and call.tool == "run_command":
+                out.append(CommandOutput(call_id=call.call_id, stream="merged", delta=output))
+            call.unanswered = output is None
+            out.append(ToolCall(call_id=call.call_id, tool=call.tool, phase="completed", output=output))
+        else:  # ERROR
+            text = _error_text(info.error if info else None) or _error_text(step.error)
+            call.unanswered = True
+            out.append(ToolCall(call_id=call.call_id, tool=call.tool, phase="failed", output=text))
+        del self._calls[idx]
+
+    def _on_tool(self, step: _Step, cid: str) -> list[Item]:
+        out: list[Item] = []
+        call = self._open_call(step, cid, out)
+        if step.state in ("DONE", "ERROR"):
+            self._end_call(step, call, out)
+        return out or [Passthrough(method="step_update")]
+
+    def _on_subagent(self, step: _Step, cid: str) -> list[Item]:
+        out: list[Item] = []
+        new = step.step_index not in self._calls
+        call = self._open_call(step, cid, out)
+        if new and step.subagent_info is not None:
+            for entry in step.subagent_info.subagents:
+                child = entry.conversation_id or f"{call.call_id}:{len(call.subagents)}"
+                call.subagents.append(child)
+                self._subagents[child] = call.call_id
+                out.append(
+                    Subagent(
+                        subagent_id=child,
+                        phase="started",
+                        name=entry.type_name,
+                        description=entry.role,
+                        prompt=entry.initial_prompt,
+                        call_id=call.call_id,
+                    )
+                )
+        if step.state in ("DONE", "ERROR"):
+            failed = step.state == "ERROR"
+            self._end_call(step, call, out)
+            for child in call.subagents:
+                if failed:
+                    self._subagents.pop(child, None)
+                    out.append(Subagent(subagent_id=child, phase="failed", call_id=call.call_id))
+                else:
+                    # launched: the child works on; the turn's result says it is over
+                    out.append(Subagent(subagent_id=child, phase="progress", activity="launched", call_id=call.call_id))
+        return out
+
+    def _on_checkpoint(self, step: _Step, cid: str) -> list[Item]:
+        if step.usage is not None:
+            return [self._call_usage(step.usage)]
+        return [Passthrough(method="step_update")]
+
+    def _on_error_message(self, step: _Step, cid: str) -> list[Item]:
+        text = (
+            _error_text(step.error)
+            or f"agy reported an error at step {step.step_index} (its text comes with the result)"
+        )
+        return [Error(message=text, error_type="error_message", recoverable=True)]
+
+    def _on_untranslated(self, step: _Step, cid: str) -> list[Item]:
+        return [Passthrough(method="step_update")]
+
+    # result: the end of one turn
+    def _on_result(self, line: _Line) -> list[Item]:
+        res = line.result
+        if res is None:
+            return [Problem(error=ProtocolViolation("a result line without its result payload"))]
+        cid = res.conversation_id or self._cid
+        self._cid = self._cid or cid
+        turn = self._turn
+        if turn is not None and not turn.taken and self._queued and self._queued[0][0] == turn.prompt_id:
+            self._queued.popleft()  # the prompt opened the turn but the CLI failed before taking it
+        if turn is None:
+            # a result with no user_input: a pre-flight failure, or a prompt the CLI never took
+            queued = self._queued.popleft() if self._queued else None
+            if queued is None:
+                self._prompts += 1
+                queued = (f"prompt:{self._prompts}", False)
+            turn = _Turn(queued[0], taken=False)
+        self._turn = None
+        interrupted = res.status != "SUCCESS" and res.error == "interrupted"
+        out: list[Item] = []
+        # replies still streaming: the turn is over, so their text is final
+        for idx, parts in self._replies.items():
+            out.append(AssistantMessage(message_id=f"{cid}:{idx}", text="".join(parts)))
+        self._replies.clear()
+        if not turn.replied and res.response:
+            # text that no delta carried (agy's fallback): the turn's reply
+            out.append(AssistantMessage(message_id=f"{cid}:result:{res.num_turns or 0}", text=res.response))
+        for call in list(self._calls.values()):
+            call.unanswered = True
+            out.append(ToolCall(call_id=call.call_id, tool=call.tool, phase="failed", output="the turn ended first"))
+        self._calls.clear()
+        subagent_phase: Literal["completed", "failed", "cancelled"] = (
+            "completed" if res.status == "SUCCESS" else "cancelled" if interrupted else "failed"
+        )
+        for child, call_id in self._subagents.items():
+            out.append(Subagent(subagent_id=child, phase=subagent_phase, call_id=call_id))
+        self._subagents.clear()
+        for i, denied in enumerate(res.denied_actions or ()):
+            out.append(PermissionAuto(tool_call=self._denied_call(turn, denied, cid, i), option_id=DENY_OPTION))
+        timed_out = res.status == "SUCCESS" and res.usage is not None and _tokens(res.usage) == _ZERO
+        if timed_out:
+            out.append(
+                WarningBody(
+                    message="the turn ended with all-zero usage: agy's print timeout cut it short", source="normalize"
+                )
+            )
+        if res.error and not interrupted:
+            out.append(Error(message=res.error, error_type="result", recoverable=res.status == "SUCCESS"))
+        usage = None
+        if res.usage is not None:
+            total = _tokens(res.usage)
+            usage = self._turn_tokens(turn, total)
+            out.append(Usage(tokens=usage, scope="turn"))
+            out.append(Usage(tokens=total, scope="session"))
+            self._cumulative = total
+        ok = res.status == "SUCCESS" and not timed_out
+        out.append(TurnComplete(reason="ok" if ok else "interrupt", stop_reason=res.status or None))
+        if interrupted:
+            stop: Literal["end_turn", "cancelled", "error"] = "cancelled"
+        elif timed_out:
+            stop = "error"
+        else:
+            stop = _STOP_REASONS.get(res.status, "error")
+        error = None
+        if res.error and not interrupted:
+            error = ErrorInfo(message=res.error, error_type="result")
+        elif timed_out:
+            error = ErrorInfo(message="print timeout", error_type="timeout")
+        out.append(
+            MessageCompleted(
+                session_id="",
+                message_id=turn.prompt_id,
+                result=Completion(
+                    stop_reason=stop,
+                    text=res.response or None,
+                    usage=CompletionUsage(tokens=usage) if usage is not None else None,
+                    error=error,
+                ),
+            )
+        )
+        return out
+
+    def _turn_tokens(self, turn: _Turn, total: Tokens) -> Tokens:
+        if self._cumulative is not None:
+            return _minus(total, self._cumulative)
+        if not turn.first_step:
+            return total  # the conversation's first turn: everything so far is this turn's
+        # a resumed conversation: earlier turns are counted in ``total`` but were never seen
+        return turn.call_tokens or _ZERO
+
+    def _denied_call(self, turn: _Turn, denied: _Denied, cid: str, i: int) -> ToolCallRef:
+        tools = _DENIED_TOOLS.get(denied.action, ())
+        for call in reversed(turn.calls):
+            if call.tool in tools and call.unanswered and not call.denied:
+                call.denied = True
+                return ToolCallRef(
+                    call_id=call.call_id, tool=call.tool, title=call.title, input=call.input, category=call.category
+                )
+        tool = tools[0] if tools else denied.action
+        title = denied.display_name or denied.action
+        return ToolCallRef(call_id=f"{cid}:denied:{i}", tool=tool, title=title, category=_CATEGORIES.get(tool))
+
+    # ----------------------------------------------------------- client lines
+
+    def _on_user(self, line: _Line) -> list[Item]:
+        msg = line.message
+        if msg is None:
+            return [Problem(error=ProtocolViolation("a user line without its message"))]
+        content = msg.content
+        if isinstance(content, str):
+            text = content
+        else:
+            text = "".join(b.text or "" for b in content if b.type == "text")
+        self._prompts += 1
+        prompt_id = f"prompt:{self._prompts}"
+        out: list[Item] = []
+        busy = self._turn is not None or bool(self._queued)
+        if not busy:
+            # the prompt opens its turn now; the CLI's user_input step will say it took it
+            self._turn = _Turn(prompt_id, taken=False)
+            out.append(TurnStart())
+        self._queued.append((prompt_id, not busy))
+        out.append(UserMessage(message_id=prompt_id, text=text, queued=busy or None))
+        return out
+
+
+AntigravityStreamJsonAdapter._AGENT_EVENTS = {
+    "init": AntigravityStreamJsonAdapter._on_init,
+    "step_update": AntigravityStreamJsonAdapter._on_step,
+    "result": AntigravityStreamJsonAdapter._on_result,
+}
+AntigravityStreamJsonAdapter._CLIENT_EVENTS = {
+    "user": AntigravityStreamJsonAdapter._on_user,
+}
+AntigravityStreamJsonAdapter._STEPS = {
+    "user_input": AntigravityStreamJsonAdapter._on_user_input,
+    "agent_response": AntigravityStreamJsonAdapter._on_agent_response,
+    "tool": AntigravityStreamJsonAdapter._on_tool,
+    "subagent": AntigravityStreamJsonAdapter._on_subagent,
+    "checkpoint": AntigravityStreamJsonAdapter._on_checkpoint,
+    "error_message": AntigravityStreamJsonAdapter._on_error_message,
+    "system_message": AntigravityStreamJsonAdapter._on_untranslated,
+    "unknown": AntigravityStreamJsonAdapter._on_untranslated,
+}
