@@ -1,18 +1,1113 @@
-"""The `hm-json` adapter (not written yet: every message is kept untranslated)."""
+"""The `hm-json` adapter: hm's ``hm agent --output json`` event stream and its ``--rpc`` protocol.
+
+Facts (hm JSON events v1 and the RPC protocol document; captures in
+adapters/hm-json/captures/hm-handwritten, hand-written from those documents, no hm binary
+was available to record; "doc" = stated by the documents, "assumed" = where they are silent):
+
+* Every agent line is ``{"v":1,"type":...,"session":...,"time":...}`` plus the type's
+  fields, snake_case.  New types and fields appear without a new ``v`` (doc): unknown types
+  are kept untranslated, unknown fields ignored.
+* ``session_start`` is the first line and ``session_end`` the last (doc); a stream without
+  ``session_end`` was cut off.  ``model`` is ``""`` for the provider's default (doc).
+* There is no turn id and no turn-start line: a turn starts with a user ``message_end`` of
+  the session's own session id, also under ``-p`` (assumed), and ends with ``turn_end``
+  (doc).  A background sub-agent's report and a queued ``follow_up`` arrive as user
+  ``message_end`` after ``turn_end`` and start the next turn; a ``steer`` arrives as a user
+  ``message_end`` inside the running turn (seen in the captures).
+* ``message_start`` / ``tool_start`` carry no id: replies and their reasoning get ids
+  derived from the session id and their position.  ``thinking_delta`` is the model's
+  reasoning *summary* (doc).  ``message_end`` repeats the reply's whole text; it is ``""``
+  for a reply that only made tool calls (doc).
+* Sub-agents have no ``session_start``: their lines carry their own ``session`` and
+  interleave with the parent's (doc); any session id not announced by a ``session_start``
+  is a sub-agent, linked to the parent's oldest ``agent`` tool call not yet linked
+  (assumed).  A sub-agent's work ends with ``subagent_end``, with ``error`` when it ended
+  early (doc).
+* ``approval_needed`` follows its ``tool_call``; ``approval`` says what was decided.  With
+  ``--approve edits|all``, under ``-p``, and for calls a ``for_session`` grant covers, both
+  lines still appear with nothing sent by the client (doc).
+* ``blocked`` has no ``call_id``: it belongs to the ``tool_call`` just before it in the same
+  session (assumed); guard.yaml blocks are left out of ``session_end.refused`` (assumed).
+* ``usage`` is one model call (doc), sub-agents' calls included; ``input`` counts the cached
+  tokens too (``input == cache_read + cache_write + new``, seen); ``cost`` is USD, ``0`` when
+  unknown (doc).  ``session_end.usage`` is the session's total, sub-agents included.
+* RPC: commands ``{"id":...,"type":...}`` on stdin, ``response {id, command, ok, error,
+  data}`` on stdout.  ``id`` is optional and any JSON value; a command without ``id`` gets a
+  response without ``id`` (assumed), a line that is not JSON gets ``id: null`` and
+  ``command: ""`` (assumed).  A response lands between a turn's events: matched by id, not
+  by position (doc).  ``prompt`` is answered when its turn starts, ``compact`` when it is
+  done (after ``compaction_end``), ``fork`` after the fork's new ``session_start`` (doc).
+"""
 
 from __future__ import annotations
 
-from normalize import Adapter, Direction, Item, Passthrough
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import msgspec
+from msgspec import Raw, Struct
+
+from normalize import (
+    Adapter,
+    AssistantDelta,
+    AssistantMessage,
+    Body,
+    Category,
+    CommandOutput,
+    Compaction,
+    Completion,
+    CompletionUsage,
+    ContextWindow,
+    Cost,
+    Direction,
+    Emit,
+    Error,
+    ErrorInfo,
+    FileDiff,
+    Image,
+    Item,
+    Location,
+    MalformedMessage,
+    MessageAccepted,
+    MessageCompleted,
+    MessageStarted,
+    ModeUpdate,
+    Passthrough,
+    PermissionAuto,
+    PermissionDetail,
+    PermissionOption,
+    PermissionRequest,
+    PermissionsUpdate,
+    Question,
+    Reasoning,
+    ReasoningDelta,
+    RequestResolved,
+    Sample,
+    SessionCreated,
+    SessionFailed,
+    SessionInfo,
+    SessionRecord,
+    SessionResumed,
+    Source,
+    Subagent,
+    Tokens,
+    ToolCall,
+    ToolCallRef,
+    TurnComplete,
+    TurnStart,
+    Usage,
+    UserMessage,
+    UserQuestion,
+    Warning,  # noqa: A004 - the spec's kind name
+)
+
+__all__ = ["HmJsonAdapter"]
+
+# ------------------------------------------------------------------ wire views
+
+#: An absent field kept as Raw (msgspec cannot put Raw in a union); distinct from ``null``.
+ABSENT = Raw(b"")
+
+
+def _raw_or_none(value: Raw) -> Raw | None:
+    data = bytes(value)
+    return None if data in (b"", b"null") else value
+
+
+class _Image(Struct, frozen=True):
+    media_type: str | None = None
+    data: str | None = None
+    width: int | None = None
+    height: int | None = None
+
+
+class _Usage(Struct, frozen=True):
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost: float = 0.0
+
+
+class _Line(Struct, frozen=True):
+    """Every agent line type's fields in one view; each handler reads its own.
+
+    ``input`` is a tool call's input (any JSON) or a usage line's token count, so it is Raw.
+    """
+
+    type: str
+    session: str = ""
+    time: str | None = None
+    # session_start
+    root: str | None = None
+    mode: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    resumed: bool | None = None
+    # message_end, text_delta, thinking_delta, retry, error, warning, question, compaction_end
+    role: str | None = None
+    text: str | None = None
+    images: list[_Image] | None = None
+    # tool_call, tool_result, approval_needed, approval, blocked, question
+    tool: str | None = None
+    call_id: str | None = None
+    summary: str | None = None
+    input: Raw = ABSENT
+    category: str | None = None
+    command: str | None = None  # approval_needed's command; response's command name
+    reason: str | None = None
+    note: str | None = None
+    allow: bool | None = None
+    is_error: bool | None = None
+    # usage
+    output: int | None = None
+    cache_read: int | None = None
+    cache_write: int | None = None
+    cost: float | None = None
+    # turn_end, subagent_end, response
+    error: str | None = None
+    # session_end
+    exit_code: int | None = None
+    refused: list[str] | None = None
+    usage: _Usage | None = None
+    # response
+    id: Raw = ABSENT
+    ok: bool | None = None
+    data: Raw = ABSENT
+
+
+class _Head(Struct, frozen=True):
+    type: str = ""
+    v: int | None = None
+    session: str | None = None
+
+
+class _Command(Struct, frozen=True):
+    """A client command (``--rpc`` stdin); only the fields normalize interprets."""
+
+    type: str = ""
+    id: Raw = ABSENT
+    text: str | None = None
+    call_id: str | None = None
+    allow: bool | None = None
+    for_session: bool | None = None
+    note: str | None = None
+    edits: Raw = ABSENT
+    mode: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    effort: str | None = None
+
+
+class _ToolInput(Struct, frozen=True):
+    path: str | None = None
+    description: str | None = None
+    prompt: str | None = None
+    background: bool | None = None
+    old_text: str | None = None
+    new_text: str | None = None
+    content: str | None = None
+
+
+class _SessionData(Struct, frozen=True):
+    id: str | None = None
+    title: str | None = None
+    root: str | None = None
+    model: str | None = None
+    context: int | None = None
+    usage: _Usage | None = None
+
+
+class _StateData(Struct, frozen=True):
+    session: _SessionData | None = None
+
+
+_line_decoder = msgspec.json.Decoder(_Line)
+_head_decoder = msgspec.json.Decoder(_Head)
+_command_decoder = msgspec.json.Decoder(_Command)
+_input_decoder = msgspec.json.Decoder(_ToolInput)
+_state_decoder = msgspec.json.Decoder(_StateData)
+_session_data_decoder = msgspec.json.Decoder(_SessionData)
+_int_decoder = msgspec.json.Decoder(int)
+_any_decoder = msgspec.json.Decoder()
+_encoder = msgspec.json.Encoder()
+
+#: Every documented agent line type (events.md and rpc.md).
+LINE_TYPES = frozenset(
+    {
+        "session_start",
+        "message_start",
+        "text_delta",
+        "thinking_delta",
+        "tool_start",
+        "tool_call",
+        "approval_needed",
+        "approval",
+        "question",
+        "blocked",
+        "tool_result",
+        "message_end",
+        "usage",
+        "retry",
+        "error",
+        "warning",
+        "compaction_start",
+        "compaction_end",
+        "subagent_end",
+        "turn_end",
+        "session_end",
+        "response",
+    }
+)
+
+#: Tool name -> category.  hm's built-in tools as the captures show them; others are "other".
+TOOL_CATEGORIES: dict[str, Category] = {
+    "shell": "execute",
+    "read": "read",
+    "edit": "edit",
+    "write": "edit",
+    "grep": "search",
+    "glob": "search",
+    "find": "search",
+    "ls": "search",
+    "fetch": "fetch",
+    "web_fetch": "fetch",
+    "web_search": "web-search",
+    "think": "think",
+}
+
+#: Tools whose result is a shell command's output.
+SHELL_TOOLS = frozenset({"shell"})
+#: The tool that spawns sub-agents.
+AGENT_TOOL = "agent"
+
+#: The choices of an approval, as ``permission-request`` options.
+ALLOW, ALLOW_SESSION, REJECT = "allow", "allow-session", "reject"
+PERMISSION_OPTIONS = [
+    PermissionOption(id=ALLOW, kind="allow_once", label="Allow"),
+    PermissionOption(id=ALLOW_SESSION, kind="allow_always", label="Allow for this session"),
+    PermissionOption(id=REJECT, kind="reject_once", label="Refuse"),
+]
+
+#: ``turn_end.error`` / ``subagent_end.error`` for an abort.
+ABORTED = "aborted"
+
+#: The commands whose text is a user message.
+MESSAGE_COMMANDS = frozenset({"prompt", "steer", "follow_up"})
+
+
+# ------------------------------------------------------------------ state
+
+
+@dataclass
+class _Call:
+    """An open tool call."""
+
+    call_id: str
+    tool: str
+    title: str | None
+    category: Category
+    input: Raw | None
+    subagent: str | None
+    path: str | None = None
+    refused: bool = False
+
+
+@dataclass
+class _Reply:
+    """The assistant reply streaming in one session."""
+
+    message_id: str
+    reasoning_id: str
+    thinking: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Sub:
+    """A sub-agent seen in the stream."""
+
+    call_id: str | None
+    last_text: str | None = None
+    ended: bool = False
+
+
+@dataclass
+class _Pending:
+    """A client command waiting for its response."""
+
+    key: str | None  # the canonical JSON of its id, None without id
+    command: _Command
+    message_id: str | None
+
+
+@dataclass
+class _Turn:
+    messages: list[str] = field(default_factory=list)
+    text: str | None = None
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost: float = 0.0
+    calls: int = 0
+
+
+def _tokens(u: _Usage) -> Tokens:
+    return Tokens(
+        input=u.input,
+        output=u.output,
+        total=u.input + u.output,
+        cache_read=u.cache_read,
+        cache_write=u.cache_write,
+    )
+
+
+def _cost(amount: float) -> Cost | None:
+    """hm writes 0 when the price is unknown: no cost then."""
+    return Cost(amount=amount, currency="USD", source="agent") if amount else None
+
+
+def _image(img: _Image) -> Image:
+    return Image(media_type=img.media_type, data=img.data, width=img.width, height=img.height)
+
+
+def _tool_input(raw: Raw | None) -> _ToolInput | None:
+    if raw is None:
+        return None
+    try:
+        return _input_decoder.decode(raw)
+    except msgspec.DecodeError:
+        return None  # not an object, or fields of other types: nothing normalize reads
+
+
+def _diff(path: str, old: str, new: str) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=f"a/{path}", tofile=f"b/{path}"
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+Handler = Callable[["_Line", "str | None"], list[Item]]
+CommandHandler = Callable[["_Line", "_Pending | None"], list[Item]]
 
 
 class HmJsonAdapter(Adapter):
+    """hm ``--output json`` and ``--rpc`` streams -> normalized events.  See the module's Facts."""
+
     protocol = "hm-json"
     agent = "hm"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._main: str | None = None  # the session hm works in (changes at a fork)
+        self._mains: set[str] = set()
+        self._created = False
+        self._ended = False  # session_end seen
+        self._turn: _Turn | None = None
+        self._subs: dict[str, _Sub] = {}
+        self._unlinked_agents: list[_Call] = []
+        self._calls: dict[str, _Call] = {}
+        self._last_call: dict[str, str] = {}  # session -> its latest call id (for blocked)
+        self._requests: dict[str, str | None] = {}  # open request id -> sub-agent id
+        self._approves: dict[str, _Command] = {}  # approve commands sent, not yet decided
+        self._aborting = False
+        self._pending: list[_Pending] = []
+        self._queued: list[tuple[str, str, bool]] = []  # accepted messages: (id, text, queued)
+        self._replies: dict[str, _Reply] = {}
+        self._used_ids: set[str] = set()
+        self._n_commands = 0
+        self._n_replies = 0
+        self._n_users = 0
+        self._n_compactions = 0
+        self._compaction: dict[str, str] = {}  # session -> open compaction id
+        self._lines: dict[str, Handler] = {
+            "session_start": self._session_start,
+            "message_start": self._message_start,
+            "text_delta": self._text_delta,
+            "thinking_delta": self._thinking_delta,
+            "tool_start": self._tool_start,
+            "tool_call": self._tool_call,
+            "approval_needed": self._approval_needed,
+            "approval": self._approval,
+            "question": self._question,
+            "blocked": self._blocked,
+            "tool_result": self._tool_result,
+            "message_end": self._message_end,
+            "usage": self._usage,
+            "retry": self._retry,
+            "error": self._error,
+            "warning": self._warning,
+            "compaction_start": self._compaction_start,
+            "compaction_end": self._compaction_end,
+            "subagent_end": self._subagent_end,
+            "turn_end": self._turn_end,
+            "session_end": self._session_end,
+            "response": self._response,
+        }
+        self._responses: dict[str, CommandHandler] = {
+            "prompt": self._accepted,
+            "steer": self._accepted,
+            "follow_up": self._accepted,
+            "answer": self._answered,
+            "abort": self._aborted,
+            "set_mode": self._mode_set,
+            "set_model": self._model_set,
+            "get_state": self._state,
+            "fork": self._forked,
+        }
+
+    # ------------------------------------------------------------ detection
+
+    @classmethod
+    def detect(cls, sample: Sequence[Sample]) -> float:
+        seen = 0
+        first: str | None = None
+        for data, from_ in sample:
+            if from_ == "client":
+                continue
+            try:
+                head = _head_decoder.decode(data)
+            except msgspec.DecodeError:
+                return 0.0
+            if head.v != 1 or head.session is None or head.type not in LINE_TYPES:
+                return 0.0
+            first = first or head.type
+            seen += 1
+        if not seen:
+            return 0.0
+        return 0.95 if first == "session_start" else 0.7
+
+    # ------------------------------------------------------------ feed
+
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
-        return [Passthrough()]
+        if from_ == "client":
+            return self._command(message)
+        try:
+            line = _line_decoder.decode(message)
+        except msgspec.ValidationError as exc:
+            return self._off_shape(message, exc)
+        except msgspec.DecodeError as exc:
+            raise MalformedMessage(f"not an hm JSON line: {exc}") from None
+        out: list[Item] = []
+        if not self._created and line.type != "session_start" and line.session:
+            # A stream that does not start with session_start (cut at the head): what it knows.
+            self._created = True
+            self._set_main(line.session)
+            out.append(_created(SessionRecord(id="", agent="", protocol="", native_session_id=line.session)))
+        out.append(Source(method=line.type, ts=line.time))
+        handler = self._lines.get(line.type)
+        if handler is None:
+            out.append(Passthrough(method=line.type))
+            return out
+        sub = self._subagent_of(line, out)
+        items = handler(line, sub)
+        if items and isinstance(items[0], SessionCreated | SessionResumed):
+            # the Session takes the record only as the first item of a message
+            return [items[0], *out, *items[1:]]
+        out.extend(items)
+        return out
+
+    def _off_shape(self, message: bytes, exc: msgspec.ValidationError) -> list[Item]:
+        """A JSON object whose fields do not have the documented types."""
+        try:
+            head = _head_decoder.decode(message)
+        except msgspec.DecodeError:
+            raise MalformedMessage(f"not an hm JSON line: {exc}") from None
+        if head.type in LINE_TYPES:
+            raise MalformedMessage(f"hm {head.type} line with a field of the wrong type: {exc}") from None
+        return [Source(method=head.type or None), Passthrough(method=head.type or None)]
 
     def close(self) -> list[Item]:
         self._closed = True
-        return []
+        out: list[Item] = []
+        for rid, owner in self._requests.items():
+            resolved = RequestResolved(request_id=rid, outcome="cancelled")
+            out.append(Emit(body=resolved, subagent_id=owner, synthetic=True))
+        self._requests.clear()
+        for call in self._calls.values():
+            msg = f"tool call {call.call_id} ({call.tool}) never finished: the stream ended before its result"
+            out.append(Emit(body=Warning(message=msg, source="normalize"), subagent_id=call.subagent, synthetic=True))
+        self._calls.clear()
+        for sid, info in self._subs.items():
+            if not info.ended:
+                msg = f"sub-agent {sid} never ended: the stream ended before its subagent_end"
+                out.append(Emit(body=Warning(message=msg, source="normalize"), synthetic=True))
+        if self._turn is not None:
+            # The Session reports the cut-off turn itself; the messages of that turn end here.
+            err = ErrorInfo(message="the stream ended during the turn", error_type="cut-off")
+            out.extend(self._complete_messages("error", err))
+            self._turn = None
+        elif self._created and not self._ended:
+            reason = "the stream ended without session_end"
+            err_body = Error(message=reason, error_type="cut-off", recoverable=False)
+            out.append(Emit(body=err_body, synthetic=True))
+            out.append(SessionFailed(session_id="", error=ErrorInfo(message=reason, error_type="cut-off")))
+        return out
+
+    # ------------------------------------------------------------ sessions and sub-agents
+
+    def _set_main(self, session: str) -> None:
+        self._main = session
+        self._mains.add(session)
+
+    def _subagent_of(self, line: _Line, out: list[Item]) -> str | None:
+        """The sub-agent a line comes from (None for the session's own), announcing new ones."""
+        sid = line.session
+        if not sid or sid in self._mains or line.type == "session_start":
+            return None
+        if sid not in self._subs:
+            call = self._unlinked_agents.pop(0) if self._unlinked_agents else None
+            self._subs[sid] = _Sub(call_id=call.call_id if call else None)
+            inp = _tool_input(call.input) if call else None
+            out.append(
+                Subagent(
+                    subagent_id=sid,
+                    phase="started",
+                    description=inp.description if inp else None,
+                    prompt=inp.prompt if inp else None,
+                    background=inp.background if inp else None,
+                    call_id=call.call_id if call else None,
+                )
+            )
+        return sid
+
+    def _session_start(self, line: _Line, sub: str | None) -> list[Item]:
+        fork = self._take_pending_fork()
+        previous = self._main
+        record = SessionRecord(
+            id="",
+            agent="",
+            protocol="",
+            native_session_id=line.session or None,
+            cwd=line.root,
+            model=line.model or None,
+            mode=line.mode,
+            created_at=line.time,
+            fork_of=previous if fork and previous != line.session else None,
+        )
+        if line.session:
+            self._set_main(line.session)
+        first: list[Item] = []
+        if not self._created or previous != line.session:
+            self._created = True
+            first.append(SessionResumed(session_id="", record=record) if line.resumed else _created(record))
+        # the Session expects a record as the first item of the first message
+        return [*first, ModeUpdate(mode_id=line.mode or None, model=line.model or None)]
+
+    def _take_pending_fork(self) -> bool:
+        return any(p.command.type == "fork" for p in self._pending)
+
+    # ------------------------------------------------------------ replies
+
+    def _emit(self, body: Body, sub: str | None) -> Item:
+        return Emit(body=body, subagent_id=sub) if sub else body
+
+    def _reply(self, session: str) -> _Reply:
+        reply = self._replies.get(session)
+        if reply is None:
+            self._n_replies += 1
+            n = self._n_replies
+            reply = _Reply(message_id=f"{session}/reply-{n}", reasoning_id=f"{session}/reasoning-{n}")
+            self._replies[session] = reply
+        return reply
+
+    def _message_start(self, line: _Line, sub: str | None) -> list[Item]:
+        self._replies.pop(line.session, None)
+        self._reply(line.session)
+        # no id, no content: nothing to translate until text or a call streams
+        return [Passthrough(method=line.type)]
+
+    def _tool_start(self, line: _Line, sub: str | None) -> list[Item]:
+        # the call has no id before its tool_call: kept as is
+        return [Passthrough(method=line.type)]
+
+    def _text_delta(self, line: _Line, sub: str | None) -> list[Item]:
+        reply = self._reply(line.session)
+        return [self._emit(AssistantDelta(message_id=reply.message_id, text=line.text or ""), sub)]
+
+    def _thinking_delta(self, line: _Line, sub: str | None) -> list[Item]:
+        reply = self._reply(line.session)
+        reply.thinking.append(line.text or "")
+        return [self._emit(ReasoningDelta(reasoning_id=reply.reasoning_id, text=line.text or ""), sub)]
+
+    def _message_end(self, line: _Line, sub: str | None) -> list[Item]:
+        if line.role == "user":
+            return self._user_message(line, sub)
+        if line.role == "assistant":
+            return self._assistant_message(line, sub)
+        # role "tool": the results were each reported by their tool_result
+        return [Passthrough(method=line.type)]
+
+    def _assistant_message(self, line: _Line, sub: str | None) -> list[Item]:
+        reply = self._replies.pop(line.session, None) or self._reply(line.session)
+        self._replies.pop(line.session, None)
+        out: list[Item] = []
+        if reply.thinking:
+            body = Reasoning(reasoning_id=reply.reasoning_id, redacted=False, summary="".join(reply.thinking))
+            out.append(self._emit(body, sub))
+        text = line.text or ""
+        if text:
+            out.append(self._emit(AssistantMessage(message_id=reply.message_id, text=text), sub))
+            if sub is not None:
+                self._subs[sub].last_text = text
+            elif self._turn is not None:
+                self._turn.text = text
+        if not out:
+            out.append(Passthrough(method=line.type))  # a reply that only made tool calls
+        return out
+
+    def _user_message(self, line: _Line, sub: str | None) -> list[Item]:
+        text = line.text or ""
+        images = [_image(i) for i in line.images] if line.images else None
+        if sub is not None:
+            self._n_users += 1
+            mid = f"{sub}/user-{self._n_users}"
+            return [Emit(body=UserMessage(message_id=mid, text=text, images=images), subagent_id=sub)]
+        out: list[Item] = []
+        known = self._match_queued(text)
+        if known is None:
+            self._n_users += 1
+            mid, queued = f"{line.session}/user-{self._n_users}", False
+            out.append(MessageAccepted(session_id="", message_id=mid))
+        else:
+            mid, queued = known
+        if self._turn is None:
+            self._turn = _Turn()
+            out.append(TurnStart())
+        self._turn.messages.append(mid)
+        out.append(UserMessage(message_id=mid, text=text, images=images, queued=True if queued else None))
+        out.append(MessageStarted(session_id="", message_id=mid))
+        return out
+
+    def _match_queued(self, text: str) -> tuple[str, bool] | None:
+        for i, (mid, sent, queued) in enumerate(self._queued):
+            if sent == text:
+                del self._queued[i]
+                return mid, queued
+        return None
+
+    # ------------------------------------------------------------ tool calls
+
+    def _tool_call(self, line: _Line, sub: str | None) -> list[Item]:
+        call_id = line.call_id or ""
+        tool = line.tool or ""
+        inp = _raw_or_none(line.input)
+        view = _tool_input(inp)
+        call = _Call(
+            call_id=call_id,
+            tool=tool,
+            title=line.summary,
+            category=TOOL_CATEGORIES.get(tool, "other"),
+            input=inp,
+            subagent=sub,
+            path=view.path if view else None,
+        )
+        self._calls[call_id] = call
+        self._last_call[line.session] = call_id
+        if tool == AGENT_TOOL:
+            self._unlinked_agents.append(call)
+        body = ToolCall(
+            call_id=call_id,
+            tool=tool,
+            phase="started",
+            title=line.summary,
+            category=call.category,
+            locations=[Location(path=call.path)] if call.path else None,
+            input=inp,
+        )
+        return [self._emit(body, sub)]
+
+    def _ref(self, call_id: str, line: _Line) -> ToolCallRef:
+        call = self._calls.get(call_id)
+        tool = call.tool if call else (line.tool or "")
+        return ToolCallRef(
+            call_id=call_id,
+            tool=tool,
+            title=(call.title if call else None) or line.summary or tool,
+            input=call.input if call else None,
+            category=call.category if call else TOOL_CATEGORIES.get(tool, "other"),
+        )
+
+    def _approval_needed(self, line: _Line, sub: str | None) -> list[Item]:
+        call_id = line.call_id or ""
+        self._requests[call_id] = sub
+        detail = PermissionDetail(command=line.command, reason=line.reason)
+        body = PermissionRequest(
+            request_id=call_id,
+            tool_call=self._ref(call_id, line),
+            options=list(PERMISSION_OPTIONS),
+            detail=detail if (line.command or line.reason) else None,
+        )
+        return [self._emit(body, sub)]
+
+    def _approval(self, line: _Line, sub: str | None) -> list[Item]:
+        call_id = line.call_id or ""
+        allow = bool(line.allow)
+        call = self._calls.get(call_id)
+        if call is not None and not allow:
+            call.refused = True
+        asked = self._requests.pop(call_id, "none") != "none"
+        sent = self._approves.pop(call_id, None)
+        out: list[Item] = []
+        if sent is not None:
+            option = (ALLOW_SESSION if sent.for_session else ALLOW) if sent.allow else REJECT
+            answer: dict[str, Any] = {"optionId": option, "allow": bool(sent.allow)}
+            if sent.for_session is not None:
+                answer["forSession"] = sent.for_session
+            if sent.note is not None:
+                answer["note"] = sent.note
+            edits = _raw_or_none(sent.edits)
+            if edits is not None:
+                answer["edits"] = edits
+            out.append(self._emit(RequestResolved(request_id=call_id, outcome="answered", answer=answer), sub))
+            return out
+        if not self._aborting:
+            # decided without anyone answering: --approve edits/all, -p, or a for_session grant
+            auto = PermissionAuto(tool_call=self._ref(call_id, line), option_id=ALLOW if allow else REJECT)
+            out.append(self._emit(auto, sub))
+        if asked:
+            out.append(self._emit(RequestResolved(request_id=call_id, outcome="cancelled"), sub))
+        if not out:
+            out.append(Passthrough(method=line.type))
+        return out
+
+    def _blocked(self, line: _Line, sub: str | None) -> list[Item]:
+        call_id = self._last_call.get(line.session)
+        call = self._calls.get(call_id) if call_id else None
+        if call is None or (line.tool and call.tool != line.tool):
+            msg = f"guard.yaml refused a {line.tool or 'tool'} call: {line.reason or ''}".rstrip(": ")
+            return [self._emit(Warning(message=msg, source="guard"), sub)]
+        call.refused = True
+        return [self._emit(PermissionAuto(tool_call=self._ref(call.call_id, line), option_id=REJECT), sub)]
+
+    def _question(self, line: _Line, sub: str | None) -> list[Item]:
+        call_id = line.call_id or ""
+        self._requests[call_id] = sub
+        question = Question(id=call_id, prompt=line.text or "", multi_select=False, allow_free_text=True, options=[])
+        return [self._emit(UserQuestion(request_id=call_id, blocking=True, questions=[question]), sub)]
+
+    def _tool_result(self, line: _Line, sub: str | None) -> list[Item]:
+        call_id = line.call_id or ""
+        out: list[Item] = []
+        if call_id in self._requests:
+            # a question nobody answered (-p, abort) or an approval never decided
+            self._requests.pop(call_id)
+            out.append(self._emit(RequestResolved(request_id=call_id, outcome="cancelled"), sub))
+        call = self._calls.pop(call_id, None)
+        tool = call.tool if call else (line.tool or "")
+        text = line.text or ""
+        failed = bool(line.is_error)
+        if call is not None and not call.refused:
+            if tool in SHELL_TOOLS and text:
+                out.append(self._emit(CommandOutput(call_id=call_id, stream="merged", delta=text), sub))
+            if not failed:
+                diff = self._file_diff(call)
+                if diff is not None:
+                    out.append(self._emit(diff, sub))
+        output: Any = text
+        if line.images:
+            output = {"text": text, "images": [_image(i) for i in line.images]}
+        body = ToolCall(
+            call_id=call_id,
+            tool=tool,
+            phase="failed" if failed else "completed",
+            title=call.title if call else None,
+            category=call.category if call else TOOL_CATEGORIES.get(tool, "other"),
+            output=output,
+        )
+        out.append(self._emit(body, sub))
+        return out
+
+    def _file_diff(self, call: _Call) -> FileDiff | None:
+        if call.category != "edit" or not call.path:
+            return None
+        view = _tool_input(call.input)
+        if view is None:
+            return None
+        if view.old_text is not None and view.new_text is not None:
+            diff = _diff(call.path, view.old_text, view.new_text)
+            return FileDiff(path=call.path, diff=diff, call_id=call.call_id, change_kind="update")
+        if view.content is not None:
+            # the old content is not in the stream: the diff shows the whole new content
+            diff = _diff(call.path, "", view.content)
+            return FileDiff(path=call.path, diff=diff, call_id=call.call_id, change_kind="write")
+        return None
+
+    # ------------------------------------------------------------ usage, notices, compaction
+
+    def _usage(self, line: _Line, sub: str | None) -> list[Item]:
+        try:
+            tokens_in = _int_decoder.decode(line.input) if bytes(line.input) else 0
+        except msgspec.DecodeError:
+            raise MalformedMessage("hm usage line whose input is not a token count") from None
+        u = _Usage(
+            input=tokens_in,
+            output=line.output or 0,
+            cache_read=line.cache_read or 0,
+            cache_write=line.cache_write or 0,
+            cost=line.cost or 0.0,
+        )
+        if sub is None and self._turn is not None:
+            t = self._turn
+            t.input += u.input
+            t.output += u.output
+            t.cache_read += u.cache_read
+            t.cache_write += u.cache_write
+            t.cost += u.cost
+            t.calls += 1
+        return [self._emit(Usage(tokens=_tokens(u), cost=_cost(u.cost), scope="call"), sub)]
+
+    def _retry(self, line: _Line, sub: str | None) -> list[Item]:
+        return [self._emit(Warning(message=line.text or "retrying", source="retry"), sub)]
+
+    def _warning(self, line: _Line, sub: str | None) -> list[Item]:
+        return [self._emit(Warning(message=line.text or "", source="agent"), sub)]
+
+    def _error(self, line: _Line, sub: str | None) -> list[Item]:
+        body = Error(message=line.text or "error", error_type="agent", recoverable=True)
+        return [self._emit(body, sub)]
+
+    def _compaction_start(self, line: _Line, sub: str | None) -> list[Item]:
+        self._n_compactions += 1
+        cid = f"{line.session}/compaction-{self._n_compactions}"
+        self._compaction[line.session] = cid
+        return [self._emit(Compaction(compaction_id=cid, status="in_progress"), sub)]
+
+    def _compaction_end(self, line: _Line, sub: str | None) -> list[Item]:
+        cid = self._compaction.pop(line.session, None)
+        if cid is None:
+            self._n_compactions += 1
+            cid = f"{line.session}/compaction-{self._n_compactions}"
+        if line.text:
+            body = Compaction(compaction_id=cid, status="completed", summary=line.text)
+        else:
+            body = Compaction(compaction_id=cid, status="failed")
+        return [self._emit(body, sub)]
+
+    # ------------------------------------------------------------ ends
+
+    def _subagent_end(self, line: _Line, sub: str | None) -> list[Item]:
+        sid = sub or line.session
+        info = self._subs.setdefault(sid, _Sub(call_id=None))
+        info.ended = True
+        phase: Literal["completed", "failed", "cancelled"]
+        result: Any
+        if not line.error:
+            phase, result = "completed", info.last_text
+        else:
+            phase = "cancelled" if line.error == ABORTED else "failed"
+            result = {"error": line.error}
+        return [Subagent(subagent_id=sid, phase=phase, result=result, call_id=info.call_id)]
+
+    def _turn_end(self, line: _Line, sub: str | None) -> list[Item]:
+        if sub is not None:
+            return [Passthrough(method=line.type)]  # sub-agents end with subagent_end
+        self._aborting = False
+        if line.error:
+            stop: Literal["cancelled", "error"] = "cancelled" if line.error == ABORTED else "error"
+            out = self._complete_messages(stop, ErrorInfo(message=line.error))
+        else:
+            out = self._complete_messages("end_turn", None)
+        self._turn = None
+        reason: Literal["ok", "interrupt"] = "interrupt" if line.error else "ok"
+        out.append(TurnComplete(reason=reason, stop_reason=line.error))
+        return out
+
+    def _complete_messages(
+        self, stop: Literal["end_turn", "cancelled", "error"], error: ErrorInfo | None
+    ) -> list[Item]:
+        """message.completed for every message of the open turn: its last reply and usage."""
+        turn = self._turn
+        if turn is None:
+            return []
+        usage = None
+        if turn.calls:
+            tokens = Tokens(
+                input=turn.input,
+                output=turn.output,
+                total=turn.input + turn.output,
+                cache_read=turn.cache_read,
+                cache_write=turn.cache_write,
+            )
+            usage = CompletionUsage(tokens=tokens, cost=_cost(round(turn.cost, 9)))
+        result = Completion(stop_reason=stop, text=turn.text, usage=usage, error=error)
+        return [MessageCompleted(session_id="", message_id=mid, result=result) for mid in turn.messages]
+
+    def _session_end(self, line: _Line, sub: str | None) -> list[Item]:
+        self._ended = True
+        out: list[Item] = []
+        if self._turn is not None:
+            # ended without turn_end (interrupted): the turn ends with the session
+            err = ErrorInfo(message=f"the session ended (exit code {line.exit_code})")
+            out.extend(self._complete_messages("cancelled", err))
+            self._turn = None
+            out.append(TurnComplete(reason="interrupt", stop_reason="session_end"))
+        if line.usage is not None:
+            u = line.usage
+            out.append(Usage(tokens=_tokens(u), cost=_cost(u.cost), scope="session"))
+        if line.refused:
+            names = ", ".join(line.refused)
+            n = len(line.refused)
+            msg = f"{n} call{'s' if n != 1 else ''} refused for want of approval: {names}"
+            out.append(Warning(message=msg, source="agent"))
+        code = line.exit_code
+        if code == 1:
+            out.append(SessionFailed(session_id="", error=ErrorInfo(message="the agent failed", error_type="exit-1")))
+        elif code == 130:
+            out.append(Warning(message="hm was interrupted (exit code 130)", source="agent"))
+        if not out:
+            out.append(Passthrough(method=line.type))
+        return out
+
+    # ------------------------------------------------------------ RPC
+
+    def _command(self, message: bytes) -> list[Item]:
+        try:
+            cmd = _command_decoder.decode(message)
+        except msgspec.DecodeError as exc:
+            # hm answers it with ok:false and id null; the line itself is bad input
+            raise MalformedMessage(f"not an hm RPC command: {exc}") from None
+        self._n_commands += 1
+        key = self._key(cmd.id)
+        mid = None
+        if cmd.type in MESSAGE_COMMANDS:
+            mid = self._message_id(cmd.id, key)
+        self._pending.append(_Pending(key=key, command=cmd, message_id=mid))
+        if cmd.type == "approve" and cmd.call_id:
+            self._approves[cmd.call_id] = cmd
+        elif cmd.type == "abort":
+            self._aborting = True
+        return [Source(method=cmd.type or None), Passthrough(method=cmd.type or None)]
+
+    @staticmethod
+    def _key(raw: Raw) -> str | None:
+        data = bytes(raw)
+        if not data:
+            return None
+        try:
+            return _encoder.encode(_any_decoder.decode(data)).decode()
+        except msgspec.DecodeError:
+            return data.decode("utf-8", errors="replace")
+
+    def _message_id(self, raw: Raw, key: str | None) -> str:
+        """A prompt's message id: from its command id when that is usable, else its position."""
+        if key is not None:
+            value = _any_decoder.decode(bytes(raw))
+            name = value if isinstance(value, str) else key
+            mid = f"cmd-{name}"
+            if mid not in self._used_ids:
+                self._used_ids.add(mid)
+                return mid
+        mid = f"cmd#{self._n_commands}"
+        self._used_ids.add(mid)
+        return mid
+
+    def _match_pending(self, line: _Line) -> _Pending | None:
+        key = self._key(line.id)
+        if key is None:
+            # no id: the oldest id-less command of that name
+            for i, p in enumerate(self._pending):
+                if p.key is None and p.command.type == line.command:
+                    return self._pending.pop(i)
+            return None
+        for i, p in enumerate(self._pending):
+            if p.key == key:
+                return self._pending.pop(i)
+        return None
+
+    def _response(self, line: _Line, sub: str | None) -> list[Item]:
+        pending = self._match_pending(line)
+        command = line.command or (pending.command.type if pending else "")
+        if line.ok is False:
+            if pending is not None and pending.command.type == "abort":
+                self._aborting = False
+            if pending is not None and pending.command.type == "approve" and pending.command.call_id:
+                self._approves.pop(pending.command.call_id, None)
+            what = command or "a command"
+            msg = f"{what} refused: {line.error or 'no reason given'}"
+            return [Error(message=msg, error_type="command-refused", recoverable=True)]
+        handler = self._responses.get(command)
+        out = handler(line, pending) if handler is not None else []
+        return out or [Passthrough(method=line.type)]
+
+    def _accepted(self, line: _Line, pending: _Pending | None) -> list[Item]:
+        if pending is None or pending.message_id is None:
+            return []
+        cmd = pending.command
+        self._queued.append((pending.message_id, cmd.text or "", cmd.type == "follow_up"))
+        return [MessageAccepted(session_id="", message_id=pending.message_id)]
+
+    def _answered(self, line: _Line, pending: _Pending | None) -> list[Item]:
+        if pending is None or not pending.command.call_id:
+            return []
+        call_id = pending.command.call_id
+        sub = self._requests.pop(call_id, None)
+        body = RequestResolved(request_id=call_id, outcome="answered", answer={"text": pending.command.text or ""})
+        return [self._emit(body, sub)]
+
+    def _aborted(self, line: _Line, pending: _Pending | None) -> list[Item]:
+        # queued messages are dropped (rpc.md): they end without having started
+        err = ErrorInfo(message="dropped by abort")
+        dropped = [mid for mid, _text, _q in self._queued]
+        self._queued.clear()
+        return [
+            MessageCompleted(session_id="", message_id=mid, result=Completion(stop_reason="cancelled", error=err))
+            for mid in dropped
+        ]
+
+    def _mode_set(self, line: _Line, pending: _Pending | None) -> list[Item]:
+        if pending is None or not pending.command.mode:
+            return []
+        mode = pending.command.mode
+        # the mode decides which calls need approval; both apply from the next turn
+        return [ModeUpdate(mode_id=mode), PermissionsUpdate(spec={"mode": mode}, applied="next-turn")]
+
+    def _model_set(self, line: _Line, pending: _Pending | None) -> list[Item]:
+        if pending is None or not pending.command.model:
+            return []  # provider or effort only: no model name to report
+        return [ModeUpdate(model=pending.command.model)]
+
+    def _state(self, line: _Line, pending: _Pending | None) -> list[Item]:
+        data = _raw_or_none(line.data)
+        if data is None:
+            return []
+        try:
+            state = _state_decoder.decode(data)
+        except msgspec.DecodeError:
+            return []
+        return self._session_data(state.session)
+
+    def _forked(self, line: _Line, pending: _Pending | None) -> list[Item]:
+        data = _raw_or_none(line.data)
+        if data is None:
+            return []
+        try:
+            s = _session_data_decoder.decode(data)
+        except msgspec.DecodeError:
+            return []
+        # the fork's record came with its session_start; its usage starts again from 0
+        return [SessionInfo(title=s.title, cwd=s.root, model=s.model or None)]
+
+    @staticmethod
+    def _session_data(s: _SessionData | None) -> list[Item]:
+        if s is None:
+            return []
+        out: list[Item] = [SessionInfo(title=s.title, cwd=s.root, model=s.model or None)]
+        if s.usage is not None or s.context is not None:
+            u = s.usage
+            out.append(
+                Usage(
+                    context=ContextWindow(used=s.context) if s.context is not None else None,
+                    tokens=_tokens(u) if u else None,
+                    cost=_cost(u.cost) if u else None,
+                    scope="session",
+                )
+            )
+        return out
+
+
+def _created(record: SessionRecord) -> SessionCreated:
+    return SessionCreated(session_id="", record=record)
