@@ -1,0 +1,261 @@
+"""The claude-transcript adapter: Claude Code's stored session files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import ADAPTERS, convert_capture, fixed_clock
+from normalize import (
+    AssistantMessage,
+    Body,
+    Emit,
+    Error,
+    EventEnvelope,
+    Passthrough,
+    Reasoning,
+    SessionEvent,
+    SessionInput,
+    SessionUpdate,
+    Subagent,
+    ToolCall,
+    TurnComplete,
+    TurnStart,
+    Usage,
+    UserMessage,
+    events,
+    find_inputs,
+    read_records,
+)
+from normalize import Warning as WarningBody
+from normalize.adapters.claude_transcript import ClaudeTranscriptAdapter
+
+KIT = ADAPTERS / "claude-transcript" / "captures"
+CAPTURES = sorted(i.main for i in find_inputs([KIT], protocol="claude-transcript") if isinstance(i, SessionInput))
+#: line types that carry conversation content: never left as session.update
+CONTENT_TYPES = {"user", "assistant"}
+
+
+def _events(capture: Path) -> list[EventEnvelope]:
+    return [e.event for e in convert_capture(capture) if isinstance(e, SessionEvent)]
+
+
+def _updates(capture: Path) -> list[SessionUpdate]:
+    return [e for e in convert_capture(capture) if isinstance(e, SessionUpdate)]
+
+
+def _case(capture: Path) -> str:
+    return capture.parent.name
+
+
+def test_kit_has_every_case() -> None:
+    assert len(CAPTURES) == 26
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_case)
+def test_no_error_unless_the_cli_reported_one(capture: Path) -> None:
+    errors = [e.body for e in _events(capture) if isinstance(e.body, Error)]
+    if _case(capture).startswith(("17-api-error", "18-api-error")):
+        assert len(errors) == 1 and errors[0].recoverable is False
+        assert errors[0].message.startswith("API Error:")
+    else:
+        assert errors == []
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_case)
+def test_conversation_lines_are_translated(capture: Path) -> None:
+    for upd in _updates(capture):
+        payload = json.loads(bytes(upd.update.payload))
+        if payload["type"] in CONTENT_TYPES:
+            # only the CLI's own slash-command bookkeeping may stay untranslated
+            assert upd.update.method == "user/meta", payload
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_case)
+def test_every_tool_call_ends_once(capture: Path) -> None:
+    phases: dict[str, list[str]] = {}
+    for e in _events(capture):
+        if isinstance(e.body, ToolCall):
+            phases.setdefault(e.body.call_id, []).append(e.body.phase)
+    for call_id, seen in phases.items():
+        assert seen[0] == "started", call_id
+        assert sum(p in ("completed", "failed") for p in seen) == 1, (call_id, seen)
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_case)
+def test_turns_are_closed_without_cut_off(capture: Path) -> None:
+    evs = _events(capture)
+    starts = [e for e in evs if isinstance(e.body, TurnStart)]
+    ends = [e for e in evs if isinstance(e.body, TurnComplete)]
+    assert len(starts) == len(ends) >= 1
+    assert not any(isinstance(e.body, Error) and e.body.error_type == "cut-off" for e in evs)
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_case)
+def test_events_are_replay_with_native_timestamps(capture: Path) -> None:
+    for e in _events(capture):
+        assert e.origin == "replay"
+        if e.native.protocol == "claude-transcript":
+            payload = json.loads(bytes(e.native.payload))
+            if "timestamp" in payload:
+                assert e.ts == payload["timestamp"]
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_case)
+def test_usage_once_per_api_message(capture: Path) -> None:
+    seen: list[tuple[str | None, str]] = []
+    for e in _events(capture):
+        if isinstance(e.body, Usage) and e.body.scope == "call":
+            payload = json.loads(bytes(e.native.payload))
+            seen.append((e.subagent_id, payload["message"]["id"]))
+    assert len(seen) == len(set(seen))
+
+
+SUBAGENT_CASES = [c for c in CAPTURES if "subagent" in _case(c) or "background-agent" in _case(c)]
+
+
+@pytest.mark.parametrize("capture", SUBAGENT_CASES, ids=_case)
+def test_subagent_events_carry_the_spawning_call(capture: Path) -> None:
+    evs = _events(capture)
+    spawned = {e.body.call_id for e in evs if isinstance(e.body, ToolCall) and e.body.tool == "Agent"}
+    (call_id,) = spawned
+    from_sidechain = [e for e in evs if json.loads(bytes(e.native.payload or b"{}")).get("isSidechain")]
+    assert from_sidechain, "the sub-agent file was read"
+    assert all(e.subagent_id == call_id for e in from_sidechain)
+    phases = [e.body.phase for e in evs if isinstance(e.body, Subagent)]
+    assert phases == ["started", "completed"]
+
+
+def test_interrupt_ends_the_turn() -> None:
+    (capture,) = [c for c in CAPTURES if _case(c) == "27-interrupt"]
+    reasons = [e.body.reason for e in _events(capture) if isinstance(e.body, TurnComplete)]
+    assert reasons == ["interrupt", "ok"]
+
+
+def test_find_inputs_gives_one_session_per_file_with_subagent_companions() -> None:
+    inputs = [i for i in find_inputs([KIT]) if isinstance(i, SessionInput)]
+    assert len(inputs) == 26
+    assert {i.protocol for i in inputs} == {"claude-transcript"}
+    with_agents = {i.main.parent.name: [p.name for p in i.companions] for i in inputs if i.companions}
+    assert sorted(with_agents) == [
+        "12-subagent-task",
+        "22-subagent-forward-text",
+        "24-subagent-with-tool",
+        "25-background-agent",
+    ]
+    assert all(len(c) == 1 and c[0].startswith("agent-") for c in with_agents.values())
+
+
+def test_convert_folder_writes_one_file_per_session(tmp_path: Path) -> None:
+    from normalize._cli import main
+
+    out = tmp_path / "out"
+    out.mkdir()  # an existing folder: "-o out/" is taken as a file name when the folder is missing
+    assert main(["convert", str(KIT), "-o", str(out)]) == 0
+    assert len(list(out.rglob("*.jsonl"))) == 26
+
+
+# ----------------------------------------------------------------- by hand
+
+
+def _line(**kw: Any) -> bytes:
+    base = {"sessionId": "s1", "timestamp": "2026-01-01T00:00:00.000Z"}
+    return json.dumps(base | kw).encode()
+
+
+def _bodies(items: list[Any]) -> list[Any]:
+    out = []
+    for it in items:
+        if isinstance(it, Emit):
+            out.append(it.body)
+        elif isinstance(it, Body):
+            out.append(it)
+    return out
+
+
+def _assistant(uuid: str, parent: str, block: dict[str, Any], stop: str | None, idx: int = 0) -> bytes:
+    msg: dict[str, Any] = {"id": "msg_1", "model": "m", "role": "assistant", "content": [block], "stop_reason": stop}
+    msg["usage"] = {"input_tokens": 10, "output_tokens": 5}
+    return _line(type="assistant", uuid=uuid, parentUuid=parent, message=msg, apiBlockIndex=idx)
+
+
+def test_prompt_thinking_text_and_turn_end_by_hand() -> None:
+    a = ClaudeTranscriptAdapter()
+    prompt = _line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "hi"})
+    assert _bodies(a.feed(prompt)) == [TurnStart(), UserMessage(message_id="u1", text="hi")]
+    think = _assistant("a1", "u1", {"type": "thinking", "thinking": "hmm", "signature": "x"}, "end_turn")
+    body = _bodies(a.feed(think))
+    assert body[0].scope == "call" and body[0].tokens.total == 15
+    assert body[1:] == [Reasoning(reasoning_id="msg_1:0", text="hmm", redacted=False)]
+    # the second block of the same message: no usage again, the turn not over yet
+    text = _assistant("a2", "a1", {"type": "text", "text": "hello"}, "end_turn", idx=1)
+    assert _bodies(a.feed(text)) == [AssistantMessage(message_id="msg_1", text="hello")]
+    # the next line (bookkeeping) settles the turn, with the message's stop reason
+    assert _bodies(a.feed(_line(type="last-prompt", lastPrompt="hi"))) == [
+        TurnComplete(reason="ok", stop_reason="end_turn")
+    ]
+    assert a.close() == []
+
+
+def test_tool_round_trip_by_hand() -> None:
+    a = ClaudeTranscriptAdapter()
+    a.feed(_line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "ls"}))
+    use = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}
+    started = _bodies(a.feed(_assistant("a1", "u1", use, "tool_use")))[1]
+    assert (started.call_id, started.phase, started.category) == ("toolu_1", "started", "execute")
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x", "is_error": False}
+    line = _line(
+        type="user",
+        uuid="u2",
+        parentUuid="a1",
+        message={"role": "user", "content": [result]},
+        toolUseResult={"stdout": "x", "stderr": "", "interrupted": False},
+    )
+    bodies = _bodies(a.feed(line))
+    assert [type(b).__name__ for b in bodies] == ["CommandOutput", "ToolCall"]
+    assert bodies[1].phase == "completed" and bodies[1].exit_code == 0
+
+
+def test_open_call_is_reported_at_close() -> None:
+    a = ClaudeTranscriptAdapter()
+    a.feed(_line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "ls"}))
+    a.feed(_assistant("a1", "u1", {"type": "tool_use", "id": "toolu_9", "name": "Bash", "input": {}}, "tool_use"))
+    (warning,) = a.close()
+    assert isinstance(warning, Emit) and warning.synthetic
+    assert isinstance(warning.body, WarningBody) and "toolu_9" in warning.body.message
+
+
+def test_a_rewind_is_reported_as_a_branch() -> None:
+    a = ClaudeTranscriptAdapter()
+    a.feed(_line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "one"}))
+    a.feed(_assistant("a1", "u1", {"type": "text", "text": "first"}, "end_turn"))
+    # the user rewinds and asks again from the first prompt
+    items = a.feed(_line(type="user", uuid="u2", parentUuid="u1", message={"role": "user", "content": "two"}))
+    warnings = [b for b in _bodies(items) if isinstance(b, WarningBody)]
+    assert len(warnings) == 1 and "u1" in warnings[0].message
+
+
+def test_bookkeeping_lines_are_kept_with_their_type() -> None:
+    a = ClaudeTranscriptAdapter()
+    a.feed(_line(type="queue-operation", operation="enqueue", content="hi"))
+    for kind in ("atis-latch", "api-request", "tools-used", "last-prompt"):
+        items = a.feed(_line(type=kind))
+        assert Passthrough(method=kind) in items
+
+
+def test_detect_tells_transcripts_from_stream_json() -> None:
+    transcript = [(p.read_bytes().splitlines()[2], "agent") for p in CAPTURES[:1]]
+    stream = [(b'{"type":"assistant","session_id":"s","uuid":"u","message":{}}', "agent")]
+    assert ClaudeTranscriptAdapter.detect(transcript) > 0.9  # type: ignore[arg-type]
+    assert ClaudeTranscriptAdapter.detect(stream) == 0.0  # type: ignore[arg-type]
+
+
+def test_whole_capture_through_the_public_api() -> None:
+    (capture,) = [c for c in CAPTURES if _case(c) == "05-bash-ls-bypass"]
+    (inp,) = [i for i in find_inputs([capture]) if isinstance(i, SessionInput)]
+    evs = list(events(read_records(inp.paths), protocol=inp.protocol, clock=fixed_clock))
+    kinds = [e.event.kind for e in evs if isinstance(e, SessionEvent)]
+    assert kinds.count("tool-call") == 2 and kinds.count("command-output") == 1
