@@ -31,37 +31,32 @@ Facts (codex-cli 0.169.0, captures in adapters/codex-exec-json/captures/codex-0.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import msgspec
-from msgspec import Raw, Struct
+from msgspec import Raw, Struct, structs
 
 from normalize import (
     Adapter,
-    AssistantMessage,
+    Body,
     Direction,
     Emit,
     Error,
+    FileDiff,
     Item,
-    Location,
     MalformedMessage,
-    McpTool,
     Passthrough,
     Plan,
     PlanEntry,
-    Reasoning,
     Sample,
     SessionCreated,
     SessionRecord,
     Source,
-    Tokens,
-    ToolCall,
     TurnComplete,
     TurnStart,
     Usage,
-    WebSearch,
 )
 from normalize import Warning as WarningBody
+from normalize.adapters import _codex_items as ci
 
 __all__ = ["CodexExecJsonAdapter"]
 
@@ -157,23 +152,6 @@ LINE_TYPES = frozenset(
 
 _Phase = str  # "started" | "updated" | "completed"
 
-_TOOL_PHASE = {"in_progress": "started", "completed": "completed", "failed": "failed", "declined": "failed"}
-
-
-def tokens_of(u: _Usage) -> Tokens:
-    """The exec usage block as Tokens (``input`` includes the cached part, as Codex counts it)."""
-    total = None
-    if u.input_tokens is not None and u.output_tokens is not None:
-        total = u.input_tokens + u.output_tokens
-    return Tokens(
-        input=u.input_tokens,
-        output=u.output_tokens,
-        total=total,
-        cache_read=u.cached_input_tokens,
-        cache_write=u.cache_write_input_tokens,
-        reasoning=u.reasoning_output_tokens,
-    )
-
 
 class CodexExecJsonAdapter(Adapter):
     protocol = "codex-exec-json"
@@ -185,7 +163,8 @@ class CodexExecJsonAdapter(Adapter):
         self._plans: dict[str, list[PlanEntry]] = {}
         #: the message of the last fatal ``error`` line of the open turn (turn.failed repeats it)
         self._last_error: str | None = None
-        self._open_calls: dict[str, str] = {}
+        #: calls started and not finished: their started bodies
+        self._open_calls: dict[str, list[Body]] = {}
         self._lines: dict[str, Callable[[_Line], list[Item]]] = {
             "thread.started": self._thread_started,
             "turn.started": self._turn_started,
@@ -240,14 +219,10 @@ class CodexExecJsonAdapter(Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
-        out: list[Item] = []
-        for call_id, what in self._open_calls.items():
-            out.append(
-                Emit(
-                    body=WarningBody(message=f"{what} {call_id} never finished", source="normalize"),
-                    synthetic=True,
-                )
-            )
+        out: list[Item] = [
+            Emit(body=WarningBody(message=f"call {call_id} never finished", source="normalize"), synthetic=True)
+            for call_id in self._open_calls
+        ]
         self._open_calls.clear()
         return out
 
@@ -264,7 +239,15 @@ class CodexExecJsonAdapter(Adapter):
     def _turn_completed(self, line: _Line) -> list[Item]:
         out: list[Item] = []
         if line.usage is not None:
-            out.append(Usage(tokens=tokens_of(line.usage), scope="turn"))
+            u = line.usage
+            tokens = ci.tokens(
+                input=u.input_tokens,
+                output=u.output_tokens,
+                cached=u.cached_input_tokens,
+                cache_write=u.cache_write_input_tokens,
+                reasoning=u.reasoning_output_tokens,
+            )
+            out.append(Usage(tokens=tokens, scope="turn"))
         out.extend(self._settle_open_calls())
         out.append(TurnComplete(reason="ok", stop_reason="completed"))
         return out
@@ -288,12 +271,8 @@ class CodexExecJsonAdapter(Adapter):
         return [Error(message=message, recoverable=False)]
 
     def _settle_open_calls(self) -> list[Item]:
-        # Items still open at the turn's end never get their completion (Codex stops
-        # reporting them); say so rather than leave a call without a terminal phase.
-        out: list[Item] = [
-            Emit(body=WarningBody(message=f"{what} {call_id} ended with its turn", source="normalize"), synthetic=True)
-            for call_id, what in self._open_calls.items()
-        ]
+        # Items still open when the turn ends never get their completion: they end failed.
+        out: list[Item] = [structs.replace(b, phase="failed") for bodies in self._open_calls.values() for b in bodies]
         self._open_calls.clear()
         return out
 
@@ -311,81 +290,62 @@ class CodexExecJsonAdapter(Adapter):
     def _agent_message(self, item: _Item, phase: _Phase) -> list[Item]:
         if phase != "completed":
             return [Passthrough()]
-        return [AssistantMessage(message_id=item.id, text=item.text or "")]
+        return [ci.agent_message(item.id, item.text or "")]
 
     def _reasoning(self, item: _Item, phase: _Phase) -> list[Item]:
         if phase != "completed":
             return [Passthrough()]
-        return [Reasoning(reasoning_id=item.id, redacted=False, summary=item.text or "")]
+        # exec sends the summary only; the raw reasoning stays encrypted
+        return [ci.reasoning(item.id, [item.text] if item.text else [])]
 
-    def _call_phase(self, item: _Item, phase: _Phase, what: str) -> str:
-        if phase == "completed":
-            self._open_calls.pop(item.id, None)
-            mapped = _TOOL_PHASE.get(item.status or "completed", "completed")
-            return "completed" if mapped == "started" else mapped
-        if phase == "started":
-            self._open_calls[item.id] = what
-            return "started"
-        return "updated"
+    def _open(self, item: _Item, bodies: list[Body]) -> list[Item]:
+        self._open_calls[item.id] = bodies
+        return list(bodies)
+
+    def _close(self, item: _Item, bodies: list[Body]) -> list[Item]:
+        self._open_calls.pop(item.id, None)
+        return list(bodies)
 
     def _command(self, item: _Item, phase: _Phase) -> list[Item]:
-        p = self._call_phase(item, phase, "command")
-        done = p in ("completed", "failed")
-        return [
-            ToolCall(
-                call_id=item.id,
-                tool="shell",
-                phase=p,  # type: ignore[arg-type]
-                title=item.command,
-                category="execute",
-                input={"command": item.command} if item.command is not None else None,
-                output=item.aggregated_output if done else None,
-                exit_code=item.exit_code if done else None,
-            )
-        ]
+        command = item.command or ""
+        if phase == "started":
+            return self._open(item, [ci.command_started(item.id, command, None)])
+        if phase == "updated":
+            return [structs.replace(ci.command_started(item.id, command, None), phase="updated")]
+        finished = ci.command_finished(
+            item.id, command, None, item.status, item.aggregated_output, item.exit_code, output_streamed=False
+        )
+        return self._close(item, finished)
 
     def _file_change(self, item: _Item, phase: _Phase) -> list[Item]:
-        p = self._call_phase(item, phase, "file change")
-        changes = item.changes or []
-        return [
-            ToolCall(
-                call_id=item.id,
-                tool="apply_patch",
-                phase=p,  # type: ignore[arg-type]
-                category="edit",
-                locations=[Location(path=c.path) for c in changes] or None,
-                input={"changes": [{"path": c.path, "kind": c.kind} for c in changes]},
-            )
-        ]
+        # exec reports paths and kinds, never diffs: no file-diff bodies
+        changes = [ci.Change(path=c.path, kind=c.kind or "update") for c in item.changes or ()]
+        if phase == "completed":
+            bodies = ci.file_change_finished(item.id, changes, item.status, set())
+            return self._close(item, [b for b in bodies if not isinstance(b, FileDiff)])
+        started = [b for b in ci.file_change_started(item.id, changes, set()) if not isinstance(b, FileDiff)]
+        if phase == "updated":
+            return [structs.replace(b, phase="updated") for b in started]
+        return self._open(item, started)
 
     def _mcp(self, item: _Item, phase: _Phase) -> list[Item]:
-        p = self._call_phase(item, phase, "MCP call")
-        result: Any = None
-        if p == "completed":
-            result = raw_or_none(item.result)
-        elif p == "failed":
-            result = {"error": item.error.message} if item.error is not None else raw_or_none(item.result)
-        return [
-            McpTool(
-                call_id=item.id,
-                server=item.server or "",
-                tool=item.tool or "",
-                phase="progress" if p == "updated" else p,  # type: ignore[arg-type]
-                arguments=raw_or_none(item.arguments),
-                result=result,
-            )
-        ]
-
-    def _web_search(self, item: _Item, phase: _Phase) -> list[Item]:
+        args = raw_or_none(item.arguments)
+        if phase == "started":
+            return self._open(item, ci.mcp_started(item.id, item.server or "", item.tool or "", args))
         if phase == "updated":
             return [Passthrough()]
-        return [
-            WebSearch(
-                call_id=item.id,
-                phase="completed" if phase == "completed" else "started",
-                query=item.query or None,
-            )
-        ]
+        error = {"message": item.error.message} if item.error is not None else None
+        finished = ci.mcp_finished(
+            item.id, item.server or "", item.tool or "", args, item.status, raw_or_none(item.result), error
+        )
+        return self._close(item, finished)
+
+    def _web_search(self, item: _Item, phase: _Phase) -> list[Item]:
+        if phase == "started":
+            return [ci.web_search_started(item.id, item.query)]
+        if phase == "completed":
+            return [ci.web_search_finished(item.id, item.query)]
+        return [Passthrough()]
 
     def _todo_list(self, item: _Item, phase: _Phase) -> list[Item]:
         entries = [

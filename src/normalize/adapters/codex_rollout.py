@@ -46,7 +46,6 @@ shapes from 0.104.0-alpha.1 files and the protocol reference):
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -55,7 +54,6 @@ from msgspec import Raw, Struct, structs
 
 from normalize import (
     Adapter,
-    AssistantMessage,
     Body,
     Compaction,
     ContextApplied,
@@ -65,15 +63,12 @@ from normalize import (
     Error,
     FileDiff,
     Item,
-    Location,
     MalformedMessage,
-    McpTool,
     ModeUpdate,
     Passthrough,
     PermissionsUpdate,
     Plan,
     PlanEntry,
-    Reasoning,
     Sample,
     SessionCreated,
     SessionInfo,
@@ -84,9 +79,9 @@ from normalize import (
     TurnComplete,
     TurnStart,
     Usage,
-    UserMessage,
     WebSearch,
 )
+from normalize.adapters import _codex_items as ci
 
 __all__ = ["CodexRolloutAdapter"]
 
@@ -163,11 +158,6 @@ class _RItem(Struct, frozen=True):
     action: Raw = NULL
 
 
-class _Duration(Struct, frozen=True):
-    secs: int = 0
-    nanos: int = 0
-
-
 class _PathChange(Struct, frozen=True):
     type: str | None = None
     unified_diff: str | None = None
@@ -185,6 +175,7 @@ class _CoreItem(Struct, frozen=True):
     summary_text: list[str] | None = None
     raw_content: list[str] | None = None
     command: list[str] | str | None = None
+    cwd: str | None = None
     status: str | None = None
     aggregated_output: str | None = None
     exit_code: int | None = None
@@ -252,6 +243,7 @@ class _Compacted(Struct, frozen=True):
 
 
 _line_decoder = msgspec.json.Decoder(_Line)
+_patch_change_decoder = msgspec.json.Decoder(_PathChange)
 _compacted_decoder = msgspec.json.Decoder(_Compacted)
 _meta_decoder = msgspec.json.Decoder(_Meta)
 _context_decoder = msgspec.json.Decoder(_TurnContext)
@@ -280,23 +272,11 @@ RESPONSE_ITEM_TYPES = frozenset(
     }
 )
 
+#: How the user messages Codex injects itself begin (context, not the user's words).
+INJECTED = ("<environment_context>", "<turn_aborted>", "<user_instructions>", "# AGENTS.md instructions")
+
 #: Tools that run a shell command.
 SHELL_TOOLS = frozenset({"shell", "exec_command", "container.exec", "local_shell", "shell_command"})
-
-_STATUS_PHASE = {
-    "completed": "completed",
-    "failed": "failed",
-    "declined": "failed",
-    "in_progress": "started",
-    "inProgress": "started",
-}
-
-_PLAN_STATUS = {
-    "pending": "pending",
-    "in_progress": "in_progress",
-    "inProgress": "in_progress",
-    "completed": "completed",
-}
 
 
 def _camel(snake: str) -> str:
@@ -305,21 +285,17 @@ def _camel(snake: str) -> str:
 
 
 def _error_type(info: Raw) -> str | None:
-    """``codex_error_info`` as app-server spells it (camelCase): a string or a one-key object."""
-    value = _any_decoder.decode(info)
-    if isinstance(value, str):
-        return _camel(value)
-    if isinstance(value, dict) and len(value) == 1:
-        return _camel(next(iter(value)))
-    return None
+    """``codex_error_info`` as app-server spells it (camelCase; rollout files write snake_case)."""
+    name = ci.error_type(_any_decoder.decode(info))
+    return _camel(name) if name is not None else None
 
 
 def _tokens(t: _Tok) -> Tokens:
-    return Tokens(
+    return ci.tokens(
         input=t.input_tokens,
         output=t.output_tokens,
         total=t.total_tokens,
-        cache_read=t.cached_input_tokens,
+        cached=t.cached_input_tokens,
         cache_write=t.cache_write_input_tokens,
         reasoning=t.reasoning_output_tokens,
     )
@@ -380,12 +356,6 @@ def _rejected(text: str) -> bool:
     return "rejected by user" in text or text.startswith("exec_command failed")
 
 
-def _command_title(command: list[str] | str | None) -> str | None:
-    if command is None:
-        return None
-    return command if isinstance(command, str) else shlex.join(command)
-
-
 def _args(arguments: Raw) -> Any:
     """Function-call arguments: a JSON string holding an object (parsed), or as given."""
     value = _any_decoder.decode(arguments)
@@ -402,7 +372,7 @@ def _plan(arguments: Raw) -> Plan | None:
     if not isinstance(args, dict) or not isinstance(args.get("plan"), list):
         return None
     entries = [
-        PlanEntry(content=str(e.get("step", "")), status=_PLAN_STATUS.get(str(e.get("status")), "pending"))  # type: ignore[arg-type]
+        PlanEntry(content=str(e.get("step", "")), status=ci.plan_status(str(e.get("status"))))
         for e in args["plan"]
         if isinstance(e, dict)
     ]
@@ -432,12 +402,10 @@ class CodexRolloutAdapter(Adapter):
         self._n = 0  # native position of the line being fed (for ids of id-less items)
         #: whether the file has the envelope; without it the response items are the source
         self._enveloped = True
-        #: calls started and not finished, by call id: the started body
-        self._open: dict[str, ToolCall | McpTool] = {}
+        #: calls started and not finished, by call id
+        self._open: dict[str, _Call] = {}
         #: calls finished in the open turn (their later outputs repeat them)
         self._done: set[str] = set()
-        #: call ids of update_plan and other calls whose outputs carry nothing new
-        self._quiet: set[str] = set()
         self._searches: set[str] = set()
         self._compacted = False
         self._total: _Tok | None = None
@@ -622,94 +590,103 @@ class CodexRolloutAdapter(Adapter):
             return [Passthrough()]
         if item.role == "user":
             text = _texts(item.content, ("input_text",))
-            if text.startswith(("<environment_context>", "<turn_aborted>", "<user_instructions>")):
+            if text.startswith(INJECTED):
                 return [Passthrough()]
-            return [UserMessage(message_id=item.id or f"user@{self._n}", text=text)]
-        return [AssistantMessage(message_id=item.id or f"msg@{self._n}", text=_texts(item.content, ("output_text",)))]
+            return [ci.user_message(item.id or f"user@{self._n}", [text])]
+        return [ci.agent_message(item.id or f"msg@{self._n}", _texts(item.content, ("output_text",)))]
 
     def _reasoning_item(self, item: _RItem) -> list[Item]:
         if self._enveloped:
             return [Passthrough()]
-        summary = "\n\n".join(p.text or "" for p in item.summary or ())
-        text = _texts(item.content, ("reasoning_text", "text"))
-        return [
-            Reasoning(
-                reasoning_id=item.id or f"rs@{self._n}", redacted=False, summary=summary or None, text=text or None
-            )
-        ]
+        summary = [p.text or "" for p in item.summary or ()]
+        content = [p.text or "" for p in item.content or () if p.type in ("reasoning_text", "text")]
+        return [ci.reasoning(item.id or f"rs@{self._n}", summary, content)]
+
+    def _start(self, call: _Call) -> list[Item]:
+        self._open[call.call_id] = call
+        return list(call.started)
 
     def _function_call(self, item: _RItem) -> list[Item]:
         call_id = item.call_id or item.id or f"call@{self._n}"
         name = item.name or ""
         if name == "update_plan":
-            self._quiet.add(call_id)
             plan = _plan(item.arguments)
             return [plan] if plan is not None else [Passthrough()]
         mcp = _mcp_name(name, item.namespace)
         args = _args(item.arguments)
-        body: ToolCall | McpTool
         if mcp is not None:
-            body = McpTool(call_id=call_id, server=mcp[0], tool=mcp[1], phase="started", arguments=args)
-        elif name in SHELL_TOOLS:
-            cmd = args.get("cmd") or args.get("command") if isinstance(args, dict) else None
-            body = ToolCall(
-                call_id=call_id,
-                tool="shell",
-                phase="started",
-                title=_command_title(cmd) if isinstance(cmd, str | list) else None,
-                category="execute",
-                input=args,
+            server, tool = mcp
+            return self._start(
+                _Call("mcp", call_id, ci.mcp_started(call_id, server, tool, args), server=server, tool=tool, args=args)
             )
-        else:
-            body = ToolCall(call_id=call_id, tool=name, phase="started", title=name, category="other", input=args)
-        self._open[call_id] = body
-        return [body]
+        if name in SHELL_TOOLS:
+            cmd = args.get("cmd") or args.get("command") if isinstance(args, dict) else None
+            command = cmd if isinstance(cmd, str | list) else ""
+            workdir = args.get("workdir") if isinstance(args, dict) else None
+            cwd = workdir if isinstance(workdir, str) else None
+            started = ci.command_started(call_id, command, cwd)
+            return self._start(_Call("command", call_id, [started], command=command, cwd=cwd))
+        body = ToolCall(call_id=call_id, tool=name, phase="started", title=name, category="other", input=args)
+        return self._start(_Call("other", call_id, [body]))
 
     def _custom_tool_call(self, item: _RItem) -> list[Item]:
         call_id = item.call_id or item.id or f"call@{self._n}"
         name = item.name or ""
         if name == "apply_patch":
-            body = ToolCall(call_id=call_id, tool="apply_patch", phase="started", category="edit", input=item.input)
-        else:
-            body = ToolCall(call_id=call_id, tool=name, phase="started", title=name, category="other", input=item.input)
-        self._open[call_id] = body
-        return [body]
+            changes = _patch_changes(item.input or "", self._cwd)
+            started = [b for b in ci.file_change_started(call_id, changes, set()) if not isinstance(b, FileDiff)]
+            return self._start(_Call("patch", call_id, started, changes=changes))
+        body = ToolCall(call_id=call_id, tool=name, phase="started", title=name, category="other", input=item.input)
+        return self._start(_Call("other", call_id, [body]))
 
     def _local_shell_call(self, item: _RItem) -> list[Item]:
         call_id = item.call_id or item.id or f"call@{self._n}"
         action = _any_decoder.decode(item.action)
         cmd = action.get("command") if isinstance(action, dict) else None
-        body = ToolCall(
-            call_id=call_id,
-            tool="shell",
-            phase="started",
-            title=_command_title(cmd) if isinstance(cmd, str | list) else None,
-            category="execute",
-            input=_raw_or_none(item.action),
-        )
-        self._open[call_id] = body
-        return [body]
+        command = cmd if isinstance(cmd, str | list) else ""
+        return self._start(_Call("command", call_id, [ci.command_started(call_id, command, None)], command=command))
 
     def _call_output(self, item: _RItem) -> list[Item]:
-        call_id = item.call_id or ""
-        started = self._open.pop(call_id, None)
-        if started is None:
+        call = self._open.pop(item.call_id or "", None)
+        if call is None:
             # finished already (a core item), or a plan update: the output repeats it
             return [Passthrough()]
-        self._done.add(call_id)
+        self._done.add(call.call_id)
         text = _output_text(item.output)
-        if isinstance(started, McpTool):
-            return [structs.replace(started, phase="completed", result=_raw_or_none(item.output))]
         code = _exit_code(text) if text is not None else None
-        failed = (text is not None and _rejected(text)) or (code is not None and code != 0)
-        return [
-            structs.replace(
-                started,
-                phase="failed" if failed else "completed",
-                output=text if text is not None else _raw_or_none(item.output),
-                exit_code=code,
+        if text is not None and _rejected(text):
+            status = "declined"
+        else:
+            status = "failed" if code not in (None, 0) else "completed"
+        return self._finish_call(call, status, text if text is not None else _raw_or_none(item.output), code)
+
+    def _finish_call(self, call: _Call, status: str, output: Any, exit_code: int | None) -> list[Item]:
+        """The end of a call known only from its output (older files, declined commands)."""
+        if call.kind == "command":
+            text = output if isinstance(output, str) and status != "declined" else None
+            return list(
+                ci.command_finished(
+                    call.call_id, call.command, call.cwd, status, text, exit_code, output_streamed=False
+                )
             )
-        ]
+        if call.kind == "mcp":
+            failed = status != "completed"
+            return list(
+                ci.mcp_finished(
+                    call.call_id,
+                    call.server,
+                    call.tool,
+                    call.args,
+                    status,
+                    None if failed else output,
+                    output if failed else None,
+                )
+            )
+        if call.kind == "patch":
+            bodies = ci.file_change_finished(call.call_id, call.changes, status, set())
+            return [b for b in bodies if not isinstance(b, FileDiff)]
+        phase = ci.phase_of(status)
+        return [structs.replace(b, phase=phase, output=output) for b in call.started if isinstance(b, ToolCall)]
 
     def _web_search_call(self, item: _RItem) -> list[Item]:
         if item.id is not None and item.id in self._searches:
@@ -748,10 +725,9 @@ class CodexRolloutAdapter(Adapter):
             out.append(Usage(tokens=_tokens(_minus(self._total, base)), scope="turn"))
         self._turn_base = self._total
         # calls left open when the turn ended never finished (the turn failed or was stopped)
-        out.extend(structs.replace(body, phase="failed") for body in self._open.values())
+        out.extend(structs.replace(b, phase="failed") for call in self._open.values() for b in call.started)
         self._open.clear()
         self._done.clear()
-        self._quiet.clear()
         return out
 
     def _task_complete(self, event: _Event) -> list[Item]:
@@ -773,13 +749,13 @@ class CodexRolloutAdapter(Adapter):
         return out
 
     def _user_message(self, event: _Event) -> list[Item]:
-        return [UserMessage(message_id=f"user@{self._n}", text=event.message or "")]
+        return [ci.user_message(f"user@{self._n}", [event.message or ""])]
 
     def _agent_message(self, event: _Event) -> list[Item]:
-        return [AssistantMessage(message_id=f"msg@{self._n}", text=event.message or "")]
+        return [ci.agent_message(f"msg@{self._n}", event.message or "")]
 
     def _agent_reasoning(self, event: _Event) -> list[Item]:
-        return [Reasoning(reasoning_id=f"rs@{self._n}", redacted=False, summary=event.text or "")]
+        return [ci.reasoning(f"rs@{self._n}", [event.text or ""])]
 
     def _token_count(self, event: _Event) -> list[Item]:
         info = event.info
@@ -821,81 +797,69 @@ class CodexRolloutAdapter(Adapter):
         call_id = event.call_id or f"call@{self._n}"
         if call_id in self._open:
             return [Passthrough()]
-        body = ToolCall(
-            call_id=call_id,
-            tool="shell",
-            phase="started",
-            title=_command_title(event.command),
-            category="execute",
-            input={"command": event.command},
-        )
-        self._open[call_id] = body
-        return [body]
+        command = event.command or []
+        return self._start(_Call("command", call_id, [ci.command_started(call_id, command, None)], command=command))
 
     def _exec_end(self, event: _Event) -> list[Item]:
-        call_id = event.call_id or ""
-        started = self._open.pop(call_id, None)
-        if started is None:
+        call = self._open.get(event.call_id or "")
+        if call is None or call.kind != "command":
             return [Passthrough()]
-        self._done.add(call_id)
-        ok = event.exit_code == 0
+        self._finish_id(call.call_id)
         output = event.aggregated_output if event.aggregated_output is not None else event.stdout
-        return [
-            structs.replace(started, phase="completed" if ok else "failed", output=output, exit_code=event.exit_code)
-        ]
+        status = "completed" if event.exit_code == 0 else "failed"
+        return list(
+            ci.command_finished(
+                call.call_id, call.command, call.cwd, status, output, event.exit_code, output_streamed=False
+            )
+        )
 
     def _patch_begin(self, event: _Event) -> list[Item]:
         call_id = event.call_id or f"call@{self._n}"
-        if call_id in self._open and isinstance(self._open[call_id], ToolCall):
-            started = self._open[call_id]
-            assert isinstance(started, ToolCall)
-            body = structs.replace(started, phase="updated", locations=[Location(path=p) for p in event.changes or {}])
-        else:
-            body = ToolCall(
-                call_id=call_id,
-                tool="apply_patch",
-                phase="started",
-                category="edit",
-                locations=[Location(path=p) for p in event.changes or {}] or None,
-            )
-        self._open[call_id] = body
-        return [body]
+        changes = [_change(path, _patch_change_decoder.decode(raw)) for path, raw in (event.changes or {}).items()]
+        call = self._open.get(call_id)
+        if call is not None:  # the custom_tool_call started it: now the diffs are known
+            call.changes = changes
+            return list(ci.file_diffs(call_id, changes, call.seen))
+        call = _Call("patch", call_id, [], changes=changes)
+        started = ci.file_change_started(call_id, changes, call.seen)
+        call.started = [b for b in started if not isinstance(b, FileDiff)]
+        self._open[call_id] = call
+        return list(started)
 
     def _patch_end(self, event: _Event) -> list[Item]:
-        call_id = event.call_id or ""
-        started = self._open.pop(call_id, None)
-        if started is None:
+        call = self._open.get(event.call_id or "")
+        if call is None or call.kind != "patch":
             return [Passthrough()]
-        self._done.add(call_id)
-        return [structs.replace(started, phase="completed" if event.success else "failed", output=event.stdout)]
+        self._finish_id(call.call_id)
+        status = "completed" if event.success else "failed"
+        return list(ci.file_change_finished(call.call_id, call.changes, status, call.seen))
 
     def _mcp_begin(self, event: _Event) -> list[Item]:
         call_id = event.call_id or f"call@{self._n}"
         if call_id in self._open:
             return [Passthrough()]
         inv = event.invocation or _Invocation()
-        body = McpTool(
-            call_id=call_id, server=inv.server, tool=inv.tool, phase="started", arguments=_raw_or_none(inv.arguments)
-        )
-        self._open[call_id] = body
-        return [body]
+        args = _raw_or_none(inv.arguments)
+        started = ci.mcp_started(call_id, inv.server, inv.tool, args)
+        return self._start(_Call("mcp", call_id, started, server=inv.server, tool=inv.tool, args=args))
 
     def _mcp_end(self, event: _Event) -> list[Item]:
-        call_id = event.call_id or ""
-        started = self._open.pop(call_id, None)
-        if started is None:
+        call = self._open.get(event.call_id or "")
+        if call is None or call.kind != "mcp":
             return [Passthrough()]
-        self._done.add(call_id)
+        self._finish_id(call.call_id)
         result = _any_decoder.decode(event.result)
-        failed = isinstance(result, dict) and "Err" in result
-        return [structs.replace(started, phase="failed" if failed else "completed", result=_raw_or_none(event.result))]
+        if isinstance(result, dict) and "Err" in result:
+            return list(ci.mcp_finished(call.call_id, call.server, call.tool, call.args, "failed", None, result["Err"]))
+        ok = result.get("Ok") if isinstance(result, dict) and "Ok" in result else result
+        return list(ci.mcp_finished(call.call_id, call.server, call.tool, call.args, "completed", ok, None))
 
     def _web_search_end(self, event: _Event) -> list[Item]:
         call_id = event.call_id or f"ws@{self._n}"
         if call_id in self._searches:
             return [Passthrough()]
         self._searches.add(call_id)
-        return [WebSearch(call_id=call_id, phase="completed", query=event.query)]
+        return [ci.web_search_finished(call_id, event.query)]
 
     # -------------------------------------------- item_completed (0.169 core items)
 
@@ -909,80 +873,119 @@ class CodexRolloutAdapter(Adapter):
         return handler(item)
 
     def _core_user(self, item: _CoreItem) -> list[Item]:
-        return [UserMessage(message_id=item.id, text=_texts(item.content, ("text",)))]
+        return [ci.user_message(item.id, [p.text or "" for p in item.content or () if p.type == "text"])]
 
     def _core_agent(self, item: _CoreItem) -> list[Item]:
-        return [AssistantMessage(message_id=item.id, text=_texts(item.content, ("Text", "text")))]
+        return [ci.agent_message(item.id, _texts(item.content, ("Text", "text")))]
 
     def _core_reasoning(self, item: _CoreItem) -> list[Item]:
-        summary = "\n\n".join(item.summary_text or ())
-        text = "".join(item.raw_content or ())
-        return [Reasoning(reasoning_id=item.id, redacted=False, summary=summary or None, text=text or None)]
+        return [ci.reasoning(item.id, item.summary_text or (), item.raw_content or ())]
 
-    def _finish(self, call_id: str, body: Body) -> list[Item]:
+    def _finish_id(self, call_id: str) -> None:
         self._open.pop(call_id, None)
         self._done.add(call_id)
-        return [body]
 
     def _core_command(self, item: _CoreItem) -> list[Item]:
-        started = self._open.get(item.id)
-        phase = _STATUS_PHASE.get(item.status or "completed", "completed")
-        if phase == "started":
+        if ci.phase_of(item.status) == "started":
             return [Passthrough()]
-        body = ToolCall(
-            call_id=item.id,
-            tool="shell",
-            phase=phase,  # type: ignore[arg-type]
-            title=_command_title(item.command),
-            category="execute",
-            input=started.input if isinstance(started, ToolCall) else None,
-            output=item.aggregated_output,
-            exit_code=item.exit_code,
+        self._finish_id(item.id)
+        cwd = item.cwd[len("file://") :] if item.cwd and item.cwd.startswith("file://") else item.cwd
+        return list(
+            ci.command_finished(
+                item.id,
+                item.command or "",
+                cwd,
+                item.status,
+                item.aggregated_output,
+                item.exit_code,
+                output_streamed=False,
+            )
         )
-        return self._finish(item.id, body)
 
     def _core_file_change(self, item: _CoreItem) -> list[Item]:
-        changes = item.changes or {}
-        phase = _STATUS_PHASE.get(item.status or "completed", "completed")
-        if phase == "started":
+        if ci.phase_of(item.status) == "started":
             return [Passthrough()]
-        started = self._open.get(item.id)
-        out: list[Item] = []
-        for path, change in changes.items():
-            diff = change.unified_diff if change.unified_diff is not None else change.content
-            if diff is not None:
-                out.append(FileDiff(call_id=item.id, path=path, diff=diff, change_kind=change.type))
-        body = ToolCall(
-            call_id=item.id,
-            tool="apply_patch",
-            phase=phase,  # type: ignore[arg-type]
-            category="edit",
-            locations=[Location(path=p) for p in changes] or None,
-            input=started.input if isinstance(started, ToolCall) else None,
-        )
-        return [*out, *self._finish(item.id, body)]
+        call = self._open.get(item.id)
+        self._finish_id(item.id)
+        changes = [_change(path, change) for path, change in (item.changes or {}).items()]
+        seen = call.seen if call is not None else set()
+        return list(ci.file_change_finished(item.id, changes, item.status, seen))
 
     def _core_mcp(self, item: _CoreItem) -> list[Item]:
-        phase = _STATUS_PHASE.get(item.status or "completed", "completed")
-        if phase == "started":
+        if ci.phase_of(item.status) == "started":
             return [Passthrough()]
-        failed = phase == "failed"
-        body = McpTool(
-            call_id=item.id,
-            server=item.server or "",
-            tool=item.tool or "",
-            phase="failed" if failed else "completed",
-            arguments=_raw_or_none(item.arguments),
-            result=_raw_or_none(item.error) if failed and bytes(item.error) != b"null" else _raw_or_none(item.result),
+        self._finish_id(item.id)
+        return list(
+            ci.mcp_finished(
+                item.id,
+                item.server or "",
+                item.tool or "",
+                _raw_or_none(item.arguments),
+                item.status,
+                _raw_or_none(item.result),
+                _raw_or_none(item.error),
+            )
         )
-        return self._finish(item.id, body)
 
     def _core_web_search(self, item: _CoreItem) -> list[Item]:
         self._searches.add(item.id)
-        return [WebSearch(call_id=item.id, phase="completed", query=item.query or None)]
+        return [ci.web_search_finished(item.id, item.query)]
 
     def _core_compaction(self, item: _CoreItem) -> list[Item]:
-        return [Compaction(compaction_id=item.id, status="completed")]
+        return [ci.compaction(item.id, "completed")]
+
+
+class _Call:
+    """A call started and not finished yet: what its end needs to repeat."""
+
+    __slots__ = ("args", "call_id", "changes", "command", "cwd", "kind", "seen", "server", "started", "tool")
+
+    def __init__(
+        self,
+        kind: str,
+        call_id: str,
+        started: list[Body],
+        *,
+        command: str | list[str] = "",
+        cwd: str | None = None,
+        changes: list[ci.Change] | None = None,
+        server: str = "",
+        tool: str = "",
+        args: Any = None,
+    ) -> None:
+        self.kind = kind
+        self.call_id = call_id
+        self.started = started
+        self.command = command
+        self.cwd = cwd
+        self.changes = changes or []
+        self.server = server
+        self.tool = tool
+        self.args = args
+        self.seen: set[tuple[str, str]] = set()
+
+
+_PATCH_HEADERS = {"*** Add File: ": "add", "*** Update File: ": "update", "*** Delete File: ": "delete"}
+
+
+def _patch_changes(patch: str, cwd: str | None) -> list[ci.Change]:
+    """The files an ``apply_patch`` input names (paths made absolute against ``cwd``)."""
+    changes: list[ci.Change] = []
+    for line in patch.splitlines():
+        for header, kind in _PATCH_HEADERS.items():
+            if line.startswith(header):
+                path = line[len(header) :].strip()
+                if cwd and not path.startswith("/"):
+                    path = f"{cwd.rstrip('/')}/{path}"
+                changes.append(ci.Change(path=path, kind=kind))
+        if line.startswith("*** Move to: ") and changes:
+            changes[-1] = structs.replace(changes[-1], move_path=line[len("*** Move to: ") :].strip())
+    return changes
+
+
+def _change(path: str, change: _PathChange) -> ci.Change:
+    diff = change.unified_diff if change.unified_diff is not None else change.content
+    return ci.Change(path=path, kind=change.type or "update", diff=diff, move_path=change.move_path)
 
 
 def _instructions(text: str) -> ContextUpdated:
