@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
+
+import anyio
 
 from ._codec import encode, encode_header
 from ._convert import SessionInput, events, find_inputs, read_records
 from ._errors import DetectionError, InputError, NormalizeError, UsageError
 from ._lines import DEFAULT_MAX_LINE
-from ._registry import available
+from ._model import _Core
+from ._registry import adapter_class, available
 from ._version import __version__
 
 __all__ = ["main"]
@@ -43,6 +48,8 @@ def _out_path(out_dir: Path, inp: SessionInput) -> Path:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
+    if args.follow:
+        return _follow_cmd(args)
     status = 0
     out_dir: Path | None = None
     out_file: BinaryIO = sys.stdout.buffer
@@ -74,6 +81,160 @@ def cmd_convert(args: argparse.Namespace) -> int:
         else:
             out_file.flush()
     return status
+
+
+class _EventWriter:
+    """Writes a normalized stream to a binary file: the header before the first event, a flush per batch."""
+
+    def __init__(self, out: BinaryIO, *, input: str, protocol: Callable[[], str | None]) -> None:
+        self.out = out
+        self._input = input
+        self._protocol = protocol
+        self._header = False
+
+    def write(self, events: Sequence[_Core]) -> None:
+        if not events:
+            return
+        lines = [encode(ev) for ev in events]
+        if not self._header:
+            self._header = True
+            head = encode_header(library_version=__version__, input=self._input, protocol=self._protocol())
+            lines.insert(0, head)
+        self.out.write(b"".join(line + b"\n" for line in lines))
+        self.out.flush()
+
+
+async def _until_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        async for _ in received:
+            scope.cancel()
+            return
+
+
+def _follow_cmd(args: argparse.Namespace) -> int:
+    from ._follow import follow
+
+    if len(args.inputs) != 1 or (args.output is not None and args.output.is_dir()):
+        raise UsageError("--follow reads exactly one file and writes one stream")
+    out = sys.stdout.buffer if args.output is None else args.output.open("wb")
+    stream = follow(
+        args.inputs[0],
+        protocol=args.protocol,
+        poll=args.poll,
+        idle_timeout=args.idle_timeout,
+        strict=args.strict,
+        origin=args.origin,
+        max_line=args.max_line,
+    )
+    writer = _EventWriter(out, input=args.inputs[0], protocol=lambda: stream.protocol)
+
+    async def run() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_until_signal, tg.cancel_scope)
+            async with stream:
+                async for ev in stream:
+                    writer.write([ev])
+            tg.cancel_scope.cancel()
+        writer.write(stream.closing)
+
+    try:
+        anyio.run(run)
+    finally:
+        if out is not sys.stdout.buffer:
+            out.close()
+    return 0
+
+
+def _events_target(name: str | None) -> BinaryIO | None:
+    if name is None:
+        return None
+    if name == "-":
+        return sys.stderr.buffer
+    return open(name, "wb")
+
+
+def cmd_tap(args: argparse.Namespace) -> int:
+    from ._tap import FdReader, FdWriter, Wiretap, _open_record, exit_status, relay
+
+    command = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
+    if not command:
+        raise UsageError("no agent command: normalize tap [options] -- AGENT_COMMAND...")
+    if args.protocol is not None:
+        adapter_class(args.protocol)  # an unknown name is a usage error before the agent starts
+    record, owned = _open_record(args.record)
+    events_out = _events_target(args.events)
+    wiretap = Wiretap(protocol=args.protocol, max_line=args.max_line, record=record)
+    writer = (
+        _EventWriter(events_out, input=shlex.join(command), protocol=lambda: wiretap.converter.protocol)
+        if events_out is not None
+        else None
+    )
+    told: list[InputError] = []
+
+    def on_error(exc: InputError) -> None:
+        if not told:
+            told.append(exc)
+            print(f"normalize tap: {exc.message}; relaying without events", file=sys.stderr, flush=True)
+
+    async def run() -> int:
+        return await relay(
+            command,
+            stdin=FdReader(sys.stdin.fileno()),
+            stdout=FdWriter(sys.stdout.fileno()),
+            wiretap=wiretap,
+            on_events=writer.write if writer is not None else _discard,
+            on_error=on_error,
+            forward_signals=True,
+        )
+
+    try:
+        rc = anyio.run(run)
+    except FileNotFoundError as exc:
+        print(f"normalize tap: {command[0]}: {exc.strerror}", file=sys.stderr)
+        return 127
+    finally:
+        if owned is not None:
+            owned.close()
+        if events_out is not None and events_out is not sys.stderr.buffer:
+            events_out.close()
+    return exit_status(rc)
+
+
+def _discard(events: Sequence[_Core]) -> None:
+    return None
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from ._replay import replay
+
+    out = sys.stdout.buffer if args.output is None else args.output.open("wb")
+    protocol: list[str | None] = [args.protocol]
+    writer = _EventWriter(out, input=args.input, protocol=lambda: protocol[0])
+
+    async def run() -> None:
+        if protocol[0] is None:
+            for inp in find_inputs([Path(args.input)], max_line=args.max_line):
+                protocol[0] = inp.protocol if isinstance(inp, SessionInput) else None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_until_signal, tg.cancel_scope)
+            events = replay(
+                args.input,
+                protocol=protocol[0],
+                speed=args.speed,
+                from_seq=args.from_seq,
+                strict=args.strict,
+                max_line=args.max_line,
+            )
+            async for ev in events:
+                writer.write([ev])
+            tg.cancel_scope.cancel()
+
+    try:
+        anyio.run(run)
+    finally:
+        if out is not sys.stdout.buffer:
+            out.close()
+    return 0
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
@@ -136,8 +297,44 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", type=Path, help="output file, or folder for one file per session")
     c.add_argument("--strict", action="store_true", help="stop at the first bad input instead of reporting it")
     c.add_argument("--origin", choices=["live", "replay"], help="override the origin of every event")
+    c.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep reading one session file as the agent appends to it (stop with Ctrl-C or --idle-timeout)",
+    )
+    c.add_argument("--poll", type=float, default=0.1, metavar="SECONDS", help="with --follow: time between looks")
+    c.add_argument(
+        "--idle-timeout", type=float, metavar="SECONDS", help="with --follow: stop after this long without new bytes"
+    )
     common(c)
     c.set_defaults(func=cmd_convert)
+
+    t = sub.add_parser(
+        "tap",
+        help="run an agent, relaying its stdio untouched, and record/normalize the conversation",
+        description="Run AGENT_COMMAND with stdin, stdout and stderr passed through byte for byte; "
+        "the exit code is the agent's (128+N if killed by signal N).",
+    )
+    t.add_argument("--protocol", "-p", help="the agent's protocol (default: detected from the first lines)")
+    t.add_argument("--record", metavar="FILE.tap.jsonl", help="write the tap recording of both directions")
+    t.add_argument(
+        "--events",
+        metavar="FILE.jsonl|-",
+        help="write normalized events there as they happen; - is stderr (use /dev/fd/N for another descriptor)",
+    )
+    t.add_argument("agent", nargs=argparse.REMAINDER, metavar="-- AGENT_COMMAND...")
+    common(t)
+    t.set_defaults(func=cmd_tap)
+
+    r = sub.add_parser("replay", help="re-emit a recording or stored session with origin replay, at its pace")
+    r.add_argument("input", metavar="FILE", help="a tap recording, native capture or stored session file")
+    r.add_argument("--protocol", "-p", help="skip detection and read the input as this protocol")
+    r.add_argument("--speed", type=float, default=1.0, help="pace multiplier (2 = twice as fast, 0 = no pauses)")
+    r.add_argument("--from-seq", type=int, default=0, metavar="N", help="resume after the event with seq N")
+    r.add_argument("-o", "--output", type=Path, help="output file (default stdout)")
+    r.add_argument("--strict", action="store_true", help="stop at the first bad input instead of reporting it")
+    common(r)
+    r.set_defaults(func=cmd_replay)
 
     d = sub.add_parser("detect", help="print the protocol of each input")
     d.add_argument("inputs", nargs="+", metavar="PATH")
