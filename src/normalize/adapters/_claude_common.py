@@ -428,6 +428,7 @@ def call_finished(
     result: ToolResult,
     *,
     subagent_done: bool = False,
+    executed: bool = True,
 ) -> list[Body]:
     """Bodies for a ``tool_result`` block: outputs first, then the terminal ``tool-call``.
 
@@ -437,13 +438,16 @@ def call_finished(
     as ``merged``) and an exit code; edits a ``file-diff``; MCP, web search and a
     foreground sub-agent their own terminal body (the sub-agent's only when
     ``subagent_done`` is False, i.e. no task line ended it before).
+    ``executed=False`` (a call refused or cancelled before it ran, e.g.
+    ``non_execution_kind`` in stream-json's ``tool_result_meta``) gives no output
+    and no exit code: only the terminal bodies.
     """
     content = present(content) if content is not None else None
     text = text_of(content)
     out: list[Body] = []
     exit_code: int | None = None
     view = result if isinstance(result, ToolResultView) else None
-    if is_shell_tool(tool):
+    if is_shell_tool(tool) and executed:
         if view is not None and (view.stdout is not None or view.stderr is not None):
             if view.stdout:
                 out.append(CommandOutput(call_id=call_id, stream="stdout", delta=view.stdout))
@@ -456,7 +460,7 @@ def call_finished(
             exit_code = int(m.group(1))
         elif not is_error and tool == "Bash":
             exit_code = 0
-    if view is not None and not is_error and is_edit_tool(tool):
+    if view is not None and executed and not is_error and is_edit_tool(tool):
         diff = _file_diff(call_id, view)
         if diff is not None:
             out.append(diff)
@@ -474,9 +478,9 @@ def call_finished(
             out.append(Subagent(subagent_id=call_id, phase="failed", result=text, call_id=call_id))
         elif view is not None and view.status == "completed":
             stats = {
-                "totalTokens": view.total_tokens,
-                "totalDurationMs": view.total_duration_ms,
-                "totalToolUseCount": view.total_tool_use_count,
+                "total_tokens": view.total_tokens,
+                "duration_ms": view.total_duration_ms,
+                "tool_uses": view.total_tool_use_count,
             }
             out.append(
                 Subagent(

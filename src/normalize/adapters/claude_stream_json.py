@@ -1,18 +1,1226 @@
-"""The `claude-stream-json` adapter (not written yet: every message is kept untranslated)."""
+"""The ``claude-stream-json`` adapter: Claude Code's ``--output-format stream-json``.
+
+Both directions: the CLI's stdout, and what a client writes to its stdin with
+``--input-format stream-json`` (prompts and the control protocol), fed with
+``from_="client"``.
+
+Facts (Claude Code 2.1.332 unless said otherwise; docs in adapters/claude-stream-json/):
+
+* Every line is one JSON object with ``type``; ``system`` and ``result`` also have
+  ``subtype``.  The ``result`` line's first key is not ``type`` (2.1.220+):
+  never sniff the first key.
+* ``assistant`` lines hold ONE content block each; the blocks of one API message
+  share ``message.id``; each line has ``stop_reason: null`` and
+  ``usage.output_tokens: 1`` (useless per line; the ``result`` has the turn's).
+* With ``--include-partial-messages``, ``stream_event`` lines carry the raw SSE
+  events; the complete ``assistant`` line of block i arrives BEFORE
+  ``content_block_stop(i)`` and repeats the streamed text (so it must not be
+  emitted twice).  ``input_json_delta`` starts with an empty fragment.
+  Sub-agents never produce ``stream_event`` lines (2.1.332).
+* Turns have no id.  ``-p``: one turn, ``system/init`` .. ``result``.  stdin
+  mode: each client ``user`` line starts a turn and ``system/init`` is repeated
+  at the start of every turn; one ``result`` per turn (``result_index`` 0, 1, ..).
+  A background agent's completion makes the CLI start a turn by itself (a new
+  ``init`` without a prompt); its ``result`` may come after the earlier turn's
+  ``result``, and both may come after the new ``init`` (timing dependent).
+* ``result.usage`` covers this turn's main-thread API calls only; sub-agents'
+  tokens are in ``modelUsage`` (cumulative for the session, restored on
+  ``--resume``) and ``model_usage_since_last_result``; ``total_cost_usd`` is
+  cumulative.
+* API failures end as ``subtype: "success"`` + ``is_error: true``, after a
+  synthetic ``assistant`` line (``model: "<synthetic>"``,
+  ``is_api_error_message: true``, ``error``); the error subtypes
+  (``error_max_turns``, ``error_during_execution``, ...) carry ``errors[]``.
+* An interrupt (client ``control_request`` ``interrupt``) leaves the partial
+  ``assistant`` line with ``aborted: true``, a ``user`` text line
+  ``[Request interrupted by user]``, and ``result/error_during_execution`` with
+  ``terminal_reason: "aborted_streaming"``; its ``control_response`` may come
+  before or after that ``result``.
+* ``user`` tool-result lines carry ``tool_use_result`` (an object, or on error
+  the string ``"Error: ..."``) and ``tool_result_meta`` (the permission decision:
+  source ``config`` = decided by a mode or rule without asking).
+* Sub-agent lines carry ``parent_tool_use_id`` (the spawning ``Agent`` call) and
+  ``agent_id`` (= ``task_id`` of the ``system/task_*`` lines); a foreground
+  sub-agent's text is not printed unless ``--forward-subagent-text``.  The tool is
+  ``Agent`` in ``tool_use`` blocks but ``Task`` in ``init.tools``.
+* ``--replay-user-messages`` echoes each stdin prompt back as a ``user`` line with
+  ``isReplay: true`` after that turn's ``init``.
+* Control request ids: the client's are its own strings, the CLI's are UUIDs;
+  match on ``request_id`` and direction.
+* ``--output-format stream-json`` without ``--verbose`` in ``-p`` mode prints
+  nothing at all on stdout (exit 1).
+"""
 
 from __future__ import annotations
 
-from normalize import Adapter, Direction, Item, Passthrough
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import msgspec
+from msgspec import Raw, Struct, field
+
+from normalize import (
+    Adapter,
+    AssistantDelta,
+    AssistantMessage,
+    Body,
+    CommandEntry,
+    CommandsUpdate,
+    Compaction,
+    Completion,
+    CompletionUsage,
+    ContextApplied,
+    ContextUpdated,
+    ConversationReset,
+    Cost,
+    Direction,
+    Emit,
+    Error,
+    ErrorInfo,
+    Item,
+    MalformedMessage,
+    MessageAccepted,
+    MessageCompleted,
+    MessageStarted,
+    ModeUpdate,
+    Passthrough,
+    PermissionAuto,
+    PermissionDetail,
+    PermissionOption,
+    PermissionRequest,
+    Reasoning,
+    ReasoningDelta,
+    RequestResolved,
+    Sample,
+    SessionCreated,
+    SessionInfo,
+    SessionRecord,
+    Source,
+    Subagent,
+    Task,
+    Tokens,
+    ToolCall,
+    ToolCallRef,
+    ToolChangeApplied,
+    TurnComplete,
+    TurnStart,
+    UserMessage,
+)
+from normalize import Usage as UsageBody
+from normalize import Warning as WarningBody
+
+from ._claude_common import (
+    NULL,
+    ContentBlock,
+    Usage,
+    block_message_id,
+    block_reasoning_id,
+    call_finished,
+    call_started,
+    decode_input,
+    decode_tool_result,
+    present,
+    text_of,
+    tokens_of,
+    tool_category,
+    tool_title,
+)
+
+__all__ = ["ClaudeStreamJsonAdapter"]
+
+# --------------------------------------------------------------------------
+# Views (only the fields the adapter reads)
+
+
+class _Typed(Struct, frozen=True, kw_only=True):
+    type: str | None = None
+    subtype: str | None = None
+
+
+class _Head(Struct, frozen=True, kw_only=True):
+    """What every line is: its type, subtype (also of a stream event or a control request) and time."""
+
+    type: str | None = None
+    subtype: str | None = None
+    timestamp: str | None = None
+    event: _Typed | None = None
+    request: _Typed | None = None
+
+    @property
+    def method(self) -> str:
+        sub = self.subtype
+        if sub is None and self.event is not None:
+            sub = self.event.type
+        if sub is None and self.request is not None:
+            sub = self.request.subtype
+        return f"{self.type}/{sub}" if sub else self.type or ""
+
+
+class _McpServer(Struct, frozen=True, kw_only=True):
+    name: str
+    status: str | None = None
+
+
+class _Init(Struct, frozen=True, kw_only=True, rename={"permission_mode": "permissionMode"}):
+    session_id: str | None = None
+    uuid: str | None = None
+    cwd: str | None = None
+    model: str | None = None
+    permission_mode: str | None = None
+    tools: list[str] = []
+    mcp_servers: list[_McpServer] = []
+    slash_commands: list[str] = []
+    claude_code_version: str | None = None
+    capabilities: Raw = NULL
+
+
+class _Message(Struct, frozen=True, kw_only=True):
+    id: str = ""
+    model: str | None = None
+    content: Raw = NULL
+    usage: Usage | None = None
+
+
+class _Conversation(Struct, frozen=True, kw_only=True, rename={"is_replay": "isReplay"}):
+    """``assistant`` and ``user`` lines."""
+
+    message: _Message = _Message()
+    parent_tool_use_id: str | None = None
+    session_id: str | None = None
+    uuid: str | None = None
+    timestamp: str | None = None
+    error: str | None = None
+    is_api_error_message: bool | None = None
+    is_replay: bool | None = None
+    tool_use_result: Raw = NULL
+    tool_result_meta: list[_ResultMeta] = []
+
+
+class _Decision(Struct, frozen=True, kw_only=True):
+    decision: str | None = None
+    source: str | None = None
+    reason_type: str | None = None
+
+
+class _ResultMeta(Struct, frozen=True, kw_only=True):
+    id: str = ""
+    permission_decision: _Decision | None = None
+    non_execution_kind: str | None = None
+
+
+class _Delta(Struct, frozen=True, kw_only=True):
+    type: str | None = None
+    text: str | None = None
+    thinking: str | None = None
+    partial_json: str | None = None
+    stop_reason: str | None = None
+
+
+class _Event(Struct, frozen=True, kw_only=True):
+    type: str = ""
+    index: int = 0
+    message: _Message | None = None
+    content_block: ContentBlock | None = None
+    delta: _Delta | None = None
+    usage: Usage | None = None
+
+
+class _StreamEvent(Struct, frozen=True, kw_only=True):
+    event: _Event = _Event()
+    parent_tool_use_id: str | None = None
+    session_id: str | None = None
+
+
+class _ModelUsage(Struct, frozen=True, kw_only=True, rename="camel"):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cost_usd: float = field(name="costUSD", default=0.0)
+
+
+class _Origin(Struct, frozen=True, kw_only=True):
+    kind: str | None = None
+
+
+class _Result(Struct, frozen=True, kw_only=True, rename={"model_usage": "modelUsage"}):
+    subtype: str = ""
+    is_error: bool = False
+    session_id: str | None = None
+    result: str | None = None
+    errors: list[str] = []
+    stop_reason: str | None = None
+    terminal_reason: str | None = None
+    total_cost_usd: float | None = None
+    usage: Usage | None = None
+    model_usage: dict[str, _ModelUsage] | None = None
+    model_usage_since_last_result: dict[str, _ModelUsage] | None = None
+    origin: _Origin | None = None
+
+
+class _System(Struct, frozen=True, kw_only=True, rename={"permission_mode": "permissionMode"}):
+    """Every ``system`` subtype but ``init`` (all fields optional)."""
+
+    session_id: str | None = None
+    uuid: str | None = None
+    status: str | None = None
+    permission_mode: str | None = None
+    compact_result: str | None = None
+    compact_error: str | None = None
+    compact_metadata: Raw = NULL
+    attempt: int | None = None
+    max_retries: int | None = None
+    retry_delay_ms: int | None = None
+    error_status: int | None = None
+    error: str | None = None
+    hook_id: str | None = None
+    hook_name: str | None = None
+    hook_event: str | None = None
+    outcome: str | None = None
+    task_id: str | None = None
+    tool_use_id: str | None = None
+    description: str | None = None
+    task_type: str | None = None
+    subagent_type: str | None = None
+    prompt: str | None = None
+    is_backgrounded: bool | None = None
+    usage: Raw = NULL
+    last_tool_name: str | None = None
+    summary: str | None = None
+    patch: _Patch | None = None
+    tool_name: str | None = None
+    message: str | None = None
+    decision_reason: str | None = None
+    content: str | None = None
+
+
+class _Patch(Struct, frozen=True, kw_only=True):
+    status: str | None = None
+
+
+class _Reset(Struct, frozen=True, kw_only=True):
+    session_id: str | None = None
+    new_conversation_id: str | None = None
+
+
+class _RateLimit(Struct, frozen=True, kw_only=True):
+    rate_limit_info: Raw = NULL
+
+
+class _ToolProgress(Struct, frozen=True, kw_only=True):
+    tool_use_id: str = ""
+    tool_name: str = ""
+    parent_tool_use_id: str | None = None
+
+
+class _AuthStatus(Struct, frozen=True, kw_only=True):
+    error: str | None = None
+
+
+class _Request(Struct, frozen=True, kw_only=True):
+    subtype: str = ""
+    tool_name: str | None = None
+    display_name: str | None = None
+    title: str | None = None
+    description: str | None = None
+    input: Raw = NULL
+    tool_use_id: str | None = None
+    blocked_path: str | None = None
+    decision_reason: str | None = None
+    agent_id: str | None = None
+    permission_suggestions: list[Raw] | None = None
+    mode: str | None = None
+    model: str | None = None
+
+
+class _ControlRequest(Struct, frozen=True, kw_only=True):
+    request_id: str = ""
+    request: _Request = _Request()
+
+
+class _InitResponse(Struct, frozen=True, kw_only=True):
+    commands: list[_Command] | None = None
+    current_permission_mode: str | None = None
+    capabilities: Raw = NULL
+
+
+class _Command(Struct, frozen=True, kw_only=True, rename="camel"):
+    name: str
+    description: str | None = None
+    argument_hint: str | None = None
+    aliases: list[str] | None = None
+    builtin: bool | None = None
+
+
+class _Response(Struct, frozen=True, kw_only=True):
+    subtype: str = ""
+    request_id: str = ""
+    response: Raw = NULL
+    error: str | None = None
+
+
+class _ControlResponse(Struct, frozen=True, kw_only=True):
+    response: _Response = _Response()
+
+
+class _CancelRequest(Struct, frozen=True, kw_only=True):
+    request_id: str = ""
+
+
+class _ClientUser(Struct, frozen=True, kw_only=True):
+    message: _Message = _Message()
+    uuid: str | None = None
+    parent_tool_use_id: str | None = None
+
+
+def _decoder(t: Any) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(t)
+
+
+_HEAD = _decoder(_Head)
+_INIT = _decoder(_Init)
+_CONV = _decoder(_Conversation)
+_BLOCKS = _decoder(list[ContentBlock] | str)
+_STREAM = _decoder(_StreamEvent)
+_RESULT = _decoder(_Result)
+_SYSTEM = _decoder(_System)
+_RESET = _decoder(_Reset)
+_RATE = _decoder(_RateLimit)
+_PROGRESS = _decoder(_ToolProgress)
+_AUTH = _decoder(_AuthStatus)
+_CREQ = _decoder(_ControlRequest)
+_CRESP = _decoder(_ControlResponse)
+_CANCEL = _decoder(_CancelRequest)
+_INIT_RESP = _decoder(_InitResponse)
+_CLIENT_USER = _decoder(_ClientUser)
+_PARTIAL_JSON = msgspec.json.Decoder()
+
+#: documented line types this adapter reads (used by :meth:`detect`)
+_KNOWN_TYPES = frozenset(
+    {
+        "system",
+        "assistant",
+        "user",
+        "result",
+        "stream_event",
+        "control_request",
+        "control_response",
+        "control_cancel_request",
+        "rate_limit_event",
+        "tool_progress",
+        "keep_alive",
+    }
+)
+
+
+def _decode(dec: msgspec.json.Decoder[Any], message: bytes) -> Any:
+    try:
+        return dec.decode(message)
+    except msgspec.DecodeError as exc:  # ValidationError is a DecodeError
+        raise MalformedMessage(f"claude-stream-json: {exc}", kept=message[:1024].decode("utf-8", "replace")) from None
+
+
+# --------------------------------------------------------------------------
+# State
+
+
+class _Call:
+    """An open tool call."""
+
+    __slots__ = ("subagent", "title", "tool")
+
+    def __init__(self, tool: str, subagent: str | None, title: str | None = None) -> None:
+        self.tool = tool
+        self.subagent = subagent
+        self.title = title or tool
+
+
+class _Block:
+    """A content block being streamed."""
+
+    __slots__ = ("call_id", "final", "json", "kind", "tool")
+
+    def __init__(self, kind: str, call_id: str | None = None, tool: str | None = None) -> None:
+        self.kind = kind
+        self.call_id = call_id
+        self.tool = tool
+        self.json: list[str] = []
+        self.final = False
+
+
+class _Thread:
+    """The API message currently arriving on one thread (main, or one sub-agent)."""
+
+    __slots__ = ("blocks", "first_text", "msg_id", "next_index")
+
+    def __init__(self, msg_id: str) -> None:
+        self.msg_id = msg_id
+        self.next_index = 0
+        self.first_text: int | None = None
+        self.blocks: dict[int, _Block] = {}
+
+    def text_id(self, index: int) -> str:
+        if self.first_text is None:
+            self.first_text = index
+        return block_message_id(self.msg_id, index, self.first_text)
+
+
+_SUBAGENT_PHASE: dict[str, Literal["progress", "completed", "failed", "cancelled"]] = {
+    "pending": "progress",
+    "running": "progress",
+    "paused": "progress",
+    "completed": "completed",
+    "failed": "failed",
+    "killed": "cancelled",
+    "stopped": "cancelled",
+}
+_TASK_KIND: dict[str, Literal["shell", "agent", "workflow", "monitor", "subagent", "collab"]] = {
+    "local_bash": "shell",
+    "local_workflow": "workflow",
+    "in_process_teammate": "collab",
+    "monitor": "monitor",
+}
+_HOOK_PHASE: dict[str, Literal["completed", "failed", "cancelled"]] = {
+    "success": "completed",
+    "error": "failed",
+    "cancelled": "cancelled",
+}
+_STOP_REASONS: dict[str, Literal["max_tokens", "refusal"]] = {"max_tokens": "max_tokens", "refusal": "refusal"}
+
+_OPTIONS = [
+    PermissionOption(id="allow", kind="allow_once", label="Allow"),
+    PermissionOption(id="deny", kind="reject_once", label="Deny"),
+]
+_OPTIONS_WITH_RULES = [
+    PermissionOption(id="allow", kind="allow_once", label="Allow"),
+    PermissionOption(id="allow_always", kind="allow_always", label="Allow and apply the suggested rules"),
+    PermissionOption(id="deny", kind="reject_once", label="Deny"),
+]
 
 
 class ClaudeStreamJsonAdapter(Adapter):
+    """Claude Code ``--output-format stream-json`` (and ``--input-format stream-json``)."""
+
     protocol = "claude-stream-json"
     agent = "claude-code"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._agent_handlers: dict[str, Callable[[bytes], list[Item]]] = {
+            "system": self._system,
+            "assistant": self._assistant,
+            "user": self._user,
+            "stream_event": self._stream_event,
+            "result": self._result,
+            "control_request": self._agent_request,
+            "control_response": self._agent_response,
+            "control_cancel_request": self._cancel,
+            "rate_limit_event": self._rate_limit,
+            "tool_progress": self._tool_progress,
+            "conversation_reset": self._conversation_reset,
+            "auth_status": self._auth_status,
+        }
+        self._client_handlers: dict[str, Callable[[bytes], list[Item]]] = {
+            "user": self._client_user,
+            "control_request": self._client_request,
+            "control_response": self._client_response,
+        }
+        self._system_handlers: dict[str, Callable[[_System], list[Item]]] = {
+            "status": self._status,
+            "api_retry": self._api_retry,
+            "compact_boundary": self._compact_boundary,
+            "hook_started": self._hook_started,
+            "hook_progress": self._hook_progress,
+            "hook_response": self._hook_response,
+            "task_started": self._task_started,
+            "task_progress": self._task_progress,
+            "task_updated": self._task_updated,
+            "task_notification": self._task_notification,
+            "permission_denied": self._permission_denied,
+            "local_command_output": self._local_command_output,
+        }
+        # session
+        self._created = False
+        self._native_session: str | None = None
+        self._reset_pending = False
+        self._mode: str | None = None
+        self._model: str | None = None
+        self._tools: list[str] = []
+        self._mcp: dict[str, str | None] = {}
+        self._commands: list[str] | None = None
+        # turns
+        self._in_turn = False
+        self._turn_inited = False
+        self._turn_msg = ""
+        self._held: str | None = None  # the prompt id of a turn whose init came before the open turn ended
+        self._prompts = 0
+        self._queued: deque[str] = deque()
+        self._unechoed: deque[str] = deque(maxlen=16)
+        self._interrupted = False
+        # content
+        self._threads: dict[str | None, _Thread] = {}
+        self._calls: dict[str, _Call] = {}
+        self._auto_decided: set[str] = set()
+        # sub-agents and tasks
+        self._task_call: dict[str, str] = {}  # task_id -> spawning call id (= subagentId)
+        self._subagent_done: set[str] = set()
+        self._compactions = 0
+        self._compacting: str | None = None
+        # control protocol
+        self._asked: dict[str, str | None] = {}  # CLI request id -> subagent id
+        self._client_requests: dict[str, _Request] = {}
+
+    # ------------------------------------------------------------------ detect
+
+    @classmethod
+    def detect(cls, sample: Sequence[Sample]) -> float:
+        hits = 0
+        for data, _ in sample:
+            try:
+                head = _HEAD.decode(data)
+            except msgspec.DecodeError:
+                continue
+            if head.type not in _KNOWN_TYPES:
+                continue
+            # the stored transcript uses camelCase (sessionId, parentUuid); stdout is snake_case
+            if b'"session_id"' in data or head.type.startswith("control_") or b'"parent_tool_use_id"' in data:
+                hits += 1
+        if not hits:
+            return 0.0
+        return 0.9 if hits >= min(2, len(sample)) else 0.6
+
+    # -------------------------------------------------------------------- feed
+
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
-        return [Passthrough()]
+        head: _Head = _decode(_HEAD, message)
+        method = head.method
+        handlers = self._client_handlers if from_ == "client" else self._agent_handlers
+        handler = handlers.get(head.type or "")
+        if handler is None:
+            return [Passthrough(method=method)]
+        items = handler(message)
+        if not items:
+            return [Passthrough(method=method)]
+        # a SessionCreated must be the first item of the message that carries it
+        lead = 1 if isinstance(items[0], SessionCreated) else 0
+        return [*items[:lead], Source(method=method, ts=head.timestamp), *items[lead:]]
 
     def close(self) -> list[Item]:
         self._closed = True
+        out: list[Item] = []
+        for call_id, call in self._calls.items():
+            warn = WarningBody(message=f"tool call {call_id} ({call.tool}) never finished", source="normalize")
+            out.append(Emit(body=warn, subagent_id=call.subagent, synthetic=True))
+        self._calls.clear()
+        return out
+
+    # ------------------------------------------------------------ session/turns
+
+    def _session(self, session_id: str | None, init: _Init | None = None) -> list[Item]:
+        """SessionCreated the first time a session id is seen; conversation-reset when it changes."""
+        if not session_id:
+            return []
+        if not self._created:
+            self._created = True
+            self._native_session = session_id
+            rec = SessionRecord(
+                id="",
+                agent="",
+                protocol="",
+                native_session_id=session_id,
+                cwd=init.cwd if init else None,
+                model=init.model if init else None,
+                mode=init.permission_mode if init else None,
+                agent_version=init.claude_code_version if init else None,
+            )
+            return [SessionCreated(session_id="", record=rec)]
+        if session_id != self._native_session:
+            previous = self._native_session or ""
+            self._native_session = session_id
+            trigger = "clear" if self._reset_pending else None
+            self._reset_pending = False
+            return [ConversationReset(agent_session_id=session_id, previous_agent_session_id=previous, trigger=trigger)]
         return []
+
+    def _new_prompt_id(self, uuid: str | None = None) -> str:
+        self._prompts += 1
+        return uuid or f"prompt:{self._prompts}"
+
+    def _start_turn(self, msg_id: str, *, inited: bool, synthetic: bool = False) -> list[Item]:
+        self._in_turn = True
+        self._turn_inited = inited
+        self._turn_msg = msg_id
+        self._interrupted = False
+        out: list[Item] = [Emit(body=TurnStart(), synthetic=True) if synthetic else TurnStart()]
+        if inited:
+            out.append(MessageStarted(session_id="", message_id=msg_id))
+        return out
+
+    # ------------------------------------------------------------------ client
+
+    def _client_user(self, message: bytes) -> list[Item]:
+        line: _ClientUser = _decode(_CLIENT_USER, message)
+        text = text_of(line.message.content)
+        mid = self._new_prompt_id(line.uuid)
+        self._unechoed.append(text)
+        out: list[Item] = [MessageAccepted(session_id="", message_id=mid)]
+        if self._in_turn:
+            self._queued.append(mid)
+            out.append(UserMessage(message_id=mid, text=text, queued=True))
+            return out
+        out.extend(self._start_turn(mid, inited=False))
+        out.append(UserMessage(message_id=mid, text=text))
+        return out
+
+    def _client_request(self, message: bytes) -> list[Item]:
+        req: _ControlRequest = _decode(_CREQ, message)
+        self._client_requests[req.request_id] = req.request
+        if req.request.subtype == "interrupt" and self._in_turn:
+            self._interrupted = True
+        return []  # a request is not yet an effect: its response says what happened
+
+    def _client_response(self, message: bytes) -> list[Item]:
+        resp: _ControlResponse = _decode(_CRESP, message)
+        r = resp.response
+        if r.request_id not in self._asked:
+            return []
+        subagent = self._asked.pop(r.request_id)
+        if r.subtype == "success":
+            body = RequestResolved(request_id=r.request_id, outcome="answered", answer=present(r.response))
+        else:
+            body = RequestResolved(request_id=r.request_id, outcome="cancelled", answer=r.error)
+        return [Emit(body=body, subagent_id=subagent)]
+
+    # ---------------------------------------------------------- agent: control
+
+    def _agent_request(self, message: bytes) -> list[Item]:
+        req: _ControlRequest = _decode(_CREQ, message)
+        r = req.request
+        if r.subtype != "can_use_tool":
+            return []
+        call_id = r.tool_use_id or req.request_id
+        tool = r.tool_name or "unknown"
+        inp = decode_input(r.input)
+        subagent = self._task_call.get(r.agent_id) if r.agent_id else None
+        if subagent is None and call_id in self._calls:
+            subagent = self._calls[call_id].subagent
+        self._asked[req.request_id] = subagent
+        ref = ToolCallRef(
+            call_id=call_id,
+            tool=tool,
+            title=r.title or tool_title(tool, inp),
+            input=present(r.input),
+            category=tool_category(tool),
+        )
+        detail = PermissionDetail(command=inp.command, blocked_path=r.blocked_path, reason=r.decision_reason)
+        body = PermissionRequest(
+            request_id=req.request_id,
+            tool_call=ref,
+            options=_OPTIONS_WITH_RULES if r.permission_suggestions else _OPTIONS,
+            detail=detail if (detail.command or detail.blocked_path or detail.reason) else None,
+        )
+        return [Emit(body=body, subagent_id=subagent)]
+
+    def _cancel(self, message: bytes) -> list[Item]:
+        c: _CancelRequest = _decode(_CANCEL, message)
+        if c.request_id not in self._asked:
+            return []
+        subagent = self._asked.pop(c.request_id)
+        return [Emit(body=RequestResolved(request_id=c.request_id, outcome="cancelled"), subagent_id=subagent)]
+
+    def _agent_response(self, message: bytes) -> list[Item]:
+        resp: _ControlResponse = _decode(_CRESP, message)
+        r = resp.response
+        req = self._client_requests.pop(r.request_id, None)
+        if req is None:
+            return []  # an echo of the client's own answer (2.1.271+), or unknown
+        if r.subtype != "success":
+            return [WarningBody(message=f"{req.subtype} request failed: {r.error or 'error'}", source="claude-code")]
+        if req.subtype == "initialize":
+            return self._initialized(r.response)
+        if req.subtype == "set_permission_mode" and req.mode:
+            self._mode = req.mode
+            return [ModeUpdate(mode_id=req.mode)]
+        if req.subtype == "set_model" and req.model:
+            self._model = req.model
+            return [ModeUpdate(model=req.model)]
+        return []
+
+    def _initialized(self, raw: Raw) -> list[Item]:
+        try:
+            init: _InitResponse = _INIT_RESP.decode(raw)
+        except msgspec.ValidationError:
+            return []
+        out: list[Item] = []
+        if init.commands is not None:
+            entries = [
+                CommandEntry(
+                    name=c.name,
+                    description=c.description or None,
+                    argument_hint=c.argument_hint or None,
+                    aliases=c.aliases or None,
+                    builtin=c.builtin,
+                )
+                for c in init.commands
+            ]
+            out.append(CommandsUpdate(commands=entries))
+        if present(init.capabilities) is not None:
+            out.append(SessionInfo(capabilities=init.capabilities))
+        if init.current_permission_mode:
+            self._mode = init.current_permission_mode
+            out.append(ModeUpdate(mode_id=init.current_permission_mode))
+        return out
+
+    # ----------------------------------------------------------- agent: system
+
+    def _system(self, message: bytes) -> list[Item]:
+        head: _Head = _decode(_HEAD, message)
+        if head.subtype == "init":
+            return self._init(_decode(_INIT, message))
+        handler = self._system_handlers.get(head.subtype or "")
+        if handler is None:
+            return []
+        line: _System = _decode(_SYSTEM, message)
+        return [*self._session(line.session_id), *handler(line)]
+
+    def _init(self, init: _Init) -> list[Item]:
+        out: list[Item] = self._session(init.session_id, init)
+        if not self._in_turn:
+            mid = self._queued.popleft() if self._queued else self._new_prompt_id()
+            out.extend(self._start_turn(mid, inited=True))
+        elif not self._turn_inited:
+            self._turn_inited = True
+            out.append(MessageStarted(session_id="", message_id=self._turn_msg))
+        else:
+            # the CLI began its next turn before this one's result (a background
+            # agent's turn): it opens right after that result
+            self._held = self._queued.popleft() if self._queued else self._new_prompt_id()
+        out.append(SessionInfo(cwd=init.cwd, model=init.model, capabilities=present(init.capabilities)))
+        if init.slash_commands != self._commands:
+            self._commands = init.slash_commands
+            out.append(CommandsUpdate(commands=[CommandEntry(name=c) for c in init.slash_commands]))
+        if init.permission_mode != self._mode or init.model != self._model:
+            self._mode, self._model = init.permission_mode, init.model
+            out.append(ModeUpdate(mode_id=init.permission_mode, model=init.model))
+        applied: list[ContextApplied | ToolChangeApplied] = []
+        added = [t for t in init.tools if t not in self._tools]
+        removed = [t for t in self._tools if t not in init.tools]
+        if added or removed:
+            applied.append(ToolChangeApplied(added=added or None, removed=removed or None))
+        self._tools = list(init.tools)
+        servers = {s.name: s.status for s in init.mcp_servers}
+        for name, status in servers.items():
+            if name not in self._mcp or self._mcp[name] != status:
+                action: Literal["added", "updated", "failed"] = (
+                    "failed" if status == "failed" else ("updated" if name in self._mcp else "added")
+                )
+                applied.append(ContextApplied(what="mcp-server", action=action, name=name, detail=status))
+        applied.extend(
+            ContextApplied(what="mcp-server", action="removed", name=name) for name in self._mcp if name not in servers
+        )
+        self._mcp = servers
+        if applied:
+            out.append(ContextUpdated(session_id="", applied=applied))
+        return out
+
+    def _status(self, line: _System) -> list[Item]:
+        out: list[Item] = []
+        if line.permission_mode and line.permission_mode != self._mode:
+            self._mode = line.permission_mode
+            out.append(ModeUpdate(mode_id=line.permission_mode))
+        if line.status == "compacting":
+            self._compactions += 1
+            self._compacting = f"compaction:{self._compactions}"
+            out.append(Compaction(compaction_id=self._compacting, status="in_progress"))
+        elif line.compact_result is not None:
+            cid = self._compacting or self._next_compaction()
+            ok = line.compact_result == "success"
+            out.append(Compaction(compaction_id=cid, status="completed" if ok else "failed", error=line.compact_error))
+            self._compacting = None if ok else self._compacting
+        return out
+
+    def _next_compaction(self) -> str:
+        self._compactions += 1
+        return f"compaction:{self._compactions}"
+
+    def _compact_boundary(self, line: _System) -> list[Item]:
+        cid = self._compacting or self._next_compaction()
+        self._compacting = None
+        return [
+            Compaction(compaction_id=cid, status="completed"),
+            ContextUpdated(
+                session_id="",
+                applied=[ContextApplied(what="compaction", action="updated", detail=present(line.compact_metadata))],
+            ),
+        ]
+
+    def _api_retry(self, line: _System) -> list[Item]:
+        status = f"{line.error_status} " if line.error_status is not None else ""
+        msg = (
+            f"API error {status}({line.error or 'unknown'}); retry {line.attempt}/{line.max_retries}"
+            f" in {line.retry_delay_ms} ms"
+        )
+        return [WarningBody(message=msg, source="api_retry")]
+
+    def _hook_started(self, line: _System) -> list[Item]:
+        return [Task(task_id=line.hook_id or "hook", task_kind="shell", phase="started", label=line.hook_name)]
+
+    def _hook_progress(self, line: _System) -> list[Item]:
+        return [Task(task_id=line.hook_id or "hook", task_kind="shell", phase="progress", label=line.hook_name)]
+
+    def _hook_response(self, line: _System) -> list[Item]:
+        phase = _HOOK_PHASE.get(line.outcome or "", "completed")
+        return [Task(task_id=line.hook_id or "hook", task_kind="shell", phase=phase, label=line.hook_name)]
+
+    def _task_started(self, line: _System) -> list[Item]:
+        task_id = line.task_id or ""
+        if line.task_type == "local_agent" and line.tool_use_id:
+            self._task_call[task_id] = line.tool_use_id
+            sub = Subagent(
+                subagent_id=line.tool_use_id,
+                phase="progress",
+                name=line.subagent_type,
+                description=line.description,
+                background=line.is_backgrounded,
+                activity="started",
+                call_id=line.tool_use_id,
+            )
+            return [sub]
+        kind = _TASK_KIND.get(line.task_type or "", "agent")
+        return [
+            Task(
+                task_id=task_id,
+                task_kind=kind,
+                phase="started",
+                label=line.description,
+                parent_call_id=line.tool_use_id,
+            )
+        ]
+
+    def _task_progress(self, line: _System) -> list[Item]:
+        call = self._task_call.get(line.task_id or "")
+        if call is not None:
+            activity = line.last_tool_name or line.description
+            return [
+                Subagent(subagent_id=call, phase="progress", activity=activity, stats=present(line.usage), call_id=call)
+            ]
+        return [Task(task_id=line.task_id or "", task_kind="agent", phase="progress", label=line.description)]
+
+    def _task_end(self, line: _System, status: str | None, *, result: str | None = None) -> list[Item]:
+        call = self._task_call.get(line.task_id or "")
+        phase = _SUBAGENT_PHASE.get(status or "", "progress")
+        if call is not None:
+            if call in self._subagent_done:
+                phase = "progress"  # the end was already reported (task_updated, then task_notification)
+            elif phase != "progress":
+                self._subagent_done.add(call)
+            return [
+                Subagent(
+                    subagent_id=call,
+                    phase=phase,
+                    activity=status,
+                    result=result,
+                    stats=present(line.usage),
+                    call_id=call,
+                )
+            ]
+        return [Task(task_id=line.task_id or "", task_kind="agent", phase=phase, label=line.description or result)]
+
+    def _task_updated(self, line: _System) -> list[Item]:
+        # task_notification follows with the summary and ends it (foreground agents also
+        # end with their tool_result), so a status change here is progress
+        status = line.patch.status if line.patch else None
+        call = self._task_call.get(line.task_id or "")
+        if call is not None:
+            return [Subagent(subagent_id=call, phase="progress", activity=status, call_id=call)]
+        return self._task_end(line, status)
+
+    def _task_notification(self, line: _System) -> list[Item]:
+        return self._task_end(line, line.status, result=line.summary)
+
+    def _permission_denied(self, line: _System) -> list[Item]:
+        call_id = line.tool_use_id or ""
+        tool = line.tool_name or "unknown"
+        call = self._calls.get(call_id)
+        self._auto_decided.add(call_id)
+        title = call.title if call else tool
+        ref = ToolCallRef(call_id=call_id, tool=tool, title=title, category=tool_category(tool))
+        return [Emit(body=PermissionAuto(tool_call=ref, option_id="deny"), subagent_id=call.subagent if call else None)]
+
+    def _local_command_output(self, line: _System) -> list[Item]:
+        return [AssistantMessage(message_id=line.uuid or "local-command", text=line.content or "")]
+
+    def _conversation_reset(self, message: bytes) -> list[Item]:
+        self._reset_pending = True
+        return []  # the new session id comes with the next line: conversation-reset is emitted there
+
+    # ------------------------------------------------------- agent: assistant
+
+    def _thread(self, parent: str | None, msg_id: str) -> _Thread:
+        t = self._threads.get(parent)
+        if t is None or t.msg_id != msg_id:
+            t = _Thread(msg_id)
+            self._threads[parent] = t
+        return t
+
+    def _assistant(self, message: bytes) -> list[Item]:
+        line: _Conversation = _decode(_CONV, message)
+        out: list[Item] = self._session(line.session_id)
+        sub = line.parent_tool_use_id
+        msg = line.message
+        blocks = _decode(_BLOCKS, msg.content) if present(msg.content) is not None else []
+        if isinstance(blocks, str):
+            blocks = [ContentBlock(type="text", text=blocks)]
+        if line.is_api_error_message or (line.error and msg.model == "<synthetic>"):
+            text = "".join(b.text or "" for b in blocks)
+            out.append(
+                Emit(
+                    body=Error(message=text or line.error or "API error", error_type=line.error, recoverable=True),
+                    subagent_id=sub,
+                )
+            )
+            return out
+        thread = self._thread(sub, msg.id)
+        for block in blocks:
+            streamed = [i for i, b in sorted(thread.blocks.items()) if not b.final]
+            index = streamed[0] if streamed else thread.next_index
+            thread.next_index = index + 1
+            sb = thread.blocks.get(index)
+            if sb is not None:
+                sb.final = True
+            out.extend(
+                Emit(body=b, subagent_id=sub) for b in self._block(thread, index, block, sub, streamed=sb is not None)
+            )
+        return out
+
+    def _block(
+        self, thread: _Thread, index: int, block: ContentBlock, sub: str | None, *, streamed: bool
+    ) -> list[Body]:
+        t = block.type
+        if t == "text":
+            return [AssistantMessage(message_id=thread.text_id(index), text=block.text or "")]
+        if t == "thinking":
+            return [
+                Reasoning(
+                    reasoning_id=block_reasoning_id(thread.msg_id, index), text=block.thinking or None, redacted=False
+                )
+            ]
+        if t == "redacted_thinking":
+            return [Reasoning(reasoning_id=block_reasoning_id(thread.msg_id, index), redacted=True)]
+        if t in ("tool_use", "server_tool_use"):
+            call_id = block.id or f"{thread.msg_id}:{index}"
+            tool = block.name or "unknown"
+            title = tool_title(tool, decode_input(block.input))
+            if streamed and call_id in self._calls:
+                self._calls[call_id].title = title
+                return call_started(call_id, tool, block.input, phase="updated")
+            self._calls[call_id] = _Call(tool, sub, title)
+            return call_started(call_id, tool, block.input)
+        if t.endswith("_tool_result") and block.tool_use_id:
+            # a server tool's result (web_search_tool_result, ...), inside the assistant message
+            call = self._calls.pop(block.tool_use_id, None)
+            tool = call.tool if call else "unknown"
+            return call_finished(block.tool_use_id, tool, block.content, bool(block.is_error), None)
+        return []
+
+    # ------------------------------------------------------------ agent: user
+
+    def _user(self, message: bytes) -> list[Item]:
+        line: _Conversation = _decode(_CONV, message)
+        out: list[Item] = self._session(line.session_id)
+        sub = line.parent_tool_use_id
+        raw = line.message.content
+        blocks = _decode(_BLOCKS, raw) if present(raw) is not None else []
+        if isinstance(blocks, str):
+            blocks = []
+        results = [b for b in blocks if b.type == "tool_result"]
+        if not results:
+            text = text_of(raw)
+            if line.is_replay and self._unechoed and self._unechoed[0] == text:
+                self._unechoed.popleft()
+                return out  # the echo of a prompt already seen on stdin
+            out.append(Emit(body=UserMessage(message_id=line.uuid or "user", text=text), subagent_id=sub))
+            return out
+        decided = {m.id: m for m in line.tool_result_meta}
+        tool_use_result = decode_tool_result(line.tool_use_result)
+        for block in results:
+            call_id = block.tool_use_id or ""
+            call = self._calls.pop(call_id, None)
+            tool = call.tool if call else "unknown"
+            meta = decided.get(call_id)
+            if meta is not None and call_id not in self._auto_decided:
+                auto = _auto_decision(call_id, tool, call.title if call else tool, meta)
+                if auto is not None:
+                    out.append(Emit(body=auto, subagent_id=sub))
+            self._auto_decided.discard(call_id)
+            bodies = call_finished(
+                call_id,
+                tool,
+                block.content,
+                bool(block.is_error),
+                tool_use_result if len(results) == 1 else None,
+                subagent_done=call_id in self._subagent_done,
+                executed=meta is None or meta.non_execution_kind is None,
+            )
+            self._subagent_done.discard(call_id)
+            out.extend(Emit(body=b, subagent_id=sub) for b in bodies)
+        return out
+
+    # ----------------------------------------------------- agent: stream_event
+
+    def _stream_event(self, message: bytes) -> list[Item]:
+        line: _StreamEvent = _decode(_STREAM, message)
+        ev = line.event
+        sub = line.parent_tool_use_id
+        out: list[Item] = self._session(line.session_id)
+        if ev.type == "message_start" and ev.message is not None:
+            self._threads[sub] = _Thread(ev.message.id)
+            return out
+        thread = self._threads.get(sub)
+        if thread is None:
+            return out
+        body: Body | None = None
+        if ev.type == "content_block_start" and ev.content_block is not None:
+            body = self._block_start(thread, ev.index, ev.content_block, sub)
+        elif ev.type == "content_block_delta" and ev.delta is not None:
+            body = self._block_delta(thread, ev.index, ev.delta)
+        elif ev.type == "message_delta" and ev.usage is not None:
+            body = UsageBody(tokens=tokens_of(ev.usage), scope="call")
+        if body is not None:
+            out.append(Emit(body=body, subagent_id=sub))
+        return out
+
+    def _block_start(self, thread: _Thread, index: int, cb: ContentBlock, sub: str | None) -> Body | None:
+        if cb.type in ("tool_use", "server_tool_use") and cb.id:
+            tool = cb.name or "unknown"
+            thread.blocks[index] = _Block(cb.type, cb.id, tool)
+            self._calls[cb.id] = _Call(tool, sub)
+            return ToolCall(call_id=cb.id, tool=tool, phase="started", title=tool, category=tool_category(tool))
+        thread.blocks[index] = _Block(cb.type)
+        if cb.type == "text":
+            thread.text_id(index)
+        return None
+
+    def _block_delta(self, thread: _Thread, index: int, d: _Delta) -> Body | None:
+        block = thread.blocks.get(index)
+        if d.type == "text_delta" and d.text:
+            return AssistantDelta(message_id=thread.text_id(index), text=d.text)
+        if d.type == "thinking_delta" and d.thinking:
+            return ReasoningDelta(reasoning_id=block_reasoning_id(thread.msg_id, index), text=d.thinking)
+        if d.type == "input_json_delta" and block is not None and block.call_id and block.tool:
+            block.json.append(d.partial_json or "")
+            try:
+                partial = _PARTIAL_JSON.decode("".join(block.json))
+            except msgspec.DecodeError:
+                partial = None
+            return ToolCall(
+                call_id=block.call_id,
+                tool=block.tool,
+                phase="updated",
+                category=tool_category(block.tool),
+                input=partial,
+            )
+        return None
+
+    # ---------------------------------------------------------- agent: result
+
+    def _result(self, message: bytes) -> list[Item]:
+        r: _Result = _decode(_RESULT, message)
+        out: list[Item] = self._session(r.session_id)
+        if not self._in_turn:
+            # a result with no turn open (``--output-format json``, or a lost init)
+            out.extend(self._start_turn(self._new_prompt_id(), inited=True, synthetic=True))
+        turn_tokens = tokens_of(r.usage) if r.usage is not None else None
+        turn_cost: Cost | None = None
+        if r.model_usage_since_last_result:
+            amount = sum(m.cost_usd for m in r.model_usage_since_last_result.values())
+            turn_cost = Cost(amount=amount, currency="USD", source="agent")
+        if turn_tokens is not None or turn_cost is not None:
+            out.append(UsageBody(tokens=turn_tokens, cost=turn_cost, scope="turn"))
+        if r.model_usage is not None or r.total_cost_usd is not None:
+            out.append(
+                UsageBody(
+                    tokens=_sum_model_usage(r.model_usage) if r.model_usage else None,
+                    cost=Cost(amount=r.total_cost_usd, currency="USD", source="agent")
+                    if r.total_cost_usd is not None
+                    else None,
+                    scope="session",
+                )
+            )
+        interrupted = (
+            self._interrupted
+            or r.subtype == "error_during_execution"
+            or (r.terminal_reason or "").startswith("aborted")
+        )
+        completion = Completion(
+            stop_reason=_stop_reason(r, interrupted),
+            text=r.result,
+            usage=CompletionUsage(tokens=turn_tokens, cost=turn_cost) if turn_tokens or turn_cost else None,
+            error=_error_info(r) if r.is_error else None,
+        )
+        out.append(
+            TurnComplete(reason="interrupt" if interrupted else "ok", stop_reason=r.terminal_reason or r.stop_reason)
+        )
+        out.append(MessageCompleted(session_id="", message_id=self._turn_msg, result=completion))
+        self._in_turn = False
+        self._turn_inited = False
+        self._interrupted = False
+        if self._held is not None:
+            held, self._held = self._held, None
+            out.extend(self._start_turn(held, inited=True, synthetic=True))
+        return out
+
+    # ----------------------------------------------------------- agent: other
+
+    def _rate_limit(self, message: bytes) -> list[Item]:
+        line: _RateLimit = _decode(_RATE, message)
+        return [UsageBody(rate_limits=present(line.rate_limit_info))]
+
+    def _tool_progress(self, message: bytes) -> list[Item]:
+        p: _ToolProgress = _decode(_PROGRESS, message)
+        body = ToolCall(call_id=p.tool_use_id, tool=p.tool_name, phase="updated", category=tool_category(p.tool_name))
+        return [Emit(body=body, subagent_id=p.parent_tool_use_id)]
+
+    def _auth_status(self, message: bytes) -> list[Item]:
+        a: _AuthStatus = _decode(_AUTH, message)
+        return [Error(message=a.error, error_type="authentication", recoverable=False)] if a.error else []
+
+
+# --------------------------------------------------------------------------
+# Helpers
+
+
+def _auto_decision(call_id: str, tool: str, title: str, meta: _ResultMeta) -> PermissionAuto | None:
+    """A permission decided by a mode or rule without asking (``source: "config"``)."""
+    d = meta.permission_decision
+    if d is None or d.source != "config":
+        return None
+    ref = ToolCallRef(call_id=call_id, tool=tool, title=title, category=tool_category(tool))
+    return PermissionAuto(tool_call=ref, option_id="allow" if d.decision == "accept" else "deny")
+
+
+def _sum_model_usage(usage: dict[str, _ModelUsage]) -> Tokens:
+    inp = sum(m.input_tokens for m in usage.values())
+    out = sum(m.output_tokens for m in usage.values())
+    cr = sum(m.cache_read_input_tokens for m in usage.values())
+    cw = sum(m.cache_creation_input_tokens for m in usage.values())
+    return Tokens(input=inp, output=out, total=inp + out + cr + cw, cache_read=cr, cache_write=cw)
+
+
+def _stop_reason(
+    r: _Result, interrupted: bool
+) -> Literal["end_turn", "max_tokens", "max_turns", "refusal", "cancelled", "error"]:
+    if interrupted:
+        return "cancelled"
+    if r.subtype == "error_max_turns":
+        return "max_turns"
+    if r.is_error or r.subtype.startswith("error"):
+        return "error"
+    return _STOP_REASONS.get(r.stop_reason or "", "end_turn")
+
+
+def _error_info(r: _Result) -> ErrorInfo:
+    message = "; ".join(r.errors) or r.result or r.subtype
+    return ErrorInfo(message=message, error_type=r.terminal_reason if r.subtype == "success" else r.subtype)
