@@ -1,18 +1,1514 @@
-"""The `acp` adapter (not written yet: every message is kept untranslated)."""
+"""The `acp` adapter: Agent Client Protocol (v1) JSON-RPC traffic, both directions.
+
+Facts (ACP v1, protocolVersion 1; schema 1.19-1.21; seen in claude-agent-acp 0.101.0,
+codex-acp 2.6.0 and the hand-written schema-checked set):
+
+* Both sides send requests and number them independently from 0, so ids collide
+  all the time: a response is matched to ``(the other side, id)``.  Every message
+  is fed with its direction.
+* No turn ids on the wire: a turn is a client ``session/prompt`` request and the
+  agent's response to it (``stopReason`` end_turn | max_tokens | max_turn_requests
+  | refusal | cancelled, or a JSON-RPC error).  Prompts are not echoed as
+  ``user_message_chunk`` by either real agent.
+* ``session/update`` is discriminated by ``update.sessionUpdate``; the variant's
+  fields sit next to it.  Chunks carry an optional ``messageId`` (same id = same
+  message); Claude gives a thinking block and its text the same id.  Without ids a
+  change of variant ends a message.
+* ``tool_call`` is an upsert; ``tool_call_update`` patches: absent or ``null``
+  means unchanged, ``content`` and ``locations`` replace the list.  Codex starts
+  calls ``in_progress``; Claude sends ``tool_call`` with empty ``rawInput`` and
+  fills it through updates, and updates carrying only ``_meta.claudeCode``.
+* Agent-owned terminals (both real agents): ``content: [{type: terminal,
+  terminalId: <toolCallId>}]``, output in ``_meta.terminal_output_delta`` /
+  ``_meta.terminal_output`` ``{terminal_id, data}``, end in ``_meta.terminal_exit``
+  ``{exit_code, signal}``; no ``terminal/*`` requests were made although the
+  client advertised them.  ``terminal/output`` (client-owned) is a snapshot, not a
+  delta.
+* Permission answers name an ``optionId``; allowed vs rejected is only known
+  from that option's ``kind`` in the request.
+* ``session/cancel`` is a notification; the prompt is then answered
+  ``cancelled`` (codex also after a rejected permission).  Pending calls get no
+  final status.
+* ``session/load`` replays history as ordinary updates before its response; no
+  replay marker exists.  Codex (2.6.0) sends commands and title before the history
+  and a live configuration warning inside it, drops plans and cancelled calls;
+  both reuse the live message ids.
+* Codex (2.6.0) reports notices as ``agent_message_chunk`` without ``messageId``
+  (model text always has one); Claude (0.101.0) marks them
+  ``_meta.claudeCode.kind: "informational"``.  Both become warnings.
+* ``session/new`` of codex-acp 2.6.0 still returns the removed ``models`` field;
+  ``session/set_mode`` is echoed only as ``config_option_update``.
+* Prompt responses carry the unstable ``usage`` (per turn); ``usage_update.cost``
+  is cumulative for the session.  Codex sends ``usage: null`` on cancel or failure.
+"""
 
 from __future__ import annotations
 
-from normalize import Adapter, Direction, Item, Passthrough
+import difflib
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import msgspec
+from msgspec import UNSET, Raw, Struct, UnsetType, field
+
+from normalize import (
+    Adapter,
+    AssistantDelta,
+    AssistantMessage,
+    Body,
+    Category,
+    CommandEntry,
+    CommandOutput,
+    CommandsUpdate,
+    Compaction,
+    Completion,
+    CompletionUsage,
+    ContextWindow,
+    Cost,
+    Direction,
+    Emit,
+    Error,
+    ErrorInfo,
+    FileDiff,
+    Image,
+    Item,
+    Location,
+    MalformedMessage,
+    MessageAccepted,
+    MessageCompleted,
+    MessageStarted,
+    ModeUpdate,
+    Passthrough,
+    PermissionDetail,
+    PermissionOption,
+    PermissionRequest,
+    Plan,
+    PlanEntry,
+    Problem,
+    ProtocolViolation,
+    Reasoning,
+    ReasoningDelta,
+    RequestResolved,
+    Sample,
+    SessionCreated,
+    SessionInfo,
+    SessionRecord,
+    SessionResumed,
+    Source,
+    Tokens,
+    ToolCall,
+    ToolCallRef,
+    TurnComplete,
+    TurnStart,
+    Usage,
+    UserMessage,
+)
+from normalize import (
+    Warning as WarningBody,
+)
+
+__all__ = ["AcpAdapter"]
+
+_NONE = Raw(b"")
+
+
+def _given(raw: Raw) -> bool:
+    """A Raw field that is present and not ``null`` (ACP: absent or null = unchanged)."""
+    return bool(raw) and bytes(raw) != b"null"
+
+
+# --------------------------------------------------------------------------
+# Wire views: only the fields the adapter reads.
+
+
+class _RpcError(Struct, frozen=True):
+    code: int = 0
+    message: str = ""
+    data: Any = None
+
+
+class _Rpc(Struct, frozen=True):
+    id: int | str | UnsetType | None = UNSET
+    method: str | UnsetType = UNSET
+    params: Raw = _NONE
+    result: Raw = _NONE
+    error: _RpcError | None = None
+
+
+class _View(Struct, frozen=True, rename="camel"):
+    """Base of the camelCase views."""
+
+
+class _ClaudeMeta(_View, frozen=True):
+    tool_name: str | None = None
+    kind: str | None = None
+
+
+class _TermData(Struct, frozen=True):
+    terminal_id: str | None = None
+    data: str | None = None
+
+
+class _TermExit(Struct, frozen=True):
+    terminal_id: str | None = None
+    exit_code: int | None = None
+    signal: str | None = None
+
+
+class _Meta(Struct, frozen=True):
+    """``_meta`` conventions of real agents (not spec): Claude's and the terminal ones."""
+
+    claude_code: _ClaudeMeta | None = field(default=None, name="claudeCode")
+    terminal_output_delta: _TermData | None = None
+    terminal_output: _TermData | None = None
+    terminal_exit: _TermExit | None = None
+    kind: str | None = None  # codex diff content: add | delete | update
+
+
+class _Resource(_View, frozen=True):
+    uri: str | None = None
+    text: str | None = None
+
+
+class _Block(_View, frozen=True):
+    type: str = ""
+    text: str | None = None
+    data: str | None = None
+    mime_type: str | None = None
+    uri: str | None = None
+    name: str | None = None
+    resource: _Resource | None = None
+
+
+class _AgentInfo(_View, frozen=True):
+    name: str | None = None
+    version: str | None = None
+
+
+class _InitializeParams(_View, frozen=True):
+    protocol_version: Any = None
+    client_capabilities: Any = None
+
+
+class _InitializeResult(_View, frozen=True):
+    agent_capabilities: Raw = _NONE
+    agent_info: _AgentInfo | None = None
+
+
+class _SessionParams(_View, frozen=True):
+    session_id: str | None = None
+    cwd: str | None = None
+    mode_id: str | None = None
+    model_id: str | None = None
+    config_id: str | None = None
+
+
+class _Modes(_View, frozen=True):
+    current_mode_id: str | None = None
+
+
+class _Models(_View, frozen=True):
+    current_model_id: str | None = None
+
+
+class _ConfigOption(_View, frozen=True):
+    id: str = ""
+    category: str | None = None
+    current_value: Any = None
+
+
+class _SessionResult(_View, frozen=True):
+    session_id: str | None = None
+    modes: _Modes | None = None
+    models: _Models | None = None
+    config_options: list[_ConfigOption] | None = None
+
+
+class _PromptParams(_View, frozen=True):
+    session_id: str | None = None
+    prompt: list[_Block] = []
+
+
+class _TurnUsage(_View, frozen=True):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    thought_tokens: int | None = None
+    cached_read_tokens: int | None = None
+    cached_write_tokens: int | None = None
+
+
+class _PromptResult(_View, frozen=True):
+    stop_reason: str = ""
+    usage: _TurnUsage | None = None
+
+
+class _UpdateParams(_View, frozen=True):
+    update: Raw = _NONE
+    session_id: str | None = None
+
+
+class _UpdateHead(_View, frozen=True):
+    session_update: str = ""
+
+
+class _Chunk(_View, frozen=True):
+    content: _Block | None = None
+    message_id: str | None = None
+    meta: _Meta | None = field(default=None, name="_meta")
+
+
+class _Location(_View, frozen=True):
+    path: str = ""
+    line: int | None = None
+
+
+class _ToolContent(_View, frozen=True):
+    type: str = ""
+    content: _Block | None = None
+    path: str | None = None
+    old_text: str | None = None
+    new_text: str | None = None
+    terminal_id: str | None = None
+    meta: _Meta | None = field(default=None, name="_meta")
+
+
+class _ToolCallView(_View, frozen=True):
+    tool_call_id: str = ""
+    title: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    content: list[_ToolContent] | None = None
+    locations: list[_Location] | None = None
+    raw_input: Raw = _NONE
+    raw_output: Raw = _NONE
+    name: str | None = None  # unstable (schema 1.20+)
+    meta: _Meta | None = field(default=None, name="_meta")
+
+
+class _PlanEntry(_View, frozen=True):
+    content: str = ""
+    status: str = "pending"
+    priority: str | None = None
+
+
+class _PlanUpdate(_View, frozen=True):
+    entries: list[_PlanEntry] = []
+
+
+class _PlanContent(_View, frozen=True):
+    type: str = ""
+    entries: list[_PlanEntry] | None = None
+    content: str | None = None
+
+
+class _PlanContentUpdate(_View, frozen=True):
+    plan: _PlanContent | None = None
+
+
+class _CommandInput(_View, frozen=True):
+    hint: str | None = None
+
+
+class _Command(_View, frozen=True):
+    name: str = ""
+    description: str | None = None
+    input: _CommandInput | None = None
+
+
+class _CommandsUpdate(_View, frozen=True):
+    available_commands: list[_Command] = []
+
+
+class _ModeUpdate(_View, frozen=True):
+    current_mode_id: str | None = None
+
+
+class _ConfigUpdate(_View, frozen=True):
+    config_options: list[_ConfigOption] = []
+
+
+class _InfoUpdate(_View, frozen=True):
+    title: str | UnsetType | None = UNSET
+
+
+class _CostView(_View, frozen=True):
+    amount: float = 0.0
+    currency: str = ""
+
+
+class _UsageUpdate(_View, frozen=True):
+    used: int | None = None
+    size: int | None = None
+    cost: _CostView | None = None
+
+
+class _CompactionUpdate(_View, frozen=True):
+    compaction_id: str = ""
+    status: str = ""
+    summary: list[_Block] | None = None
+    error: Any = None
+
+
+class _Notice(_View, frozen=True):
+    severity: str = ""
+    title: str = ""
+    description: str | None = None
+
+
+class _PermOption(_View, frozen=True):
+    option_id: str = ""
+    name: str = ""
+    kind: str = ""
+
+
+class _PermParams(_View, frozen=True):
+    tool_call: _ToolCallView = _ToolCallView()
+    options: list[_PermOption] = []
+    session_id: str | None = None
+
+
+class _Outcome(_View, frozen=True):
+    outcome: str = ""
+    option_id: str | None = None
+
+
+class _PermResult(_View, frozen=True):
+    outcome: _Outcome | None = None
+
+
+class _CommandView(Struct, frozen=True):
+    command: str | list[str] | None = None
+    cwd: str | None = None
+
+
+class _FsParams(_View, frozen=True):
+    path: str = ""
+    content: str | None = None
+    session_id: str | None = None
+
+
+class _TermCreateResult(_View, frozen=True):
+    terminal_id: str = ""
+
+
+class _TermParams(_View, frozen=True):
+    terminal_id: str = ""
+
+
+class _ExitStatus(_View, frozen=True):
+    exit_code: int | None = None
+    signal: str | None = None
+
+
+class _TermOutputResult(_View, frozen=True):
+    output: str = ""
+    truncated: bool = False
+    exit_status: _ExitStatus | None = None
+
+
+class _CancelRequest(_View, frozen=True):
+    request_id: int | str | None = None
+
+
+def _decoder(t: Any) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(t)
+
+
+_RPC = _decoder(_Rpc)
+_INIT_PARAMS = _decoder(_InitializeParams)
+_INIT_RESULT = _decoder(_InitializeResult | None)
+_SESSION_PARAMS = _decoder(_SessionParams)
+_SESSION_RESULT = _decoder(_SessionResult | None)
+_PROMPT_PARAMS = _decoder(_PromptParams)
+_PROMPT_RESULT = _decoder(_PromptResult)
+_UPDATE_PARAMS = _decoder(_UpdateParams)
+_UPDATE_HEAD = _decoder(_UpdateHead)
+_CHUNK = _decoder(_Chunk)
+_TOOL_CALL = _decoder(_ToolCallView)
+_PLAN = _decoder(_PlanUpdate)
+_PLAN_CONTENT = _decoder(_PlanContentUpdate)
+_COMMANDS = _decoder(_CommandsUpdate)
+_MODE = _decoder(_ModeUpdate)
+_CONFIG = _decoder(_ConfigUpdate)
+_INFO = _decoder(_InfoUpdate)
+_USAGE = _decoder(_UsageUpdate)
+_COMPACTION = _decoder(_CompactionUpdate)
+_NOTICE = _decoder(_Notice)
+_PERM_PARAMS = _decoder(_PermParams)
+_PERM_RESULT = _decoder(_PermResult)
+_COMMAND_INPUT = _decoder(_CommandView)
+_FS_PARAMS = _decoder(_FsParams)
+_TERM_CREATE_RESULT = _decoder(_TermCreateResult)
+_TERM_PARAMS = _decoder(_TermParams)
+_TERM_OUTPUT_RESULT = _decoder(_TermOutputResult)
+_EXIT_STATUS = _decoder(_ExitStatus)
+_CANCEL_REQUEST = _decoder(_CancelRequest)
+
+# --------------------------------------------------------------------------
+# Mapping tables
+
+_CATEGORY: dict[str, Category] = {
+    "read": "read",
+    "edit": "edit",
+    "delete": "delete",
+    "move": "move",
+    "search": "search",
+    "execute": "execute",
+    "think": "think",
+    "fetch": "fetch",
+    "switch_mode": "other",
+    "other": "other",
+}
+
+_Stop = Literal["end_turn", "max_tokens", "max_turns", "refusal", "cancelled", "error"]
+
+_STOP_REASON: dict[str, _Stop] = {
+    "end_turn": "end_turn",
+    "max_tokens": "max_tokens",
+    "max_turn_requests": "max_turns",
+    "refusal": "refusal",
+    "cancelled": "cancelled",
+}
+
+_RPC_ERROR_TYPE = {
+    -32700: "parse-error",
+    -32600: "invalid-request",
+    -32601: "method-not-found",
+    -32602: "invalid-params",
+    -32603: "internal-error",
+    -32800: "request-cancelled",
+    -32000: "auth-required",
+    -32002: "resource-not-found",
+}
+
+_PLAN_STATUS: dict[str, Literal["pending", "in_progress", "completed"]] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "completed",
+}
+_COMPACTION_STATUS: dict[str, Literal["in_progress", "completed", "failed", "cancelled"]] = {
+    "in_progress": "in_progress",
+    "completed": "completed",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
+
+#: Agents whose ``agent_message_chunk`` without ``messageId`` is a notice, not model text.
+_NOTICE_WITHOUT_ID = {"@agentclientprotocol/codex-acp", "codex-acp"}
+
+#: The ACP session methods that mark a stream as ACP (detection).
+_ACP_METHODS = {
+    "session/new",
+    "session/load",
+    "session/resume",
+    "session/prompt",
+    "session/update",
+    "session/cancel",
+    "session/request_permission",
+    "session/set_mode",
+    "session/set_config_option",
+}
+
+
+def _rpc_error_type(code: int) -> str:
+    return _RPC_ERROR_TYPE.get(code, f"jsonrpc:{code}")
+
+
+def _rpc_error_message(err: _RpcError) -> str:
+    data = err.data
+    if isinstance(data, dict):
+        detail = data.get("message")
+        if isinstance(detail, str) and detail:
+            return detail
+    return err.message or f"JSON-RPC error {err.code}"
+
+
+def _block_text(block: _Block) -> str | None:
+    """The text a content block contributes to a message; None for media."""
+    if block.type == "text":
+        return block.text or ""
+    if block.type == "resource_link" and block.uri:
+        return f"[{block.name or block.uri}]({block.uri})"
+    if block.type == "resource" and block.resource is not None and block.resource.uri:
+        uri = block.resource.uri
+        return f"[{uri.rsplit('/', 1)[-1] or uri}]({uri})"
+    return None
+
+
+def _join_blocks(parts: Sequence[str]) -> str:
+    """Concatenate prompt blocks; a space between two that would otherwise touch."""
+    out = ""
+    for part in parts:
+        if out and part and not out[-1].isspace() and not part[0].isspace():
+            out += " "
+        out += part
+    return out
+
+
+def _images(blocks: Sequence[_Block]) -> list[Image] | None:
+    images = [Image(media_type=b.mime_type, data=b.data, uri=b.uri) for b in blocks if b.type == "image"]
+    return images or None
+
+
+def _unified(path: str, old: str | None, new: str) -> str:
+    lines = difflib.unified_diff(
+        (old or "").splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile="/dev/null" if old is None else f"a{path}",
+        tofile=f"b{path}",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+# --------------------------------------------------------------------------
+# State
+
+
+class _Pending:
+    """A request waiting for its response."""
+
+    __slots__ = ("extra", "method")
+
+    def __init__(self, method: str, extra: Any = None) -> None:
+        self.method = method
+        self.extra = extra
+
+
+class _Prompt:
+    """One ``session/prompt`` request: a turn once it is the oldest open prompt."""
+
+    __slots__ = ("active", "cancel_requested", "cost_at_start", "images", "last_text", "message_id", "text")
+
+    def __init__(self, message_id: str, text: str, images: list[Image] | None) -> None:
+        self.message_id = message_id
+        self.text = text
+        self.images = images
+        self.active = False
+        self.cancel_requested = False
+        self.cost_at_start: float | None = None
+        self.last_text: str | None = None
+
+
+class _Call:
+    """What is known of one tool call (merged from ``tool_call`` and its updates)."""
+
+    __slots__ = (
+        "call_id",
+        "category",
+        "diffs",
+        "ended",
+        "exit_code",
+        "input",
+        "locations",
+        "name",
+        "output",
+        "prompt",
+        "title",
+    )
+
+    def __init__(self, call_id: str, prompt: _Prompt | None) -> None:
+        self.call_id = call_id
+        self.prompt = prompt
+        self.name: str | None = None
+        self.title: str | None = None
+        self.category: Category | None = None
+        self.locations: list[Location] | None = None
+        self.input: Raw | None = None
+        self.output: Raw | None = None
+        self.exit_code: int | None = None
+        self.ended = False
+        self.diffs: dict[str, tuple[str | None, str]] = {}
+
+    def body(self, phase: Literal["started", "updated", "completed", "failed"]) -> ToolCall:
+        return ToolCall(
+            call_id=self.call_id,
+            tool=self.name or "unknown",
+            phase=phase,
+            title=self.title,
+            category=self.category,
+            locations=self.locations,
+            input=self.input,
+            output=self.output,
+            exit_code=self.exit_code,
+        )
+
+    def paths(self) -> set[str]:
+        return {loc.path for loc in self.locations or ()} | set(self.diffs)
+
+
+class _Buffer:
+    """An assistant message or reasoning being streamed."""
+
+    __slots__ = ("native_id", "parts", "the_id")
+
+    def __init__(self, the_id: str, native_id: str | None) -> None:
+        self.the_id = the_id
+        self.native_id = native_id
+        self.parts: list[str] = []
+
+
+_Kind = Literal["message", "thought"]
+_RequestHandler = Callable[["AcpAdapter", "int | str | None", Raw, _Pending], list[Item]]
+_ResponseHandler = Callable[["AcpAdapter", "int | str | None", _Pending, "_Rpc"], list[Item]]
 
 
 class AcpAdapter(Adapter):
+    """Agent Client Protocol v1, client and agent sides of one connection."""
+
     protocol = "acp"
     agent = "unknown"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._pending: dict[tuple[Direction, int | str | None], _Pending] = {}
+        self._prompts: dict[int | str | None, _Prompt] = {}  # open prompts, oldest first
+        self._current: _Prompt | None = None  # the prompt whose turn is open
+        self._loads: set[int | str | None] = set()
+        self._calls: dict[str, _Call] = {}
+        self._terminals: dict[str, str] = {}  # terminal id -> call id
+        self._terminal_seen: dict[str, str] = {}  # client terminal id -> output already reported
+        self._buffers: dict[_Kind, _Buffer | None] = {"message": None, "thought": None}
+        self._last_variant: str | None = None
+        self._last_user_id: str | None = None
+        self._replay_turn = False
+        self._anon = 0
+        self._agent_version: str | None = None
+        self._mode: str | None = None
+        self._model: str | None = None
+        self._cost: float | None = None
+        self._cost_currency: str | None = None
+
+    # ------------------------------------------------------------------ detection
+
+    @classmethod
+    def detect(cls, sample: Sequence[Sample]) -> float:
+        score = 0.0
+        for data, _ in sample:
+            try:
+                msg = _RPC.decode(data)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue
+            if not isinstance(msg.method, str):
+                continue
+            if msg.method == "initialize":
+                try:
+                    params = _INIT_PARAMS.decode(msg.params) if msg.params else None
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    continue
+                if (
+                    params is not None
+                    and isinstance(params.protocol_version, int)
+                    and not isinstance(params.protocol_version, bool)
+                    and isinstance(params.client_capabilities, dict)
+                ):
+                    return 0.95
+            elif msg.method in _ACP_METHODS:
+                score = 0.8
+        return score
+
+    # ------------------------------------------------------------------ feeding
+
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
-        return [Passthrough()]
+        try:
+            msg = _RPC.decode(message)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise MalformedMessage(
+                f"not a JSON-RPC message: {exc}", kept=message[:1024].decode("utf-8", "replace")
+            ) from None
+        try:
+            if isinstance(msg.method, str):
+                if msg.id is UNSET:
+                    return [Source(method=msg.method), *self._notification(msg.method, msg.params, from_)]
+                return [Source(method=msg.method), *self._request(msg.method, msg.id, msg.params, from_)]
+            if msg.id is not UNSET:
+                return self._response(msg, from_)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            method = msg.method if isinstance(msg.method, str) else None
+            return [Source(method=method), Problem(error=MalformedMessage(f"{method or 'response'}: {exc}"))]
+        return [
+            Problem(
+                error=ProtocolViolation("a JSON object that is neither a JSON-RPC request, notification nor response")
+            )
+        ]
 
     def close(self) -> list[Item]:
         self._closed = True
-        return []
+        out: list[Item] = [Emit(body=b, synthetic=True) for b in self._flush_all()]
+        out.extend(
+            Emit(
+                body=WarningBody(
+                    message=f"tool call {call.call_id} was still open when the stream ended", source="normalize"
+                ),
+                synthetic=True,
+            )
+            for call in self._calls.values()
+            if not call.ended
+        )
+        return out
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _request(self, method: str, rid: int | str | None, params: Raw, from_: Direction) -> list[Item]:
+        pending = _Pending(method)
+        self._pending[(from_, rid)] = pending
+        handler = _REQUESTS.get(method)
+        return handler(self, rid, params, pending) if handler is not None else [Passthrough(method=method)]
+
+    def _notification(self, method: str, params: Raw, from_: Direction) -> list[Item]:
+        handler = _NOTIFICATIONS.get(method)
+        if handler is None:
+            return [Passthrough(method=method)]
+        return handler(self, params)
+
+    def _response(self, msg: _Rpc, from_: Direction) -> list[Item]:
+        asker: Direction = "client" if from_ == "agent" else "agent"
+        rid = msg.id if not isinstance(msg.id, UnsetType) else None
+        pending = self._pending.pop((asker, rid), None)
+        if pending is None:
+            return [Passthrough()]  # answers nothing (late answer, duplicate error with id null)
+        head: list[Item] = [Source(method=pending.method)]
+        handler = _RESPONSES.get(pending.method)
+        if handler is not None:
+            return head + handler(self, rid, pending, msg)
+        if msg.error is not None:
+            return head + self._rpc_error(pending.method, msg.error)
+        return [*head, Passthrough(method=pending.method)]
+
+    def _rpc_error(self, method: str, err: _RpcError) -> list[Item]:
+        if err.code == -32601 and method.startswith("_"):
+            return [Passthrough(method=method)]  # an extension the other side does not know: expected
+        return [Error(message=_rpc_error_message(err), error_type=_rpc_error_type(err.code), recoverable=True)]
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def _replaying(self) -> bool:
+        return bool(self._loads)
+
+    def _active(self) -> _Prompt | None:
+        return self._current
+
+    def _new_id(self, kind: str) -> str:
+        self._anon += 1
+        return f"acp-{kind}-{self._anon}"
+
+    def _flush(self, kind: _Kind) -> list[Body]:
+        buf = self._buffers[kind]
+        if buf is None:
+            return []
+        self._buffers[kind] = None
+        text = "".join(buf.parts)
+        if kind == "thought":
+            return [Reasoning(reasoning_id=buf.the_id, redacted=False, text=text)]
+        active = self._active()
+        if active is not None and not self._replaying:
+            active.last_text = text
+        return [AssistantMessage(message_id=buf.the_id, text=text)]
+
+    def _flush_all(self) -> list[Body]:
+        return [*self._flush("thought"), *self._flush("message")]
+
+    def _replayed(self, items: list[Item]) -> list[Item]:
+        if not self._replaying:
+            return items
+        return [Emit(body=i, origin="replay") if isinstance(i, Body) else i for i in items]
+
+    def _apply_config(self, options: Sequence[_ConfigOption] | None) -> tuple[str | None, str | None]:
+        mode = model = None
+        for opt in options or ():
+            if opt.category == "mode" and isinstance(opt.current_value, str):
+                mode = opt.current_value
+            elif opt.category == "model" and isinstance(opt.current_value, str):
+                model = opt.current_value
+        return mode, model
+
+    def _session_state(self, result: _SessionResult | None) -> tuple[str | None, str | None]:
+        if result is None:
+            return None, None
+        mode, model = self._apply_config(result.config_options)
+        if mode is None and result.modes is not None:
+            mode = result.modes.current_mode_id
+        if model is None and result.models is not None:
+            model = result.models.current_model_id
+        return mode, model
+
+    def _mode_update(self, mode: str | None, model: str | None, *, always: bool) -> list[Item]:
+        changed = (mode is not None and mode != self._mode) or (model is not None and model != self._model)
+        self._mode = mode or self._mode
+        self._model = model or self._model
+        if (mode is None and model is None) or not (changed or always):
+            return []
+        return [ModeUpdate(mode_id=mode, model=model)]
+
+    # ------------------------------------------------------------------ initialize / sessions
+
+    def _req_passthrough(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
+        return [Passthrough()]
+
+    def _res_initialize(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
+        if msg.error is not None:
+            return self._rpc_error(pending.method, msg.error)
+        result = _INIT_RESULT.decode(msg.result) if _given(msg.result) else None
+        if result is None:
+            return [Passthrough()]
+        if result.agent_info is not None:
+            if result.agent_info.name:
+                self.agent = result.agent_info.name
+            self._agent_version = result.agent_info.version
+        caps = result.agent_capabilities if _given(result.agent_capabilities) else None
+        return [SessionInfo(capabilities=caps)] if caps is not None else [Passthrough()]
+
+    def _req_new(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
+        view = _SESSION_PARAMS.decode(params) if _given(params) else _SessionParams()
+        pending.extra = view
+        return [Passthrough()]
+
+    def _res_new(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
+        if msg.error is not None:
+            return self._rpc_error(pending.method, msg.error)
+        result = _SESSION_RESULT.decode(msg.result) if _given(msg.result) else None
+        request: _SessionParams = pending.extra or _SessionParams()
+        mode, model = self._session_state(result)
+        self._cost = 0.0  # a new session: its cumulative cost starts at zero
+        record = SessionRecord(
+            id="",
+            agent="",
+            protocol="",
+            native_session_id=result.session_id if result is not None else None,
+            cwd=request.cwd,
+            model=model,
+            mode=mode,
+            agent_version=self._agent_version,
+        )
+        return [SessionCreated(session_id="", record=record), *self._mode_update(mode, model, always=True)]
+
+    def _req_load(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
+        view = _SESSION_PARAMS.decode(params) if _given(params) else _SessionParams()
+        pending.extra = view
+        self._loads.add(rid)
+        self._last_user_id = None
+        self._last_variant = None
+        out: list[Item] = [Emit(body=b, synthetic=True) for b in self._flush_all()]
+        record = SessionRecord(
+            id="",
+            agent="",
+            protocol="",
+            native_session_id=view.session_id,
+            cwd=view.cwd,
+            agent_version=self._agent_version,
+        )
+        return [SessionResumed(session_id="", record=record), *out]
+
+    def _res_load(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
+        out: list[Item] = self._replayed(list(self._flush_all()))
+        if self._replay_turn:
+            out.append(Emit(body=TurnComplete(reason="ok"), origin="replay"))
+            self._replay_turn = False
+        self._loads.discard(rid)
+        self._last_variant = None
+        if msg.error is not None:
+            return out + self._rpc_error(pending.method, msg.error)
+        result = _SESSION_RESULT.decode(msg.result) if _given(msg.result) else None
+        mode, model = self._session_state(result)
+        out += self._mode_update(mode, model, always=True)
+        return out or [Passthrough()]
+
+    def _req_resume(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
+        view = _SESSION_PARAMS.decode(params) if _given(params) else _SessionParams()
+        pending.extra = view
+        record = SessionRecord(
+            id="",
+            agent="",
+            protocol="",
+            native_session_id=view.session_id,
+            cwd=view.cwd,
+            agent_version=self._agent_version,
+        )
+        return [SessionResumed(session_id="", record=record)]
+
+    def _res_resume(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
+        if msg.error is not None:
+            return self._rpc_error(pending.method, msg.error)
+        result = _SESSION_RESULT.decode(msg.result) if _given(msg.result) else None
+        return self._mode_update(*self._session_state(result), always=True) or [Passthrough()]
+
+    def _req_with_params(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
+        """set_mode / set_model / set_config_option: the response says whether it applied."""
+        view = _SESSION_PARAMS.decode(params) if _given(params) else _SessionParams()
+        pending.extra = view
+        return [Passthrough()]
+
+    def _res_set_mode(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
+        if msg.error is not None:
+            return self._rpc_error(pending.method, msg.error)
+        request: _SessionParams = pending.extra or _SessionParams()
+        return self._mode_update(request.mode_id, None, always=False) or [Passthrough()]
+
+    def _res_set_model(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
+        if msg.error is not None:
+            return self._rpc_error(pending.method, msg.error)
+        request: _SessionParams = pending.extra or _SessionParams()
+        return self._mode_update(None, request.model_id, always=False) or [Passthrough()]
+
+    def _res_set_config(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
+        if msg.error is not None:
+            return self._rpc_error(pending.method, msg.error)
+        result = _SESSION_RESULT.decode(msg.result) if _given(msg.result) else None
+        mode, model = self._apply_config(result.config_options if result is not None else None)
+        return self._mode_update(mode, model, always=False) or [Passthrough()]
+
+    # ------------------------------------------------------------------ prompts and turns
+
+    def _req_prompt(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
+        view = _PROMPT_PARAMS.decode(params)
+        texts = [t for t in (_block_text(b) for b in view.prompt) if t is not None]
+        prompt = _Prompt(f"prompt-{rid}", _join_blocks(texts), _images(view.prompt))
+        out: list[Item] = []
+        if not self._prompts:
+            out += self._flush_all()
+        self._prompts[rid] = prompt
+        out.append(MessageAccepted(session_id="", message_id=prompt.message_id))
+        if len(self._prompts) == 1:
+            out += self._start(prompt, queued=False)
+        return out
+
+    def _start(self, prompt: _Prompt, *, queued: bool) -> list[Item]:
+        prompt.active = True
+        self._current = prompt
+        prompt.cost_at_start = self._cost
+        self._last_variant = None
+        return [
+            TurnStart(),
+            MessageStarted(session_id="", message_id=prompt.message_id),
+            UserMessage(message_id=prompt.message_id, text=prompt.text, images=prompt.images, queued=queued or None),
+        ]
+
+    def _res_prompt(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
+        prompt = self._prompts.pop(rid, None)
+        if prompt is None:
+            return [Passthrough()]
+        error = msg.error
+        result = _PROMPT_RESULT.decode(msg.result) if error is None and _given(msg.result) else _PromptResult()
+        native = result.stop_reason
+        if error is not None:
+            native = "cancelled" if prompt.cancel_requested else "error"
+        stop: _Stop = _STOP_REASON.get(native, "error" if error is not None else "end_turn")
+        tokens = self._tokens(result.usage)
+        out: list[Item] = []
+        if prompt.active:  # else: a queued prompt answered before its turn began, no turn of its own
+            out += self._end_turn(prompt, native, stop, tokens, error)
+            self._current = None
+        info = ErrorInfo(message=_rpc_error_message(error), error_type=_rpc_error_type(error.code)) if error else None
+        cost = self._cost_delta(prompt)
+        usage = CompletionUsage(tokens=tokens, cost=cost) if tokens is not None or cost is not None else None
+        completion = Completion(
+            stop_reason=stop, text=prompt.last_text, usage=usage, error=info if stop == "error" else None
+        )
+        out.append(MessageCompleted(session_id="", message_id=prompt.message_id, result=completion))
+        for nxt in self._prompts.values():
+            if not nxt.active:
+                out += self._start(nxt, queued=True)
+            break
+        return out
+
+    def _tokens(self, usage: _TurnUsage | None) -> Tokens | None:
+        if usage is None:
+            return None
+        return Tokens(
+            input=usage.input_tokens,
+            output=usage.output_tokens,
+            total=usage.total_tokens,
+            cache_read=usage.cached_read_tokens,
+            cache_write=usage.cached_write_tokens,
+            reasoning=usage.thought_tokens,
+        )
+
+    def _cost_delta(self, prompt: _Prompt) -> Cost | None:
+        if self._cost is None or prompt.cost_at_start is None or not prompt.active:
+            return None  # no baseline: a loaded or resumed session's earlier cost is unknown
+        amount = round(self._cost - prompt.cost_at_start, 10)
+        return Cost(amount=amount, currency="USD", source="agent") if self._cost_currency == "USD" else None
+
+    def _end_turn(
+        self, prompt: _Prompt, native: str, stop: str, tokens: Tokens | None, error: _RpcError | None
+    ) -> list[Item]:
+        out: list[Item] = list(self._flush_all())
+        if error is not None and stop == "error":
+            out.append(
+                Error(message=_rpc_error_message(error), error_type=_rpc_error_type(error.code), recoverable=True)
+            )
+        if stop in ("cancelled", "error"):
+            for call in self._calls.values():
+                if call.prompt is prompt and not call.ended:
+                    call.ended = True
+                    out.append(Emit(body=call.body("failed"), synthetic=True))
+        cost = self._cost_delta(prompt)
+        if tokens is not None or cost is not None:
+            out.append(Usage(tokens=tokens, cost=cost, scope="turn"))
+        reason: Literal["ok", "interrupt"] = "interrupt" if stop in ("cancelled", "error") else "ok"
+        out.append(TurnComplete(reason=reason, stop_reason=native or None))
+        return out
+
+    def _note_cancel(self, params: Raw) -> list[Item]:
+        for prompt in self._prompts.values():
+            prompt.cancel_requested = True
+        return [Passthrough(method="session/cancel")]
+
+    def _cancel_request(self, params: Raw) -> list[Item]:
+        """``$/cancel_request`` either way: a pending permission request is resolved cancelled."""
+        view = _CANCEL_REQUEST.decode(params) if _given(params) else _CancelRequest()
+        for side in ("agent", "client"):
+            pending = self._pending.get((side, view.request_id))
+            if pending is None:
+                continue
+            if pending.method == "session/request_permission":
+                del self._pending[(side, view.request_id)]
+                return [RequestResolved(request_id=str(view.request_id), outcome="cancelled")]
+            if pending.method == "session/prompt":
+                return self._note_cancel(params)
+        return [Passthrough(method="$/cancel_request")]
+
+    # ------------------------------------------------------------------ session/update
+
+    def _update(self, params: Raw) -> list[Item]:
+        view = _UPDATE_PARAMS.decode(params)
+        variant = _UPDATE_HEAD.decode(view.update).session_update
+        handler = _UPDATES.get(variant)
+        if handler is None:
+            return [Passthrough(method="session/update")]
+        out = handler(self, view.update)
+        self._last_variant = variant
+        return self._replayed(out)
+
+    def _chunk(self, kind: _Kind, raw: Raw) -> list[Item]:
+        view = _CHUNK.decode(raw)
+        block = view.content
+        text = _block_text(block) if block is not None else None
+        meta = view.meta.claude_code if view.meta is not None else None
+        notice = (meta is not None and meta.kind == "informational") or (
+            kind == "message" and view.message_id is None and self.agent in _NOTICE_WITHOUT_ID
+        )
+        if notice and text is not None:
+            # a notice of the agent's own, not the model's text; live even inside a load
+            return [Emit(body=WarningBody(message=text, source="agent"), origin="live")]
+        if text is None:
+            return [Passthrough(method="session/update")]
+        variant = "agent_message_chunk" if kind == "message" else "agent_thought_chunk"
+        out: list[Item] = []
+        buf = self._buffers[kind]
+        if buf is not None and (
+            view.message_id != buf.native_id or (view.message_id is None and self._last_variant != variant)
+        ):
+            out += self._flush(kind)
+            buf = None
+        if buf is None:
+            buf = _Buffer(view.message_id or self._new_id(kind), view.message_id)
+            self._buffers[kind] = buf
+        buf.parts.append(text)
+        if kind == "thought":
+            out.append(ReasoningDelta(reasoning_id=buf.the_id, text=text))
+        else:
+            out.append(AssistantDelta(message_id=buf.the_id, text=text))
+        return out
+
+    def _agent_chunk(self, raw: Raw) -> list[Item]:
+        return self._chunk("message", raw)
+
+    def _thought_chunk(self, raw: Raw) -> list[Item]:
+        return self._chunk("thought", raw)
+
+    def _user_chunk(self, raw: Raw) -> list[Item]:
+        view = _CHUNK.decode(raw)
+        block = view.content
+        text = _block_text(block) if block is not None else None
+        images = _images([block]) if block is not None else None
+        active = self._active()
+        if not self._replaying and active is not None and text is not None and text in active.text:
+            return [Passthrough(method="session/update")]  # the live prompt echoed back: already reported
+        out: list[Item] = []
+        new_message = (
+            view.message_id != self._last_user_id
+            if view.message_id is not None
+            else self._last_variant != "user_message_chunk"
+        )
+        if self._replaying and new_message:
+            out += self._flush_all()
+            if self._replay_turn:
+                out.append(TurnComplete(reason="ok"))
+            out.append(TurnStart())
+            self._replay_turn = True
+        if new_message or self._last_user_id is None:
+            self._last_user_id = view.message_id or self._new_id("user")
+        out.append(UserMessage(message_id=self._last_user_id, text=text or "", images=images))
+        return out
+
+    # tool calls ---------------------------------------------------------
+
+    def _tool_call(self, raw: Raw) -> list[Item]:
+        return self._tool(_TOOL_CALL.decode(raw), create=True)
+
+    def _tool_call_update(self, raw: Raw) -> list[Item]:
+        return self._tool(_TOOL_CALL.decode(raw), create=False)
+
+    def _merge(self, call: _Call, view: _ToolCallView) -> tuple[bool, list[Item]]:
+        """Apply a ToolCall / ToolCallUpdate; returns (something changed, content events)."""
+        changed = False
+        extra: list[Item] = []
+        meta = view.meta
+        name = view.name or (meta.claude_code.tool_name if meta is not None and meta.claude_code is not None else None)
+        if name and call.name is None:  # the first name sticks: one tool per call
+            call.name = name
+        if view.title is not None:
+            changed = changed or view.title != call.title
+            call.title = view.title
+        if view.kind is not None:
+            category = _CATEGORY.get(view.kind, "other")
+            changed = changed or category != call.category
+            call.category = category
+            if call.name is None:
+                call.name = view.kind
+        if view.locations is not None:
+            locations = [Location(path=loc.path, line=loc.line) for loc in view.locations] or None
+            changed = changed or locations != call.locations
+            call.locations = locations
+        if _given(view.raw_input):
+            changed = changed or call.input is None or bytes(call.input) != bytes(view.raw_input)
+            call.input = view.raw_input
+        if _given(view.raw_output):
+            changed = True
+            call.output = view.raw_output
+        for item in view.content or ():
+            if item.type == "diff" and item.path is not None and item.new_text is not None:
+                pair = (item.old_text, item.new_text)
+                if call.diffs.get(item.path) == pair:
+                    continue
+                call.diffs[item.path] = pair
+                kind = item.meta.kind if item.meta is not None and item.meta.kind else None
+                if kind is None:
+                    kind = "add" if item.old_text is None else "update"
+                extra.append(
+                    FileDiff(
+                        call_id=call.call_id,
+                        path=item.path,
+                        diff=_unified(item.path, item.old_text, item.new_text),
+                        change_kind=kind,
+                    )
+                )
+            elif item.type == "terminal" and item.terminal_id:
+                self._terminals[item.terminal_id] = call.call_id
+        if meta is not None:
+            extra.extend(
+                CommandOutput(call_id=call.call_id, stream="merged", delta=out.data)
+                for out in (meta.terminal_output_delta, meta.terminal_output)
+                if out is not None and out.data
+            )
+            if meta.terminal_exit is not None and meta.terminal_exit.exit_code is not None:
+                changed = changed or call.exit_code != meta.terminal_exit.exit_code
+                call.exit_code = meta.terminal_exit.exit_code
+        return changed or bool(view.content), extra
+
+    def _tool(self, view: _ToolCallView, *, create: bool) -> list[Item]:
+        if not view.tool_call_id:
+            return [Problem(error=MalformedMessage("tool call without toolCallId"))]
+        out: list[Item] = []
+        call = self._calls.get(view.tool_call_id)
+        known = call is not None
+        if call is None:
+            call = _Call(view.tool_call_id, None if self._replaying else self._active())
+            self._calls[view.tool_call_id] = call
+        changed, extra = self._merge(call, view)
+        if not known:
+            if call.category is None:
+                call.category = "other"
+            out.append(call.body("started"))
+        out += extra
+        status = view.status
+        if status in ("completed", "failed") and not call.ended:
+            call.ended = True
+            out.append(call.body("completed" if status == "completed" else "failed"))
+        elif known and (changed or status is not None):
+            out.append(call.body("updated"))
+        if not out:
+            return [Passthrough(method="session/update")]  # only vendor `_meta` the model has no place for
+        return out
+
+    # permissions --------------------------------------------------------
+
+    def _req_permission(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
+        view = _PERM_PARAMS.decode(params)
+        tc = view.tool_call
+        out: list[Item] = []
+        call = self._calls.get(tc.tool_call_id)
+        if call is None:
+            out += self._tool(tc, create=True) if tc.tool_call_id else []
+            call = self._calls.get(tc.tool_call_id)
+        else:
+            _, extra = self._merge(call, tc)
+            out += [e for e in extra if isinstance(e, FileDiff)]
+        options = [PermissionOption(id=o.option_id, kind=o.kind, label=o.name) for o in view.options]
+        pending.extra = {o.option_id: o.kind for o in view.options}
+        ref = ToolCallRef(
+            call_id=tc.tool_call_id,
+            tool=(call.name if call is not None else None) or tc.kind or "unknown",
+            title=(call.title if call is not None else None) or tc.title or "",
+            input=call.input if call is not None else None,
+            category=call.category if call is not None else None,
+        )
+        out.append(PermissionRequest(request_id=str(rid), tool_call=ref, options=options, detail=self._detail(ref)))
+        return out
+
+    def _detail(self, ref: ToolCallRef) -> PermissionDetail | None:
+        if ref.category != "execute" or not isinstance(ref.input, Raw):
+            return None
+        try:
+            view = _COMMAND_INPUT.decode(ref.input)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        command = " ".join(view.command) if isinstance(view.command, list) else view.command
+        if command is None and view.cwd is None:
+            return None
+        return PermissionDetail(command=command, cwd=view.cwd)
+
+    def _res_permission(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
+        kinds: dict[str, str] = pending.extra or {}
+        result = _PERM_RESULT.decode(msg.result) if msg.error is None and _given(msg.result) else _PermResult()
+        outcome = result.outcome
+        if outcome is None or outcome.outcome != "selected" or outcome.option_id is None:
+            return [RequestResolved(request_id=str(rid), outcome="cancelled")]
+        answer = {"optionId": outcome.option_id, "kind": kinds.get(outcome.option_id)}
+        return [RequestResolved(request_id=str(rid), outcome="answered", answer=answer)]
+
+    # client file system and terminals ----------------------------------
+
+    def _linked(self, path: str) -> _Call | None:
+        for call in reversed(self._calls.values()):
+            if not call.ended and path in call.paths():
+                return call
+        return None
+
+    def _req_fs_read(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
+        view = _FS_PARAMS.decode(params)
+        call = self._linked(view.path)
+        return [call.body("updated")] if call is not None else [Passthrough()]
+
+    def _req_fs_write(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
+        view = _FS_PARAMS.decode(params)
+        call = self._linked(view.path)
+        content = view.content or ""
+        if call is not None:
+            old, new = call.diffs.get(view.path, (None, None))
+            if new == content:
+                return [call.body("updated")]  # the write of a diff already reported
+            if view.path in call.diffs:
+                call.diffs[view.path] = (old, content)
+                return [
+                    FileDiff(
+                        call_id=call.call_id,
+                        path=view.path,
+                        diff=_unified(view.path, old, content),
+                        change_kind="update",
+                    )
+                ]
+        # the old content is unknown: the whole file as written
+        return [
+            FileDiff(
+                call_id=call.call_id if call is not None else None,
+                path=view.path,
+                diff=_unified(view.path, None, content),
+                change_kind="write",
+            )
+        ]
+
+    def _req_terminal_create(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
+        return [Passthrough()]
+
+    def _res_terminal_create(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
+        if msg.error is not None:
+            return self._rpc_error(pending.method, msg.error)
+        result = _TERM_CREATE_RESULT.decode(msg.result)
+        self._terminal_seen[result.terminal_id] = ""
+        return [Passthrough()]
+
+    def _req_terminal(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
+        view = _TERM_PARAMS.decode(params)
+        pending.extra = view.terminal_id
+        return [Passthrough()]
+
+    def _res_terminal_output(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
+        if msg.error is not None:
+            return self._rpc_error(pending.method, msg.error)
+        terminal_id: str = pending.extra or ""
+        result = _TERM_OUTPUT_RESULT.decode(msg.result)
+        call = self._calls.get(self._terminals.get(terminal_id, ""))
+        if call is None:
+            return [Passthrough()]
+        seen = self._terminal_seen.get(terminal_id, "")
+        delta = result.output[len(seen) :] if result.output.startswith(seen) else result.output
+        self._terminal_seen[terminal_id] = result.output
+        out: list[Item] = []
+        if delta:
+            out.append(CommandOutput(call_id=call.call_id, stream="merged", delta=delta))
+        status = result.exit_status
+        if status is not None and status.exit_code is not None and status.exit_code != call.exit_code:
+            call.exit_code = status.exit_code
+            out.append(call.body("updated"))
+        return out or [Passthrough()]
+
+    def _res_terminal_exit(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
+        if msg.error is not None:
+            return self._rpc_error(pending.method, msg.error)
+        terminal_id: str = pending.extra or ""
+        status = _EXIT_STATUS.decode(msg.result) if _given(msg.result) else _ExitStatus()
+        call = self._calls.get(self._terminals.get(terminal_id, ""))
+        if call is None or status.exit_code is None or status.exit_code == call.exit_code:
+            return [Passthrough()]
+        call.exit_code = status.exit_code
+        return [call.body("updated")]
+
+    def _res_terminal_release(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
+        self._terminal_seen.pop(pending.extra or "", None)
+        if msg.error is not None:
+            return self._rpc_error(pending.method, msg.error)
+        return [Passthrough()]
+
+    # other variants -----------------------------------------------------
+
+    def _plan(self, raw: Raw) -> list[Item]:
+        return [Plan(entries=self._entries(_PLAN.decode(raw).entries))]
+
+    def _entries(self, entries: Sequence[_PlanEntry]) -> list[PlanEntry]:
+        return [
+            PlanEntry(
+                content=e.content,
+                status=_PLAN_STATUS.get(e.status, "pending"),
+                priority=e.priority,
+            )
+            for e in entries
+        ]
+
+    def _plan_update(self, raw: Raw) -> list[Item]:
+        plan = _PLAN_CONTENT.decode(raw).plan
+        if plan is None:
+            return [Passthrough(method="session/update")]
+        if plan.type == "items" and plan.entries is not None:
+            return [Plan(entries=self._entries(plan.entries))]
+        if plan.type == "markdown" and plan.content is not None:
+            return [Plan(entries=[], explanation=plan.content)]
+        return [Passthrough(method="session/update")]
+
+    def _commands(self, raw: Raw) -> list[Item]:
+        view = _COMMANDS.decode(raw)
+        return [
+            CommandsUpdate(
+                commands=[
+                    CommandEntry(
+                        name=c.name, description=c.description or None, argument_hint=c.input.hint if c.input else None
+                    )
+                    for c in view.available_commands
+                ]
+            )
+        ]
+
+    def _current_mode(self, raw: Raw) -> list[Item]:
+        mode = _MODE.decode(raw).current_mode_id
+        self._mode = mode or self._mode
+        return [ModeUpdate(mode_id=mode)]
+
+    def _config(self, raw: Raw) -> list[Item]:
+        mode, model = self._apply_config(_CONFIG.decode(raw).config_options)
+        return self._mode_update(mode, model, always=True) or [Passthrough(method="session/update")]
+
+    def _info(self, raw: Raw) -> list[Item]:
+        view = _INFO.decode(raw)
+        if isinstance(view.title, UnsetType):
+            return [Passthrough(method="session/update")]  # only updatedAt / `_meta`: nothing the model holds
+        return [SessionInfo(title=view.title if view.title is not None else "")]
+
+    def _usage(self, raw: Raw) -> list[Item]:
+        view = _USAGE.decode(raw)
+        context = ContextWindow(used=view.used, size=view.size) if view.used is not None else None
+        cost = None
+        if view.cost is not None:
+            self._cost = view.cost.amount
+            self._cost_currency = view.cost.currency
+            cost = Cost(amount=view.cost.amount, currency=view.cost.currency, source="agent")
+        if context is None and cost is None:
+            return [Passthrough(method="session/update")]
+        return [Usage(context=context, cost=cost, scope="session")]
+
+    def _compaction(self, raw: Raw) -> list[Item]:
+        view = _COMPACTION.decode(raw)
+        status = _COMPACTION_STATUS.get(view.status)
+        if status is None:
+            return [Passthrough(method="session/update")]
+        summary = "".join(t for t in (_block_text(b) for b in view.summary or ()) if t) or None
+        error = view.error if isinstance(view.error, str) else None
+        return [Compaction(compaction_id=view.compaction_id, status=status, summary=summary, error=error)]
+
+    def _notice(self, raw: Raw) -> list[Item]:
+        view = _NOTICE.decode(raw)
+        text = f"{view.title}: {view.description}" if view.description else view.title
+        if view.severity == "error":
+            return [Emit(body=Error(message=text, error_type="notice", recoverable=True), origin="live")]
+        return [Emit(body=WarningBody(message=text, source="agent"), origin="live")]
+
+
+_REQUESTS: dict[str, _RequestHandler] = {
+    "initialize": AcpAdapter._req_passthrough,
+    "session/new": AcpAdapter._req_new,
+    "session/load": AcpAdapter._req_load,
+    "session/resume": AcpAdapter._req_resume,
+    "session/set_mode": AcpAdapter._req_with_params,
+    "session/set_model": AcpAdapter._req_with_params,
+    "session/set_config_option": AcpAdapter._req_with_params,
+    "session/prompt": AcpAdapter._req_prompt,
+    "session/request_permission": AcpAdapter._req_permission,
+    "fs/read_text_file": AcpAdapter._req_fs_read,
+    "fs/write_text_file": AcpAdapter._req_fs_write,
+    "terminal/create": AcpAdapter._req_terminal_create,
+    "terminal/output": AcpAdapter._req_terminal,
+    "terminal/wait_for_exit": AcpAdapter._req_terminal,
+    "terminal/kill": AcpAdapter._req_terminal,
+    "terminal/release": AcpAdapter._req_terminal,
+}
+
+_RESPONSES: dict[str, _ResponseHandler] = {
+    "initialize": AcpAdapter._res_initialize,
+    "session/new": AcpAdapter._res_new,
+    "session/load": AcpAdapter._res_load,
+    "session/resume": AcpAdapter._res_resume,
+    "session/set_mode": AcpAdapter._res_set_mode,
+    "session/set_model": AcpAdapter._res_set_model,
+    "session/set_config_option": AcpAdapter._res_set_config,
+    "session/prompt": AcpAdapter._res_prompt,
+    "session/request_permission": AcpAdapter._res_permission,
+    "terminal/create": AcpAdapter._res_terminal_create,
+    "terminal/output": AcpAdapter._res_terminal_output,
+    "terminal/wait_for_exit": AcpAdapter._res_terminal_exit,
+    "terminal/release": AcpAdapter._res_terminal_release,
+}
+
+_NOTIFICATIONS: dict[str, Callable[[AcpAdapter, Raw], list[Item]]] = {
+    "session/update": AcpAdapter._update,
+    "session/cancel": AcpAdapter._note_cancel,
+    "$/cancel_request": AcpAdapter._cancel_request,
+}
+
+_UPDATES: dict[str, Callable[[AcpAdapter, Raw], list[Item]]] = {
+    "user_message_chunk": AcpAdapter._user_chunk,
+    "agent_message_chunk": AcpAdapter._agent_chunk,
+    "agent_thought_chunk": AcpAdapter._thought_chunk,
+    "tool_call": AcpAdapter._tool_call,
+    "tool_call_update": AcpAdapter._tool_call_update,
+    "plan": AcpAdapter._plan,
+    "available_commands_update": AcpAdapter._commands,
+    "current_mode_update": AcpAdapter._current_mode,
+    "config_option_update": AcpAdapter._config,
+    "session_info_update": AcpAdapter._info,
+    "usage_update": AcpAdapter._usage,
+    "plan_update": AcpAdapter._plan_update,
+    "compaction_update": AcpAdapter._compaction,
+    "notice": AcpAdapter._notice,
+}
