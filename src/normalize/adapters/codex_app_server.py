@@ -1,18 +1,1395 @@
-"""The `codex-app-server` adapter (not written yet: every message is kept untranslated)."""
+"""The ``codex-app-server`` adapter: ``codex app-server`` JSON-RPC (v2) on stdio.
+
+Facts (codex-cli 0.169.0 captures unless marked otherwise):
+
+* JSON-RPC "lite": no ``"jsonrpc"`` key in either direction.  A line is a
+  request (``method`` + ``id``), a notification (``method``, no ``id``) or a
+  response (``id`` + ``result`` | ``error``).  Server-to-client request ids are
+  their own counter starting at 0 and collide with the client's ids: pending
+  requests are keyed by (direction, id).
+* Every server notification carries a top-level ``emittedAtMs`` (Unix ms) beside
+  ``params``; responses and server requests have none (the capture time is used).
+* ``thread/start``'s response comes before ``thread/started``; the turn id is
+  first known from ``turn/start``'s response, then ``turn/started``.
+* ``item/started`` / deltas / ``item/completed``; the completed item is the
+  truth.  ``item/commandExecution/outputDelta`` is lossy: the first chunk of a
+  command's output was missing from the deltas but present in
+  ``aggregatedOutput``.
+* ``turn/completed``'s ``turn.items`` is not the item list (only the final
+  agentMessage on success, ``[]`` on failure or interrupt).  An item in flight
+  at ``turn/interrupt`` never gets ``item/completed``.
+* ``error`` with ``willRetry: true`` is a retry notice ("Reconnecting... 1/1");
+  the terminal one (``willRetry: false``) precedes ``turn/completed`` with
+  ``status: "failed"`` whose ``turn.error`` repeats it.  ``codexErrorInfo`` is a
+  bare string or a one-key object.
+* ``thread/tokenUsage/updated``: ``total`` is cumulative for the thread, ``last``
+  the last model request; sent after every model response, repeated unchanged.
+  On context-window overflow both read ``totalTokens = modelContextWindow`` with
+  every other count 0.
+* ``turn/diff/updated``: the whole turn's ``git diff``, re-sent identical several
+  times; per turn, not cumulative.
+* ``account/rateLimits/updated`` after every model stream (all null for a
+  non-OpenAI provider).
+* Approvals: ``availableDecisions`` leaves out ``decline`` yet ``decline`` is
+  accepted (the item completes ``declined``).  ``item/fileChange/requestApproval``
+  has no diff: the changes are in the preceding ``item/started``.
+  ``serverRequest/resolved`` follows each answer.
+* Casing: camelCase keys and enum values, but ``text_elements``, ``move_path``
+  and ``agentMessage.phase`` values (``final_answer``) are snake_case.
+"""
 
 from __future__ import annotations
 
-from normalize import Adapter, Direction, Item, Passthrough
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import msgspec
+from msgspec import Raw, Struct, field
+
+from normalize import (
+    Adapter,
+    AssistantDelta,
+    AssistantMessage,
+    Body,
+    CommandOutput,
+    Compaction,
+    Completion,
+    CompletionUsage,
+    ContextApplied,
+    ContextUpdated,
+    ContextWindow,
+    Direction,
+    Emit,
+    Error,
+    ErrorInfo,
+    FileDiff,
+    Image,
+    Item,
+    MalformedMessage,
+    McpTool,
+    MessageAccepted,
+    MessageCompleted,
+    MessageStarted,
+    ModeUpdate,
+    Passthrough,
+    PermissionDetail,
+    PermissionOption,
+    PermissionRequest,
+    PermissionsUpdate,
+    Plan,
+    PlanEntry,
+    Question,
+    QuestionOption,
+    ReasoningDelta,
+    RequestResolved,
+    Sample,
+    SessionCreated,
+    SessionInfo,
+    SessionRecord,
+    SessionResumed,
+    Source,
+    Tokens,
+    ToolCall,
+    ToolCallRef,
+    TurnComplete,
+    TurnStart,
+    Usage,
+    UserQuestion,
+)
+from normalize import (
+    Warning as WarningBody,
+)
+from normalize.adapters import _codex_items as ci
+
+__all__ = ["CodexAppServerAdapter"]
+
+_NULL = Raw(b"null")
+
+
+def _present(raw: Raw) -> bool:
+    return bytes(raw) != b"null"
+
+
+class _V(Struct, frozen=True, kw_only=True, rename="camel"):
+    """Base of the narrow views: camelCase wire names, unknown keys ignored."""
+
+
+# ----------------------------------------------------------------- envelope
+
+
+class _Envelope(_V, frozen=True, kw_only=True):
+    method: str | None = None
+    id: int | str | None = None
+    params: Raw = _NULL
+    result: Raw = _NULL
+    error: Raw = _NULL
+    emitted_at_ms: int | None = None
+
+
+class _RpcError(_V, frozen=True, kw_only=True):
+    message: str = ""
+    code: int | None = None
+
+
+# ----------------------------------------------------------------- items
+
+
+class _ItemHead(_V, frozen=True, kw_only=True):
+    type: str
+    id: str
+
+
+class _UserInput(_V, frozen=True, kw_only=True):
+    type: str
+    text: str | None = None
+    url: str | None = None
+    path: str | None = None
+
+
+class _UserMessageItem(_V, frozen=True, kw_only=True):
+    id: str
+    content: list[_UserInput] = []
+
+
+class _TextItem(_V, frozen=True, kw_only=True):
+    """agentMessage, plan."""
+
+    id: str
+    text: str = ""
+    phase: str | None = None
+
+
+class _ReasoningItem(_V, frozen=True, kw_only=True):
+    id: str
+    summary: list[str] = []
+    content: list[str] = []
+
+
+class _CommandItem(_V, frozen=True, kw_only=True):
+    id: str
+    command: str = ""
+    cwd: str | None = None
+    status: str | None = None
+    aggregated_output: str | None = None
+    exit_code: int | None = None
+
+
+class _ChangeKind(_V, frozen=True, kw_only=True):
+    type: str
+    move_path: str | None = field(name="move_path", default=None)
+
+
+class _ChangeView(_V, frozen=True, kw_only=True):
+    path: str
+    kind: _ChangeKind
+    diff: str | None = None
+
+
+class _FileChangeItem(_V, frozen=True, kw_only=True):
+    id: str
+    changes: list[_ChangeView] = []
+    status: str | None = None
+
+
+class _McpItem(_V, frozen=True, kw_only=True):
+    id: str
+    server: str = ""
+    tool: str = ""
+    status: str | None = None
+    arguments: Raw = _NULL
+    result: Raw = _NULL
+    error: Raw = _NULL
+
+
+class _WebSearchItem(_V, frozen=True, kw_only=True):
+    id: str
+    query: str | None = None
+    action: Raw = _NULL
+    results: Raw = _NULL
+
+
+class _ImageViewItem(_V, frozen=True, kw_only=True):
+    id: str
+    path: str = ""
+
+
+class _GenericToolItem(_V, frozen=True, kw_only=True):
+    """dynamicToolCall, collabAgentToolCall, imageGeneration."""
+
+    id: str
+    tool: str | None = None
+    status: str | None = None
+    arguments: Raw = _NULL
+    content_items: Raw = _NULL
+    success: bool | None = None
+
+
+class _ReviewItem(_V, frozen=True, kw_only=True):
+    id: str
+    review: str | None = None
+
+
+# ----------------------------------------------------------------- params
+
+
+class _Thread(_V, frozen=True, kw_only=True):
+    id: str
+    cwd: str | None = None
+    model: str | None = None
+    name: str | None = None
+    cli_version: str | None = None
+    created_at: int | None = None
+    turns: list[Raw] = []
+
+
+class _ThreadParams(_V, frozen=True, kw_only=True):
+    thread: _Thread
+
+
+class _ThreadResult(_V, frozen=True, kw_only=True):
+    thread: _Thread | None = None
+    model: str | None = None
+    cwd: str | None = None
+    approval_policy: Raw = _NULL
+    sandbox: Raw = _NULL
+
+
+class _TurnError(_V, frozen=True, kw_only=True):
+    message: str = ""
+    codex_error_info: Any = None
+    additional_details: str | None = None
+
+
+class _Turn(_V, frozen=True, kw_only=True):
+    id: str
+    status: str = "inProgress"
+    error: _TurnError | None = None
+    items: list[Raw] = []
+
+
+class _TurnParams(_V, frozen=True, kw_only=True):
+    turn: _Turn
+    thread_id: str | None = None
+
+
+class _TurnResult(_V, frozen=True, kw_only=True):
+    turn: _Turn
+
+
+class _ItemParams(_V, frozen=True, kw_only=True):
+    item: Raw
+    turn_id: str | None = None
+
+
+class _DeltaParams(_V, frozen=True, kw_only=True):
+    item_id: str
+    delta: str = ""
+    summary_index: int | None = None
+
+
+class _ProgressParams(_V, frozen=True, kw_only=True):
+    item_id: str
+    message: str | None = None
+    stdin: str | None = None
+    changes: list[_ChangeView] = []
+
+
+class _Breakdown(_V, frozen=True, kw_only=True):
+    total_tokens: int | None = None
+    input_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    cache_write_input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_output_tokens: int | None = None
+
+
+class _TokenUsage(_V, frozen=True, kw_only=True):
+    total: _Breakdown
+    last: _Breakdown | None = None
+    model_context_window: int | None = None
+
+
+class _TokenUsageParams(_V, frozen=True, kw_only=True):
+    token_usage: _TokenUsage
+
+
+class _RateLimitsParams(_V, frozen=True, kw_only=True):
+    rate_limits: Raw = _NULL
+
+
+class _PlanStep(_V, frozen=True, kw_only=True):
+    step: str
+    status: str
+
+
+class _PlanParams(_V, frozen=True, kw_only=True):
+    plan: list[_PlanStep] = []
+    explanation: str | None = None
+
+
+class _DiffParams(_V, frozen=True, kw_only=True):
+    diff: str = ""
+    turn_id: str | None = None
+
+
+class _ErrorParams(_V, frozen=True, kw_only=True):
+    error: _TurnError
+    will_retry: bool = False
+    turn_id: str | None = None
+
+
+class _WarningParams(_V, frozen=True, kw_only=True):
+    """configWarning, deprecationNotice (summary/details), warning (message)."""
+
+    summary: str | None = None
+    details: str | None = None
+    message: str | None = None
+
+
+class _McpStartupParams(_V, frozen=True, kw_only=True):
+    name: str
+    status: str
+    error: str | None = None
+    failure_reason: Raw = _NULL
+
+
+class _ReroutedParams(_V, frozen=True, kw_only=True):
+    to_model: str | None = None
+
+
+class _ThreadNameParams(_V, frozen=True, kw_only=True):
+    name: str | None = None
+    thread_name: str | None = None
+
+
+class _CompactedParams(_V, frozen=True, kw_only=True):
+    turn_id: str = ""
+
+
+class _ResolvedParams(_V, frozen=True, kw_only=True):
+    request_id: int | str
+
+
+class _InitializeResult(_V, frozen=True, kw_only=True):
+    user_agent: str | None = None
+
+
+class _CommandApproval(_V, frozen=True, kw_only=True):
+    item_id: str
+    command: str | None = None
+    cwd: str | None = None
+    reason: str | None = None
+    available_decisions: list[Raw] | None = None
+
+
+class _FileApproval(_V, frozen=True, kw_only=True):
+    item_id: str
+    reason: str | None = None
+    grant_root: str | None = None
+
+
+class _PermissionsApproval(_V, frozen=True, kw_only=True):
+    item_id: str
+    cwd: str | None = None
+    reason: str | None = None
+    permissions: Raw = _NULL
+
+
+class _QuestionOptionView(_V, frozen=True, kw_only=True):
+    label: str
+    description: str | None = None
+
+
+class _QuestionView(_V, frozen=True, kw_only=True):
+    id: str
+    question: str = ""
+    header: str | None = None
+    is_other: bool = False
+    options: list[_QuestionOptionView] | None = None
+
+
+class _UserInputRequest(_V, frozen=True, kw_only=True):
+    item_id: str
+    questions: list[_QuestionView] = []
+    is_blocking: bool = True
+
+
+class _ElicitationRequest(_V, frozen=True, kw_only=True):
+    server_name: str = ""
+    message: str = ""
+
+
+class _ToolCallRequest(_V, frozen=True, kw_only=True):
+    call_id: str
+    tool: str
+    arguments: Raw = _NULL
+
+
+class _ToolCallResult(_V, frozen=True, kw_only=True):
+    content_items: Raw = _NULL
+    success: bool | None = None
+
+
+class _Decision(_V, frozen=True, kw_only=True):
+    decision: Raw = _NULL
+    action: str | None = None
+
+
+def _decoder(t: type[Any]) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(t)
+
+
+_ENVELOPE = _decoder(_Envelope)
+_RPC_ERROR = _decoder(_RpcError)
+_ITEM_HEAD = _decoder(_ItemHead)
+_USER_MESSAGE = _decoder(_UserMessageItem)
+_TEXT_ITEM = _decoder(_TextItem)
+_REASONING = _decoder(_ReasoningItem)
+_COMMAND = _decoder(_CommandItem)
+_FILE_CHANGE = _decoder(_FileChangeItem)
+_MCP = _decoder(_McpItem)
+_WEB_SEARCH = _decoder(_WebSearchItem)
+_IMAGE_VIEW = _decoder(_ImageViewItem)
+_GENERIC_TOOL = _decoder(_GenericToolItem)
+_REVIEW = _decoder(_ReviewItem)
+_THREAD_PARAMS = _decoder(_ThreadParams)
+_THREAD_RESULT = _decoder(_ThreadResult)
+_TURN = _decoder(_Turn)
+_TURN_PARAMS = _decoder(_TurnParams)
+_TURN_RESULT = _decoder(_TurnResult)
+_ITEM_PARAMS = _decoder(_ItemParams)
+_DELTA = _decoder(_DeltaParams)
+_PROGRESS = _decoder(_ProgressParams)
+_TOKEN_USAGE = _decoder(_TokenUsageParams)
+_RATE_LIMITS = _decoder(_RateLimitsParams)
+_PLAN = _decoder(_PlanParams)
+_DIFF = _decoder(_DiffParams)
+_ERROR = _decoder(_ErrorParams)
+_WARNING = _decoder(_WarningParams)
+_MCP_STARTUP = _decoder(_McpStartupParams)
+_REROUTED = _decoder(_ReroutedParams)
+_THREAD_NAME = _decoder(_ThreadNameParams)
+_COMPACTED = _decoder(_CompactedParams)
+_RESOLVED = _decoder(_ResolvedParams)
+_INITIALIZE = _decoder(_InitializeResult)
+_COMMAND_APPROVAL = _decoder(_CommandApproval)
+_FILE_APPROVAL = _decoder(_FileApproval)
+_PERMISSIONS_APPROVAL = _decoder(_PermissionsApproval)
+_USER_INPUT_REQUEST = _decoder(_UserInputRequest)
+_ELICITATION = _decoder(_ElicitationRequest)
+_TOOL_CALL_REQUEST = _decoder(_ToolCallRequest)
+_TOOL_CALL_RESULT = _decoder(_ToolCallResult)
+_DECISION = _decoder(_Decision)
+_ANY = msgspec.json.Decoder()
+
+
+def _ms_ts(ms: int) -> str:
+    """Unix milliseconds as RFC 3339 UTC with milliseconds (exact, no float rounding)."""
+    dt = datetime.fromtimestamp(ms // 1000, tz=UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def _s_ts(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def _tokens(b: _Breakdown) -> Tokens:
+    return ci.tokens(
+        input=b.input_tokens,
+        output=b.output_tokens,
+        total=b.total_tokens,
+        cached=b.cached_input_tokens,
+        cache_write=b.cache_write_input_tokens,
+        reasoning=b.reasoning_output_tokens,
+    )
+
+
+def _minus(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return None
+    return a - (b or 0)
+
+
+def _token_delta(now: _Breakdown, base: _Breakdown | None) -> Tokens:
+    if base is None:
+        return _tokens(now)
+    return ci.tokens(
+        input=_minus(now.input_tokens, base.input_tokens),
+        output=_minus(now.output_tokens, base.output_tokens),
+        total=_minus(now.total_tokens, base.total_tokens),
+        cached=_minus(now.cached_input_tokens, base.cached_input_tokens),
+        cache_write=_minus(now.cache_write_input_tokens, base.cache_write_input_tokens),
+        reasoning=_minus(now.reasoning_output_tokens, base.reasoning_output_tokens),
+    )
+
+
+def _is_overflow_marker(u: _TokenUsage) -> bool:
+    """Context-window overflow: every count 0 but ``totalTokens`` (= the window)."""
+    t = u.total
+    return bool(t.total_tokens) and not t.input_tokens and not t.output_tokens
+
+
+def _changes(views: Sequence[_ChangeView]) -> list[ci.Change]:
+    return [ci.Change(path=c.path, kind=c.kind.type, diff=c.diff, move_path=c.kind.move_path) for c in views]
+
+
+def _error_text(err: _TurnError) -> str:
+    if err.additional_details and err.additional_details not in err.message:
+        return f"{err.message}: {err.additional_details}"
+    return err.message
+
+
+def _split_git_diff(diff: str) -> list[tuple[str, str, str]]:
+    """A ``git diff`` as (path, section, change kind) per file."""
+    out: list[tuple[str, str, str]] = []
+    for chunk in diff.split("diff --git ")[1:]:
+        section = "diff --git " + chunk
+        header = chunk.split("\n", 1)[0]
+        path = header.rsplit(" b/", 1)[-1] if " b/" in header else header
+        if "\nnew file mode" in section:
+            kind = "add"
+        elif "\ndeleted file mode" in section:
+            kind = "delete"
+        elif "\nrename from" in section:
+            kind = "move"
+        else:
+            kind = "update"
+        out.append((path, section, kind))
+    return out
+
+
+# Approval decisions -> permission option kinds (ACP's vocabulary).
+_DECISION_KIND = {
+    "accept": "allow_once",
+    "acceptForSession": "allow_always",
+    "acceptWithExecpolicyAmendment": "allow_always",
+    "applyNetworkPolicyAmendment": "allow_always",
+    "decline": "reject_once",
+    "cancel": "reject_once",
+}
+_DECISION_LABEL = {
+    "accept": "Allow",
+    "acceptForSession": "Allow for this session",
+    "acceptWithExecpolicyAmendment": "Always allow this command",
+    "applyNetworkPolicyAmendment": "Allow this network access",
+    "decline": "Decline",
+    "cancel": "Decline and stop the turn",
+}
+_DEFAULT_DECISIONS = ("accept", "acceptForSession", "decline", "cancel")
+
+
+def _option(name: str) -> PermissionOption:
+    return PermissionOption(id=name, kind=_DECISION_KIND.get(name, "other"), label=_DECISION_LABEL.get(name, name))
+
+
+def _decision_name(raw: Raw) -> str:
+    value = _ANY.decode(raw)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and len(value) == 1:
+        return str(next(iter(value)))
+    return "other"
+
+
+# ----------------------------------------------------------------- state
+
+
+class _Open:
+    """An item between item/started and item/completed."""
+
+    __slots__ = ("kind", "seen", "streamed", "text", "view")
+
+    def __init__(self, kind: str, view: Any) -> None:
+        self.kind = kind
+        self.view = view
+        self.streamed = False
+        self.text: list[str] = []
+        self.seen: set[tuple[str, str]] = set()
+
+
+class _Pending:
+    """A request waiting for its response."""
+
+    __slots__ = ("call_id", "method", "request_id", "tool")
+
+    def __init__(self, method: str, request_id: str = "", call_id: str = "", tool: str = "") -> None:
+        self.method = method
+        self.request_id = request_id
+        self.call_id = call_id
+        self.tool = tool
+
+
+_Handler = Callable[["CodexAppServerAdapter", Raw], list[Item]]
+_ResponseHandler = Callable[["CodexAppServerAdapter", "_Pending", Raw], list[Item]]
+_ItemHandler = Callable[["CodexAppServerAdapter", Raw, "_Open | None"], list[Body]]
+
+_StopReason = Literal["end_turn", "cancelled", "error"]
+_TERMINAL_STATUS: dict[str, tuple[Literal["ok", "interrupt"], _StopReason]] = {
+    "completed": ("ok", "end_turn"),
+    "interrupted": ("interrupt", "cancelled"),
+    "failed": ("ok", "error"),
+}
 
 
 class CodexAppServerAdapter(Adapter):
     protocol = "codex-app-server"
     agent = "codex"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._pending: dict[tuple[Direction, int | str], _Pending] = {}
+        self._answered: set[str] = set()
+        self._open: dict[str, _Open] = {}
+        self._threads: set[str] = set()
+        self._version: str | None = None
+        # the running turn
+        self._turn_id: str | None = None
+        self._turn_error = False
+        self._turn_text: str | None = None
+        self._turn_base: _Breakdown | None = None
+        self._diffs: dict[str, str] = {}
+        # cumulative snapshots, to report changes only
+        self._totals: _Breakdown | None = None
+        self._usage_raw: bytes | None = None
+        self._rate_limits: bytes | None = None
+
+    # ------------------------------------------------------------ contract
+
+    @classmethod
+    def detect(cls, sample: Sequence[Sample]) -> float:
+        for data, _ in sample:
+            try:
+                env = _ENVELOPE.decode(data)
+            except msgspec.DecodeError:
+                continue
+            if b'"jsonrpc"' in data:
+                return 0.0
+            method = env.method or ""
+            if method.startswith(("thread/", "turn/", "item/")) or method in _AGENT_NOTIFICATIONS:
+                return 0.9
+        return 0.0
+
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
-        return [Passthrough()]
+        try:
+            message.decode("utf-8")  # msgspec does not check keys it skips; the payload is kept as is
+            env = _ENVELOPE.decode(message)
+        except UnicodeDecodeError:
+            raise MalformedMessage("codex-app-server: not UTF-8") from None
+        except msgspec.DecodeError as exc:
+            raise MalformedMessage(f"codex-app-server: not a JSON-RPC message: {exc}") from None
+        try:
+            return self._dispatch(env, from_)
+        except msgspec.DecodeError as exc:
+            raise MalformedMessage(f"codex-app-server: {env.method or 'response'}: {exc}") from None
 
     def close(self) -> list[Item]:
         self._closed = True
-        return []
+        out: list[Item] = []
+        for item_id, op in self._open.items():
+            if op.kind in _CALL_KINDS:
+                msg = f"codex {op.kind} {item_id} never completed: the stream ended first"
+                out.append(Emit(body=WarningBody(message=msg, source="normalize"), synthetic=True))
+        for (side, rid), p in self._pending.items():
+            if side == "agent":
+                msg = f"codex request {rid} ({p.method}) was never answered"
+                out.append(Emit(body=WarningBody(message=msg, source="normalize"), synthetic=True))
+        self._open.clear()
+        self._pending.clear()
+        return out
+
+    # ------------------------------------------------------------ routing
+
+    def _dispatch(self, env: _Envelope, from_: Direction) -> list[Item]:
+        ts = _ms_ts(env.emitted_at_ms) if env.emitted_at_ms is not None else None
+        if env.method is not None:
+            head: list[Item] = [Source(method=env.method, ts=ts)]
+            if from_ == "agent":
+                if env.id is not None:
+                    handler = _SERVER_REQUESTS.get(env.method)
+                    if handler is None:
+                        self._pending[("agent", env.id)] = _Pending(env.method, str(env.id))
+                        return [*head, Passthrough()]
+                    return [*head, *handler(self, env.params, env.id)]
+                notification = _AGENT_NOTIFICATIONS.get(env.method)
+                if notification is None:
+                    return [*head, Passthrough()]
+                return [*head, *notification(self, env.params)]
+            if env.id is not None:
+                self._pending[("client", env.id)] = _Pending(env.method)
+            return [*head, Passthrough()]  # the client's requests: their answers carry the meaning
+        if env.id is None:
+            raise MalformedMessage("codex-app-server: a message with neither method nor id")
+        # A response: to the other side's request.
+        asker: Direction = "client" if from_ == "agent" else "agent"
+        pending = self._pending.pop((asker, env.id), None)
+        if pending is None:
+            return [Passthrough()]
+        head = [Source(method=pending.method, ts=ts)]
+        if _present(env.error):
+            return [*head, *self._error_response(pending, asker, env.error)]
+        table = _CLIENT_RESPONSES if asker == "agent" else _AGENT_RESPONSES
+        respond = table.get(pending.method)
+        if respond is None:
+            return [*head, Passthrough()]
+        return [*head, *respond(self, pending, env.result)]
+
+    def _error_response(self, pending: _Pending, asker: Direction, raw: Raw) -> list[Item]:
+        err = _RPC_ERROR.decode(raw)
+        if asker == "agent":  # the client refused or failed to answer the server's request
+            if pending.method == "item/tool/call":
+                call = ToolCall(call_id=pending.call_id, tool=pending.tool, phase="failed", output=err.message)
+                return [call]
+            self._answered.add(pending.request_id)
+            return [RequestResolved(request_id=pending.request_id, outcome="cancelled")]
+        kind = f"jsonrpc {err.code}" if err.code is not None else "jsonrpc"
+        return [Error(message=f"{pending.method}: {err.message}", error_type=kind, recoverable=True)]
+
+    # ------------------------------------------------------------ session, threads
+
+    def _record(self, thread: _Thread) -> SessionRecord:
+        return SessionRecord(
+            id="",
+            agent="",
+            protocol="",
+            native_session_id=thread.id,
+            title=thread.name,
+            cwd=thread.cwd,
+            model=thread.model,
+            created_at=_s_ts(thread.created_at) if thread.created_at is not None else None,
+            agent_version=thread.cli_version or self._version,
+        )
+
+    def _on_thread_started(self, params: Raw) -> list[Item]:
+        thread = _THREAD_PARAMS.decode(params).thread
+        if thread.id in self._threads:
+            return [SessionInfo(title=thread.name, cwd=thread.cwd, model=thread.model)]
+        self._threads.add(thread.id)
+        return [SessionCreated(session_id="", record=self._record(thread))]
+
+    def _on_initialize(self, pending: _Pending, raw: Raw) -> list[Item]:
+        ua = _INITIALIZE.decode(raw).user_agent or ""
+        # "<originator>/<codex version> (<os>; <arch>) ..."
+        first = ua.split(" ", 1)[0]
+        if "/" in first:
+            self._version = first.rsplit("/", 1)[1] or None
+        return [Passthrough()]
+
+    def _permissions(self, result: _ThreadResult) -> list[Item]:
+        if not (_present(result.approval_policy) or _present(result.sandbox)):
+            return []
+        spec = {"approvalPolicy": result.approval_policy, "sandbox": result.sandbox}
+        return [PermissionsUpdate(spec=spec, applied="now")]
+
+    def _on_thread_start(self, pending: _Pending, raw: Raw) -> list[Item]:
+        out = self._permissions(_THREAD_RESULT.decode(raw))
+        return out or [Passthrough()]
+
+    def _on_thread_resume(self, pending: _Pending, raw: Raw) -> list[Item]:
+        result = _THREAD_RESULT.decode(raw)
+        out: list[Item] = []
+        if result.thread is not None:
+            thread = result.thread
+            self._threads.add(thread.id)
+            out.append(SessionResumed(session_id="", record=self._record(thread)))
+            for turn_raw in thread.turns:
+                out.extend(self._replay_turn(_TURN.decode(turn_raw)))
+        out.extend(self._permissions(result))
+        return out or [Passthrough()]
+
+    def _replay_turn(self, turn: _Turn) -> list[Item]:
+        """A stored turn of ``thread/resume``'s history, as ``replay`` events."""
+        bodies: list[Body] = [TurnStart()]
+        for raw in turn.items:
+            kind = _ITEM_HEAD.decode(raw).type
+            completed = _ITEM_COMPLETED.get(kind)
+            if completed is not None:
+                bodies.extend(completed(self, raw, None))
+        reason, _ = _TERMINAL_STATUS.get(turn.status, ("interrupt", "cancelled"))
+        bodies.append(TurnComplete(reason=reason, stop_reason=turn.status, native_turn_id=turn.id))
+        return [Emit(body=b, origin="replay") for b in bodies]
+
+    # ------------------------------------------------------------ turns
+
+    def _on_turn_start(self, pending: _Pending, raw: Raw) -> list[Item]:
+        turn = _TURN_RESULT.decode(raw).turn
+        return [MessageAccepted(session_id="", message_id=turn.id)]
+
+    def _on_turn_started(self, params: Raw) -> list[Item]:
+        turn = _TURN_PARAMS.decode(params).turn
+        self._turn_id = turn.id
+        self._turn_error = False
+        self._turn_text = None
+        self._turn_base = self._totals
+        self._diffs = {}
+        return [TurnStart(), MessageStarted(session_id="", message_id=turn.id)]
+
+    def _on_turn_completed(self, params: Raw) -> list[Item]:
+        turn = _TURN_PARAMS.decode(params).turn
+        out: list[Item] = []
+        # Items in flight (an interrupt leaves them open) end with the turn.
+        for item_id in list(self._open):
+            op = self._open.pop(item_id)
+            out.extend(_ITEM_CLOSE[op.kind](self, item_id, op))
+        reason, stop = _TERMINAL_STATUS.get(turn.status, ("interrupt", "cancelled"))
+        error: ErrorInfo | None = None
+        if turn.error is not None:
+            error = ErrorInfo(message=turn.error.message, error_type=ci.error_type(turn.error.codex_error_info))
+            if turn.status == "failed" and not self._turn_error:
+                out.append(Error(message=_error_text(turn.error), error_type=error.error_type, recoverable=False))
+        usage: CompletionUsage | None = None
+        if self._totals is not None and self._totals != self._turn_base:
+            tokens = _token_delta(self._totals, self._turn_base)
+            out.append(Usage(tokens=tokens, scope="turn"))
+            usage = CompletionUsage(tokens=tokens)
+        text = self._turn_text
+        for raw in turn.items:
+            if _ITEM_HEAD.decode(raw).type == "agentMessage":
+                text = _TEXT_ITEM.decode(raw).text
+        out.append(TurnComplete(reason=reason, stop_reason=turn.status, native_turn_id=turn.id))
+        completion = Completion(stop_reason=stop, text=text, usage=usage, error=error)
+        out.append(MessageCompleted(session_id="", message_id=turn.id, result=completion))
+        self._turn_id = None
+        return out
+
+    # ------------------------------------------------------------ items
+
+    def _on_item_started(self, params: Raw) -> list[Item]:
+        p = _ITEM_PARAMS.decode(params)
+        head = _ITEM_HEAD.decode(p.item)
+        started = _ITEM_STARTED.get(head.type)
+        if head.type in _ITEM_CLOSE:
+            self._open[head.id] = _Open(head.type, p.item)
+        if started is None:
+            return [Passthrough()]
+        return [*started(self, p.item, self._open.get(head.id))] or [Passthrough()]
+
+    def _on_item_completed(self, params: Raw) -> list[Item]:
+        p = _ITEM_PARAMS.decode(params)
+        head = _ITEM_HEAD.decode(p.item)
+        completed = _ITEM_COMPLETED.get(head.type)
+        op = self._open.pop(head.id, None)
+        if completed is None:
+            return [Passthrough()]
+        return [*completed(self, p.item, op)] or [Passthrough()]
+
+    # started -----------------------------------------------------------
+
+    def _started_command(self, raw: Raw, op: _Open | None) -> list[Body]:
+        v = _COMMAND.decode(raw)
+        return [ci.command_started(v.id, v.command, v.cwd)]
+
+    def _started_file_change(self, raw: Raw, op: _Open | None) -> list[Body]:
+        v = _FILE_CHANGE.decode(raw)
+        return ci.file_change_started(v.id, _changes(v.changes), op.seen if op else set())
+
+    def _started_mcp(self, raw: Raw, op: _Open | None) -> list[Body]:
+        v = _MCP.decode(raw)
+        return ci.mcp_started(v.id, v.server, v.tool, v.arguments)
+
+    def _started_web_search(self, raw: Raw, op: _Open | None) -> list[Body]:
+        v = _WEB_SEARCH.decode(raw)
+        return [ci.web_search_started(v.id, v.query)]
+
+    def _started_image_view(self, raw: Raw, op: _Open | None) -> list[Body]:
+        v = _IMAGE_VIEW.decode(raw)
+        return [ci.image_view(v.id, v.path, "started")]
+
+    def _started_generic_tool(self, raw: Raw, op: _Open | None) -> list[Body]:
+        head = _ITEM_HEAD.decode(raw)
+        v = _GENERIC_TOOL.decode(raw)
+        tool = v.tool or head.type
+        return [ToolCall(call_id=v.id, tool=tool, phase="started", category="other", input=v.arguments)]
+
+    def _started_compaction(self, raw: Raw, op: _Open | None) -> list[Body]:
+        return [ci.compaction(_ITEM_HEAD.decode(raw).id, "in_progress")]
+
+    # completed ---------------------------------------------------------
+
+    def _completed_user_message(self, raw: Raw, op: _Open | None) -> list[Body]:
+        v = _USER_MESSAGE.decode(raw)
+        texts = [c.text for c in v.content if c.type == "text" and c.text is not None]
+        images = [Image(uri=c.url or c.path) for c in v.content if c.type in ("image", "localImage")]
+        return [ci.user_message(v.id, texts, images)]
+
+    def _completed_agent_message(self, raw: Raw, op: _Open | None) -> list[Body]:
+        v = _TEXT_ITEM.decode(raw)
+        if self._turn_text is None or v.phase in (None, "final_answer"):
+            self._turn_text = v.text
+        return [ci.agent_message(v.id, v.text)]
+
+    def _completed_plan(self, raw: Raw, op: _Open | None) -> list[Body]:
+        v = _TEXT_ITEM.decode(raw)
+        return [ci.agent_message(v.id, v.text)]
+
+    def _completed_reasoning(self, raw: Raw, op: _Open | None) -> list[Body]:
+        v = _REASONING.decode(raw)
+        return [ci.reasoning(v.id, v.summary, v.content)]
+
+    def _completed_command(self, raw: Raw, op: _Open | None) -> list[Body]:
+        v = _COMMAND.decode(raw)
+        streamed = op is not None and op.streamed
+        return ci.command_finished(
+            v.id, v.command, v.cwd, v.status, v.aggregated_output, v.exit_code, output_streamed=streamed
+        )
+
+    def _completed_file_change(self, raw: Raw, op: _Open | None) -> list[Body]:
+        v = _FILE_CHANGE.decode(raw)
+        return ci.file_change_finished(v.id, _changes(v.changes), v.status, op.seen if op else set())
+
+    def _completed_mcp(self, raw: Raw, op: _Open | None) -> list[Body]:
+        v = _MCP.decode(raw)
+        result = v.result if _present(v.result) else None
+        error = v.error if _present(v.error) else None
+        return ci.mcp_finished(v.id, v.server, v.tool, v.arguments, v.status, result, error)
+
+    def _completed_web_search(self, raw: Raw, op: _Open | None) -> list[Body]:
+        v = _WEB_SEARCH.decode(raw)
+        results = v.results if _present(v.results) else None
+        return [ci.web_search_finished(v.id, v.query, results)]
+
+    def _completed_image_view(self, raw: Raw, op: _Open | None) -> list[Body]:
+        v = _IMAGE_VIEW.decode(raw)
+        return [ci.image_view(v.id, v.path, "completed")]
+
+    def _completed_generic_tool(self, raw: Raw, op: _Open | None) -> list[Body]:
+        head = _ITEM_HEAD.decode(raw)
+        v = _GENERIC_TOOL.decode(raw)
+        phase = ci.phase_of(v.status)
+        if v.success is False:
+            phase = "failed"
+        output = v.content_items if _present(v.content_items) else None
+        return [
+            ToolCall(
+                call_id=v.id,
+                tool=v.tool or head.type,
+                phase=phase if phase != "started" else "completed",
+                category="other",
+                input=v.arguments,
+                output=output,
+            )
+        ]
+
+    def _completed_compaction(self, raw: Raw, op: _Open | None) -> list[Body]:
+        return [ci.compaction(_ITEM_HEAD.decode(raw).id, "completed")]
+
+    def _completed_review(self, raw: Raw, op: _Open | None) -> list[Body]:
+        head = _ITEM_HEAD.decode(raw)
+        return [ModeUpdate(mode_id="review" if head.type == "enteredReviewMode" else "default")]
+
+    # closed by the turn's end --------------------------------------------
+
+    def _close_text(self, item_id: str, op: _Open) -> list[Body]:
+        if op.kind == "reasoning":
+            return [ci.reasoning(item_id, ["".join(op.text)] if op.text else [])]
+        text = "".join(op.text)
+        if op.kind == "agentMessage" and text:
+            self._turn_text = text
+        return [AssistantMessage(message_id=item_id, text=text)]
+
+    def _close_user_message(self, item_id: str, op: _Open) -> list[Body]:
+        return self._completed_user_message(op.view, None)
+
+    def _close_command(self, item_id: str, op: _Open) -> list[Body]:
+        v = _COMMAND.decode(op.view)
+        return ci.command_finished(v.id, v.command, v.cwd, "interrupted", None, None, output_streamed=True)
+
+    def _close_file_change(self, item_id: str, op: _Open) -> list[Body]:
+        v = _FILE_CHANGE.decode(op.view)
+        return ci.file_change_finished(v.id, _changes(v.changes), "interrupted", op.seen)
+
+    def _close_mcp(self, item_id: str, op: _Open) -> list[Body]:
+        v = _MCP.decode(op.view)
+        return ci.mcp_finished(v.id, v.server, v.tool, v.arguments, "interrupted", None, None)
+
+    def _close_web_search(self, item_id: str, op: _Open) -> list[Body]:
+        v = _WEB_SEARCH.decode(op.view)
+        return [ci.web_search_finished(v.id, v.query, failed=True)]
+
+    def _close_image_view(self, item_id: str, op: _Open) -> list[Body]:
+        return [ci.image_view(item_id, _IMAGE_VIEW.decode(op.view).path, "failed")]
+
+    def _close_generic_tool(self, item_id: str, op: _Open) -> list[Body]:
+        v = _GENERIC_TOOL.decode(op.view)
+        return [ToolCall(call_id=item_id, tool=v.tool or op.kind, phase="failed", category="other")]
+
+    def _close_compaction(self, item_id: str, op: _Open) -> list[Body]:
+        return [ci.compaction(item_id, "cancelled")]
+
+    # deltas --------------------------------------------------------------
+
+    def _on_text_delta(self, params: Raw) -> list[Item]:
+        p = _DELTA.decode(params)
+        op = self._open.get(p.item_id)
+        if op is not None:
+            op.text.append(p.delta)
+        return [AssistantDelta(message_id=p.item_id, text=p.delta)]
+
+    def _on_reasoning_delta(self, params: Raw) -> list[Item]:
+        p = _DELTA.decode(params)
+        op = self._open.get(p.item_id)
+        if op is not None:
+            op.text.append(p.delta)
+        return [ReasoningDelta(reasoning_id=p.item_id, text=p.delta)]
+
+    def _on_summary_part(self, params: Raw) -> list[Item]:
+        # A new summary part: the completed summary joins parts with a blank line.
+        p = _DELTA.decode(params)
+        if not p.summary_index:
+            return [Passthrough()]
+        op = self._open.get(p.item_id)
+        if op is not None:
+            op.text.append("\n\n")
+        return [ReasoningDelta(reasoning_id=p.item_id, text="\n\n")]
+
+    def _on_output_delta(self, params: Raw) -> list[Item]:
+        p = _DELTA.decode(params)
+        op = self._open.get(p.item_id)
+        if op is not None:
+            op.streamed = True
+        return [CommandOutput(call_id=p.item_id, stream="merged", delta=p.delta)]
+
+    def _on_terminal_interaction(self, params: Raw) -> list[Item]:
+        p = _PROGRESS.decode(params)
+        return [
+            ToolCall(
+                call_id=p.item_id, tool=ci.COMMAND_TOOL, phase="updated", category="execute", input={"stdin": p.stdin}
+            )
+        ]
+
+    def _on_patch_updated(self, params: Raw) -> list[Item]:
+        p = _PROGRESS.decode(params)
+        op = self._open.get(p.item_id)
+        return list(ci.file_diffs(p.item_id, _changes(p.changes), op.seen if op else set())) or [Passthrough()]
+
+    def _on_mcp_progress(self, params: Raw) -> list[Item]:
+        p = _PROGRESS.decode(params)
+        op = self._open.get(p.item_id)
+        if op is None or op.kind != "mcpToolCall":
+            return [Passthrough()]
+        v = _MCP.decode(op.view)
+        return [McpTool(call_id=p.item_id, server=v.server, tool=v.tool, phase="progress", result=p.message)]
+
+    # ------------------------------------------------------------ turn-scoped notifications
+
+    def _on_plan(self, params: Raw) -> list[Item]:
+        p = _PLAN.decode(params)
+        entries = [PlanEntry(content=s.step, status=ci.plan_status(s.status)) for s in p.plan]
+        return [Plan(entries=entries, explanation=p.explanation)]
+
+    def _on_diff(self, params: Raw) -> list[Item]:
+        p = _DIFF.decode(params)
+        out: list[Item] = []
+        for path, section, kind in _split_git_diff(p.diff):
+            if self._diffs.get(path) != section:
+                self._diffs[path] = section
+                out.append(FileDiff(path=path, diff=section, change_kind=kind))
+        return out or [Passthrough()]  # an identical re-send
+
+    def _on_token_usage(self, params: Raw) -> list[Item]:
+        u = _TOKEN_USAGE.decode(params).token_usage
+        key = msgspec.json.encode(u)
+        if key == self._usage_raw:
+            return [Passthrough()]  # an identical re-send
+        self._usage_raw = key
+        window = u.model_context_window
+        if _is_overflow_marker(u):
+            used = u.total.total_tokens or 0
+            return [Usage(context=ContextWindow(used=used, size=window))]
+        self._totals = u.total
+        last = u.last.total_tokens if u.last is not None else None
+        context = ContextWindow(used=last, size=window) if last is not None else None
+        return [Usage(context=context, tokens=_tokens(u.total), scope="session")]
+
+    def _on_rate_limits(self, params: Raw) -> list[Item]:
+        raw = _RATE_LIMITS.decode(params).rate_limits
+        if bytes(raw) == self._rate_limits:
+            return [Passthrough()]  # unchanged
+        self._rate_limits = bytes(raw)
+        return [Usage(rate_limits=raw)]
+
+    def _on_error(self, params: Raw) -> list[Item]:
+        p = _ERROR.decode(params)
+        if not p.will_retry and p.turn_id is not None and p.turn_id == self._turn_id:
+            self._turn_error = True
+        kind = ci.error_type(p.error.codex_error_info)
+        return [Error(message=_error_text(p.error), error_type=kind, recoverable=p.will_retry)]
+
+    def _on_warning(self, params: Raw) -> list[Item]:
+        p = _WARNING.decode(params)
+        text = p.message or p.summary or ""
+        if p.details:
+            text = f"{text}\n{p.details}"
+        return [WarningBody(message=text, source="codex")]
+
+    def _on_mcp_startup(self, params: Raw) -> list[Item]:
+        p = _MCP_STARTUP.decode(params)
+        action = _MCP_ACTION.get(p.status, "updated")
+        detail: Any = p.status
+        if p.error is not None or _present(p.failure_reason):
+            detail = {"status": p.status, "error": p.error, "failureReason": p.failure_reason}
+        applied = ContextApplied(what="mcp-server", action=action, name=p.name, detail=detail)
+        return [ContextUpdated(session_id="", applied=[applied])]
+
+    def _on_rerouted(self, params: Raw) -> list[Item]:
+        return [ModeUpdate(model=_REROUTED.decode(params).to_model)]
+
+    def _on_thread_name(self, params: Raw) -> list[Item]:
+        p = _THREAD_NAME.decode(params)
+        return [SessionInfo(title=p.thread_name or p.name)]
+
+    def _on_compacted(self, params: Raw) -> list[Item]:
+        p = _COMPACTED.decode(params)
+        return [Compaction(compaction_id=p.turn_id, status="completed")]
+
+    def _on_request_resolved(self, params: Raw) -> list[Item]:
+        rid = _RESOLVED.decode(params).request_id
+        key = str(rid)
+        if key in self._answered:
+            self._answered.discard(key)
+            return [Passthrough()]  # the client's answer already resolved it
+        # Resolved without an answer (the turn ended first): cancelled.
+        pending = self._pending.pop(("agent", rid), None)
+        if pending is None or pending.method not in _CLIENT_RESPONSES:
+            return [Passthrough()]
+        return [RequestResolved(request_id=key, outcome="cancelled")]
+
+    # ------------------------------------------------------------ server requests
+
+    def _ask(self, rid: int | str, method: str, **kw: str) -> str:
+        key = str(rid)
+        self._pending[("agent", rid)] = _Pending(method, key, **kw)
+        return key
+
+    def _on_command_approval(self, params: Raw, rid: int | str) -> list[Item]:
+        p = _COMMAND_APPROVAL.decode(params)
+        key = self._ask(rid, "item/commandExecution/requestApproval")
+        command = p.command
+        cwd = p.cwd
+        op = self._open.get(p.item_id)
+        if op is not None and op.kind == "commandExecution":
+            started = _COMMAND.decode(op.view)
+            command = command or started.command
+            cwd = cwd or started.cwd
+        names = [_decision_name(d) for d in p.available_decisions] if p.available_decisions else _DEFAULT_DECISIONS
+        ref = ToolCallRef(
+            call_id=p.item_id,
+            tool=ci.COMMAND_TOOL,
+            title=command or p.item_id,
+            input={"command": command, "cwd": cwd},
+            category="execute",
+        )
+        detail = PermissionDetail(command=command, cwd=cwd, reason=p.reason)
+        return [PermissionRequest(request_id=key, tool_call=ref, options=[_option(n) for n in names], detail=detail)]
+
+    def _on_file_approval(self, params: Raw, rid: int | str) -> list[Item]:
+        p = _FILE_APPROVAL.decode(params)
+        key = self._ask(rid, "item/fileChange/requestApproval")
+        paths: list[str] = []
+        op = self._open.get(p.item_id)
+        if op is not None and op.kind == "fileChange":
+            paths = [c.path for c in _FILE_CHANGE.decode(op.view).changes]
+        ref = ToolCallRef(
+            call_id=p.item_id,
+            tool=ci.PATCH_TOOL,
+            title=", ".join(paths) or p.item_id,
+            input={"paths": paths},
+            category="edit",
+        )
+        detail = PermissionDetail(blocked_path=p.grant_root, reason=p.reason)
+        options = [_option(n) for n in _DEFAULT_DECISIONS]
+        return [PermissionRequest(request_id=key, tool_call=ref, options=options, detail=detail)]
+
+    def _on_permissions_approval(self, params: Raw, rid: int | str) -> list[Item]:
+        p = _PERMISSIONS_APPROVAL.decode(params)
+        key = self._ask(rid, "item/permissions/requestApproval")
+        ref = ToolCallRef(
+            call_id=p.item_id, tool="request_permissions", title=p.reason or "permissions", input=p.permissions
+        )
+        options = [
+            PermissionOption(id="turn", kind="allow_once", label="Grant for this turn"),
+            PermissionOption(id="session", kind="allow_always", label="Grant for this session"),
+        ]
+        detail = PermissionDetail(cwd=p.cwd, reason=p.reason)
+        return [PermissionRequest(request_id=key, tool_call=ref, options=options, detail=detail)]
+
+    def _on_user_input_request(self, params: Raw, rid: int | str) -> list[Item]:
+        p = _USER_INPUT_REQUEST.decode(params)
+        key = self._ask(rid, "item/tool/requestUserInput")
+        questions = [
+            Question(
+                id=q.id,
+                prompt=q.question,
+                header=q.header,
+                multi_select=False,
+                allow_free_text=q.is_other or not q.options,
+                options=[QuestionOption(id=o.label, label=o.label, description=o.description) for o in q.options or []],
+            )
+            for q in p.questions
+        ]
+        return [UserQuestion(request_id=key, blocking=p.is_blocking, questions=questions)]
+
+    def _on_elicitation(self, params: Raw, rid: int | str) -> list[Item]:
+        p = _ELICITATION.decode(params)
+        key = self._ask(rid, "mcpServer/elicitation/request")
+        question = Question(
+            id=key, prompt=p.message, header=p.server_name or None, multi_select=False, allow_free_text=True, options=[]
+        )
+        return [UserQuestion(request_id=key, blocking=True, questions=[question])]
+
+    def _on_tool_call_request(self, params: Raw, rid: int | str) -> list[Item]:
+        p = _TOOL_CALL_REQUEST.decode(params)
+        self._ask(rid, "item/tool/call", call_id=p.call_id, tool=p.tool)
+        return [ToolCall(call_id=p.call_id, tool=p.tool, phase="started", category="other", input=p.arguments)]
+
+    # ------------------------------------------------------------ the client's answers
+
+    def _on_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
+        self._answered.add(pending.request_id)
+        return [RequestResolved(request_id=pending.request_id, outcome="answered", answer=raw)]
+
+    def _on_elicitation_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
+        self._answered.add(pending.request_id)
+        action = _DECISION.decode(raw).action
+        outcome: Literal["answered", "cancelled"] = "cancelled" if action == "cancel" else "answered"
+        return [RequestResolved(request_id=pending.request_id, outcome=outcome, answer=raw)]
+
+    def _on_tool_call_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
+        r = _TOOL_CALL_RESULT.decode(raw)
+        output = r.content_items if _present(r.content_items) else None
+        phase: Literal["completed", "failed"] = "failed" if r.success is False else "completed"
+        return [ToolCall(call_id=pending.call_id, tool=pending.tool, phase=phase, category="other", output=output)]
+
+
+_CALL_KINDS = frozenset(
+    {
+        "commandExecution",
+        "fileChange",
+        "mcpToolCall",
+        "webSearch",
+        "imageView",
+        "dynamicToolCall",
+        "collabAgentToolCall",
+        "imageGeneration",
+        "contextCompaction",
+    }
+)
+
+_MCP_ACTION: dict[str, Literal["added", "removed", "updated", "failed"]] = {
+    "starting": "updated",
+    "ready": "added",
+    "failed": "failed",
+    "cancelled": "removed",
+}
+
+A = CodexAppServerAdapter
+
+_ITEM_STARTED: dict[str, _ItemHandler] = {
+    "commandExecution": A._started_command,
+    "fileChange": A._started_file_change,
+    "mcpToolCall": A._started_mcp,
+    "webSearch": A._started_web_search,
+    "imageView": A._started_image_view,
+    "dynamicToolCall": A._started_generic_tool,
+    "collabAgentToolCall": A._started_generic_tool,
+    "imageGeneration": A._started_generic_tool,
+    "contextCompaction": A._started_compaction,
+    # userMessage, agentMessage, reasoning, plan: nothing to say before the text
+}
+
+_ITEM_COMPLETED: dict[str, _ItemHandler] = {
+    "userMessage": A._completed_user_message,
+    "agentMessage": A._completed_agent_message,
+    "plan": A._completed_plan,
+    "reasoning": A._completed_reasoning,
+    "commandExecution": A._completed_command,
+    "fileChange": A._completed_file_change,
+    "mcpToolCall": A._completed_mcp,
+    "webSearch": A._completed_web_search,
+    "imageView": A._completed_image_view,
+    "dynamicToolCall": A._completed_generic_tool,
+    "collabAgentToolCall": A._completed_generic_tool,
+    "imageGeneration": A._completed_generic_tool,
+    "contextCompaction": A._completed_compaction,
+    "enteredReviewMode": A._completed_review,
+    "exitedReviewMode": A._completed_review,
+}
+
+_ITEM_CLOSE: dict[str, Callable[[CodexAppServerAdapter, str, _Open], list[Body]]] = {
+    "userMessage": A._close_user_message,
+    "agentMessage": A._close_text,
+    "plan": A._close_text,
+    "reasoning": A._close_text,
+    "commandExecution": A._close_command,
+    "fileChange": A._close_file_change,
+    "mcpToolCall": A._close_mcp,
+    "webSearch": A._close_web_search,
+    "imageView": A._close_image_view,
+    "dynamicToolCall": A._close_generic_tool,
+    "collabAgentToolCall": A._close_generic_tool,
+    "imageGeneration": A._close_generic_tool,
+    "contextCompaction": A._close_compaction,
+}
+
+_AGENT_NOTIFICATIONS: dict[str, _Handler] = {
+    "thread/started": A._on_thread_started,
+    "thread/name/updated": A._on_thread_name,
+    "thread/compacted": A._on_compacted,
+    "turn/started": A._on_turn_started,
+    "turn/completed": A._on_turn_completed,
+    "turn/plan/updated": A._on_plan,
+    "turn/diff/updated": A._on_diff,
+    "item/started": A._on_item_started,
+    "item/completed": A._on_item_completed,
+    "item/agentMessage/delta": A._on_text_delta,
+    "item/plan/delta": A._on_text_delta,
+    "item/reasoning/summaryTextDelta": A._on_reasoning_delta,
+    "item/reasoning/textDelta": A._on_reasoning_delta,
+    "item/reasoning/summaryPartAdded": A._on_summary_part,
+    "item/commandExecution/outputDelta": A._on_output_delta,
+    "item/fileChange/outputDelta": A._on_output_delta,
+    "item/commandExecution/terminalInteraction": A._on_terminal_interaction,
+    "item/fileChange/patchUpdated": A._on_patch_updated,
+    "item/mcpToolCall/progress": A._on_mcp_progress,
+    "thread/tokenUsage/updated": A._on_token_usage,
+    "account/rateLimits/updated": A._on_rate_limits,
+    "error": A._on_error,
+    "configWarning": A._on_warning,
+    "warning": A._on_warning,
+    "guardianWarning": A._on_warning,
+    "deprecationNotice": A._on_warning,
+    "mcpServer/startupStatus/updated": A._on_mcp_startup,
+    "model/rerouted": A._on_rerouted,
+    "serverRequest/resolved": A._on_request_resolved,
+}
+
+_SERVER_REQUESTS: dict[str, Callable[[CodexAppServerAdapter, Raw, int | str], list[Item]]] = {
+    "item/commandExecution/requestApproval": A._on_command_approval,
+    "item/fileChange/requestApproval": A._on_file_approval,
+    "item/permissions/requestApproval": A._on_permissions_approval,
+    "item/tool/requestUserInput": A._on_user_input_request,
+    "mcpServer/elicitation/request": A._on_elicitation,
+    "item/tool/call": A._on_tool_call_request,
+}
+
+# The client's answers to the server's requests, by the request's method.
+_CLIENT_RESPONSES: dict[str, _ResponseHandler] = {
+    "item/commandExecution/requestApproval": A._on_answer,
+    "item/fileChange/requestApproval": A._on_answer,
+    "item/permissions/requestApproval": A._on_answer,
+    "item/tool/requestUserInput": A._on_answer,
+    "mcpServer/elicitation/request": A._on_elicitation_answer,
+    "item/tool/call": A._on_tool_call_answer,
+}
+
+# The server's answers to the client's requests, by the request's method.
+_AGENT_RESPONSES: dict[str, _ResponseHandler] = {
+    "initialize": A._on_initialize,
+    "thread/start": A._on_thread_start,
+    "thread/fork": A._on_thread_start,
+    "thread/resume": A._on_thread_resume,
+    "turn/start": A._on_turn_start,
+}
+
+del A
