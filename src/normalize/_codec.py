@@ -21,6 +21,7 @@ from ._model import (
     Native,
     Origin,
     SessionEvent,
+    Subagent,
     _Core,
 )
 
@@ -159,6 +160,7 @@ def decode(line: bytes | str) -> _Core | StreamHeader:
             native=native,
             body=body,
             turn_id=env.turn_id,
-            subagent_id=env.subagent_id,
+            # on a subagent body the one subagentId key is the body's (docs/events.md)
+            subagent_id=None if isinstance(body, Subagent) else env.subagent_id,
         ),
     )

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, cast
 
+import msgspec
 from msgspec import Raw, structs
 
 from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Source
@@ -75,6 +76,26 @@ def format_ts(seconds: float) -> str:
     """RFC 3339 in UTC with milliseconds, the form normalize writes."""
     dt = datetime.fromtimestamp(seconds, tz=UTC)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+_validator = msgspec.json.Decoder(msgspec.Raw)
+
+
+def _is_json(message: bytes) -> bool:
+    """Whether a message is one JSON value (checked only where no adapter decoded it)."""
+    try:
+        _validator.decode(message)
+    except msgspec.DecodeError:
+        return False
+    return True
+
+
+def _utf8_error(message: bytes) -> MalformedMessage | None:
+    try:
+        message.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return MalformedMessage(f"not UTF-8: {exc.reason} at byte {exc.start}")
+    return None
 
 
 def _kept_text(message: bytes, limit: int = 4096) -> str:
@@ -140,10 +161,14 @@ class Session:
             raise UsageError("Session.feed() after close()")
         if self.session_id is None:
             self.session_id = "s-" + hashlib.sha256(message).hexdigest()[:16]
-        try:
-            items = self.adapter.feed(message, from_)
-        except InputError as exc:
-            items = [Problem(error=exc)]
+        items: list[Item]
+        if not message.isascii() and (bad := _utf8_error(message)) is not None:
+            items = [Problem(error=bad)]  # adapters only ever see UTF-8
+        else:
+            try:
+                items = self.adapter.feed(message, from_)
+            except InputError as exc:
+                items = [Problem(error=exc)]
         return self._run(items, message, t)
 
     def feed_problem(self, error: InputError, *, t: str | None = None) -> list[_Core]:
@@ -208,23 +233,14 @@ class Session:
             elif isinstance(item, Source):
                 method, native_ts = item.method, item.ts
             elif isinstance(item, Passthrough):
-                out.append(SessionUpdate(session_id=sid, update=self._native(message, item.method or method)))
+                self._keep(out, message, item.method or method, native_ts or t)
                 accounted = True
             elif isinstance(item, Problem):
                 if self.strict:
                     raise item.error
                 err = ErrorBody(message=item.error.message, error_type=item.error.error_type, recoverable=True)
-                self._event(
-                    out,
-                    err,
-                    message,
-                    method,
-                    native_ts or t,
-                    None,
-                    item.subagent_id,
-                    False,
-                    text_payload=isinstance(item.error, MalformedMessage),
-                )
+                text = message is not None and (isinstance(item.error, MalformedMessage) or not _is_json(message))
+                self._event(out, err, message, method, native_ts or t, None, item.subagent_id, False, text_payload=text)
                 accounted = True
             elif isinstance(item, SessionCreated | SessionResumed):
                 out.append(self._fill_record(item))
@@ -233,8 +249,21 @@ class Session:
                     self._failed = True
                 out.append(structs.replace(item, session_id=sid))
         if not accounted:
-            out.append(SessionUpdate(session_id=sid, update=self._native(message, method)))
+            self._keep(out, message, method, native_ts or t)
         return out
+
+    def _keep(self, out: list[_Core], message: bytes | None, method: str | None, ts: str | None) -> None:
+        """A message kept untranslated: ``session.update``, or an error when it is not even JSON."""
+        sid = self.session_id
+        assert sid is not None
+        if message is not None and not _is_json(message):
+            error = MalformedMessage("not a JSON message")
+            if self.strict:
+                raise error
+            err = ErrorBody(message=error.message, error_type=error.error_type, recoverable=True)
+            self._event(out, err, message, method, ts, None, None, False, text_payload=True)
+            return
+        out.append(SessionUpdate(session_id=sid, update=self._native(message, method)))
 
     def _default_created(self) -> SessionCreated:
         return SessionCreated(session_id="", record=SessionRecord(id="", agent="", protocol=""))

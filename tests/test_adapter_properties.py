@@ -1,0 +1,138 @@
+"""Every adapter, any input: never raises in default mode, only normalize's errors in strict
+mode, seq and turn rules hold, and every native message is accounted for.
+
+Inputs are drawn from the adapter's own captures: real messages, then mutated (bytes
+flipped, cut short, types renamed, fields added), reordered and duplicated.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import normalize
+from helpers import capture_files, protocol_of, records_of
+from normalize import Message, NormalizeError, Session, SessionEvent, SessionUpdate
+from normalize._model import _Core
+
+# failing examples are whole native lines; their size is expected
+pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
+
+PROTOCOLS = sorted({protocol_of(c) for c in capture_files()})
+
+
+@cache
+def pool(protocol: str) -> list[tuple[bytes, str]]:
+    """The native messages of every capture of a protocol, with their direction."""
+    out: list[tuple[bytes, str]] = []
+    for cap in capture_files():
+        if protocol_of(cap) == protocol:
+            out += [(r.data, r.from_) for r in records_of([cap]) if isinstance(r, Message)]
+    return out
+
+
+def _mutate(data: bytes, how: int, pos: int, junk: bytes) -> bytes:
+    if how == 0 or not data:
+        return data
+    pos %= len(data)
+    if how == 1:  # cut short
+        return data[:pos]
+    if how == 2:  # flip bytes
+        return data[:pos] + junk + data[pos + len(junk) :]
+    if how == 3:  # an unknown field
+        return b'{"zz_unknown_field":[1,{"x":null}],' + data[1:] if data.startswith(b"{") else data
+    if how == 4:  # an unknown type / method
+        return data.replace(b'"type":"', b'"type":"zz_', 1).replace(b'"method":"', b'"method":"zz/', 1)
+    return data  # pragma: no cover
+
+
+@st.composite
+def inputs(draw: st.DrawFn, protocol: str) -> list[tuple[bytes, str]]:
+    messages = pool(protocol)
+    n = draw(st.integers(1, 40))
+    start = draw(st.integers(0, max(0, len(messages) - 1)))
+    picked = [messages[(start + i) % len(messages)] for i in range(n)]  # a real run of lines ...
+    if draw(st.booleans()):
+        picked = draw(st.permutations(picked))  # ... reordered
+    out = []
+    for data, from_ in picked:
+        how = draw(st.sampled_from([0, 0, 0, 1, 2, 3, 4]))
+        data = _mutate(data, how, draw(st.integers(0, 10**6)), draw(st.binary(min_size=1, max_size=4)))
+        out.append((data, from_))
+        if draw(st.integers(0, 9)) == 0:
+            out.append((data, from_))  # duplicated
+    return out
+
+
+def run(protocol: str, messages: list[tuple[bytes, str]], strict: bool) -> list[_Core]:
+    session = Session(normalize.adapter_class(protocol)(), clock=lambda: 0.0, strict=strict)
+    out: list[_Core] = []
+    for data, from_ in messages:
+        got = session.feed(data, from_)  # type: ignore[arg-type]
+        carried = [e.event.native.payload for e in got if isinstance(e, SessionEvent)
+                   and e.event.native.protocol != "core"]  # fmt: skip
+        carried += [e.update.payload for e in got if isinstance(e, SessionUpdate)]
+        assert carried, f"message not accounted for: {data[:200]!r}"
+        for payload in carried:
+            if isinstance(payload, str):  # not JSON: what could be kept, as text
+                assert payload == data[:4096].decode("utf-8", "replace")
+            else:
+                assert bytes(payload) == data, "an event carries another message"
+        out += got
+    return out + session.close()
+
+
+def check_envelopes(out: list[_Core]) -> None:
+    envs = [e.event for e in out if isinstance(e, SessionEvent)]
+    assert [e.seq for e in envs] == list(range(1, len(envs) + 1))
+    open_turn: str | None = None
+    turns = 0
+    for e in envs:
+        if e.kind == "turn-start":
+            turns += 1
+            open_turn = f"turn:{turns}"
+        assert e.turn_id == open_turn, (e.seq, e.kind)
+        if e.kind == "turn-complete":
+            open_turn = None
+    assert open_turn is None
+    for e in out:  # every event encodes to JSON that decodes back to the same JSON
+        line = normalize.encode(e)
+        assert msgspec.json.decode(normalize.encode(normalize.decode(line))) == msgspec.json.decode(line)
+
+
+SETTINGS: Any = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_default_mode_never_raises_and_keeps_every_message(protocol: str) -> None:
+    @SETTINGS
+    @given(inputs(protocol))
+    def check(messages: list[tuple[bytes, str]]) -> None:
+        check_envelopes(run(protocol, messages, strict=False))
+
+    check()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_strict_mode_raises_only_normalize_errors(protocol: str) -> None:
+    @SETTINGS
+    @given(inputs(protocol))
+    def check(messages: list[tuple[bytes, str]]) -> None:
+        try:
+            check_envelopes(run(protocol, messages, strict=True))
+        except NormalizeError:
+            pass  # the library's own errors are the only ones allowed out
+
+    check()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@given(junk=st.binary(max_size=200))
+@settings(max_examples=100, deadline=None)
+def test_random_bytes_never_raise_in_default_mode(protocol: str, junk: bytes) -> None:
+    check_envelopes(run(protocol, [(junk, "agent"), (junk, "client")], strict=False))
