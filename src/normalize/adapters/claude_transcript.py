@@ -158,6 +158,7 @@ class _Line(Struct, frozen=True):
     apiBlockIndex: int | None = None
     toolUseResult: Raw = NULL
     toolEndsTurn: bool = False
+    toolDenialKind: str | None = None
     isMeta: bool = False
     isCompactSummary: bool = False
     isApiErrorMessage: bool = False
@@ -395,7 +396,7 @@ class ClaudeTranscriptAdapter(Adapter):
             self._prompt(line, "".join(b.text or "" for b in msg.content if b.type == "text"), items)
             return
         for block in results:
-            self._tool_result(line, block, items)
+            self._tool_result(line, block, items, single=len(results) == 1)
         if line.toolEndsTurn and not line.isSidechain:
             self._ending, self._ending_msg = "tool_use", None
 
@@ -438,15 +439,18 @@ class ClaudeTranscriptAdapter(Adapter):
             activity=tags.get("summary"),
         )
 
-    def _tool_result(self, line: _Line, block: ContentBlock, items: list[Item]) -> None:
+    def _tool_result(self, line: _Line, block: ContentBlock, items: list[Item], *, single: bool = True) -> None:
         call_id = block.tool_use_id or ""
         call = self._calls.pop(call_id, None)
         tool = call.tool if call is not None else "unknown"
-        result = decode_tool_result(present(line.toolUseResult))
+        result = decode_tool_result(present(line.toolUseResult)) if single else None
         if isinstance(result, ToolResultView) and result.agent_id is not None:
             self._agents[result.agent_id] = call_id
         thread = self._thread(line)
-        for body in call_finished(call_id, tool, present(block.content), bool(block.is_error), result):
+        # a refused call (``toolDenialKind``) never ran: no command output, no diff
+        executed = line.toolDenialKind is None
+        content = present(block.content)
+        for body in call_finished(call_id, tool, content, bool(block.is_error), result, executed=executed):
             self._put(items, body, thread)
 
     # ---------------------------------------------------------- assistant
