@@ -1,0 +1,364 @@
+"""The claude-stream-json adapter: Claude Code's stream-json stdout (and stdin)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from helpers import ADAPTERS, convert_capture, fixed_clock
+from normalize import (
+    AssistantDelta,
+    AssistantMessage,
+    Body,
+    CommandOutput,
+    Compaction,
+    ConversationReset,
+    Error,
+    EventEnvelope,
+    FileDiff,
+    McpTool,
+    MessageAccepted,
+    MessageCompleted,
+    PermissionRequest,
+    Plan,
+    RequestResolved,
+    Session,
+    SessionCreated,
+    SessionEvent,
+    SessionUpdate,
+    Task,
+    ToolCall,
+    TurnComplete,
+    TurnStart,
+    Usage,
+    UserMessage,
+)
+from normalize import Warning as WarningBody
+from normalize._model import _Core
+from normalize.adapters.claude_stream_json import ClaudeStreamJsonAdapter
+
+KIT = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.332"
+CAPTURES = sorted(KIT.glob("*.jsonl"))
+
+#: Documented lines that are kept as session.update on purpose (README, "Kept as session.update"):
+#: nothing in the model means the same.
+KEPT = {
+    "system/status",  # status "requesting" (compaction statuses do translate)
+    "system/thinking_tokens",
+    "system/background_tasks_changed",
+    "stream_event/message_start",
+    "stream_event/content_block_start",  # text and thinking blocks (tool_use blocks translate)
+    "stream_event/content_block_stop",
+    "stream_event/message_stop",
+    "control_request/initialize",  # the client's; its response translates
+    "control_request/interrupt",  # the client's; the turn's result says it was interrupted
+    "control_response",  # the CLI's ack of an interrupt
+    "user",  # --replay-user-messages echo of a prompt already seen on stdin
+}
+
+
+def _lines(capture: Path) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for raw in capture.read_text().splitlines():
+        d = json.loads(raw)
+        if capture.name.endswith(".tap.jsonl"):
+            out.append((d["from"], d["msg"]))
+        else:
+            out.append(("agent", d))
+    return out
+
+
+def _events(capture: Path) -> list[EventEnvelope]:
+    return [e.event for e in convert_capture(capture) if isinstance(e, SessionEvent)]
+
+
+def _case(capture: Path) -> str:
+    return capture.name
+
+
+def _bodies(events: list[EventEnvelope], kind: type[Body]) -> list[Any]:
+    return [e.body for e in events if isinstance(e.body, kind)]
+
+
+def test_kit_has_every_case() -> None:
+    assert len(CAPTURES) == 28
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_case)
+def test_no_error_unless_the_cli_reported_one(capture: Path) -> None:
+    errors = _bodies(_events(capture), Error)
+    reported = any(d.get("is_api_error_message") for _, d in _lines(capture))
+    assert bool(errors) == reported
+    if reported:
+        assert all(e.recoverable for e in errors)
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_case)
+def test_documented_lines_translate_unless_nothing_means_the_same(capture: Path) -> None:
+    for e in convert_capture(capture):
+        if not isinstance(e, SessionUpdate):
+            continue
+        method = e.update.method or ""
+        if method == "stream_event/content_block_delta":
+            # only a signature delta has no body
+            payload = json.loads(bytes(e.update.payload))
+            assert payload["event"]["delta"]["type"] == "signature_delta"
+            continue
+        assert method in KEPT, method
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_case)
+def test_every_tool_use_ends_in_exactly_one_terminal_phase(capture: Path) -> None:
+    ids: set[str] = set()
+    for _, d in _lines(capture):
+        if d.get("type") == "assistant":
+            ids.update(b["id"] for b in d["message"]["content"] if b["type"] == "tool_use")
+    terminal = Counter(b.call_id for b in _bodies(_events(capture), ToolCall) if b.phase in ("completed", "failed"))
+    assert {i: terminal[i] for i in ids} == dict.fromkeys(ids, 1)
+    assert set(terminal) == ids
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_case)
+def test_one_turn_complete_per_result(capture: Path) -> None:
+    results = [d for f, d in _lines(capture) if f == "agent" and d.get("type") == "result"]
+    events = _events(capture)
+    completes = [e for e in events if isinstance(e.body, TurnComplete)]
+    assert len(completes) == len(results)
+    assert len([e for e in events if isinstance(e.body, TurnStart)]) == len(results)
+    # none synthesized by the Session (which would mean a turn left open or a result outside one)
+    assert all(e.native.protocol == "claude-stream-json" for e in completes)
+    completed = [e for e in convert_capture(capture) if isinstance(e, MessageCompleted)]
+    assert len(completed) == len(results)
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_case)
+def test_subagent_events_carry_their_subagent_id(capture: Path) -> None:
+    for e in _events(capture):
+        payload = e.native.payload
+        if e.native.protocol != "claude-stream-json" or payload is None:
+            continue
+        line = json.loads(bytes(payload))
+        parent = line.get("parent_tool_use_id")
+        if parent is not None:
+            assert e.subagent_id == parent, (e.kind, e.native.method)
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_case)
+def test_streamed_text_is_never_doubled(capture: Path) -> None:
+    events = _events(capture)
+    deltas: dict[str, str] = defaultdict(str)
+    for b in _bodies(events, AssistantDelta):
+        deltas[b.message_id] += b.text
+    messages = Counter(b.message_id for b in _bodies(events, AssistantMessage))
+    texts = {b.message_id: b.text for b in _bodies(events, AssistantMessage)}
+    assert all(n == 1 for n in messages.values())
+    for mid, text in deltas.items():
+        assert texts[mid] == text
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_case)
+def test_the_native_session_is_recorded(capture: Path) -> None:
+    created = [e for e in convert_capture(capture) if isinstance(e, SessionCreated)]
+    native = {d["session_id"] for f, d in _lines(capture) if f == "agent" and d.get("session_id")}
+    if not native:
+        assert created == []  # the empty capture: no session at all
+        return
+    assert created[-1].record.native_session_id in native
+    assert created[-1].record.agent == "claude-code"
+
+
+def test_an_empty_capture_gives_no_events() -> None:
+    # --output-format stream-json without --verbose: the CLI printed nothing
+    assert convert_capture(KIT / "35-stream-json-without-verbose.jsonl") == []
+
+
+def test_interrupt_ends_the_turn_as_interrupted_and_the_next_turn_is_ok() -> None:
+    completes = _bodies(_events(KIT / "27-interrupt.tap.jsonl"), TurnComplete)
+    assert [c.reason for c in completes] == ["interrupt", "ok"]
+    done = [e for e in convert_capture(KIT / "27-interrupt.tap.jsonl") if isinstance(e, MessageCompleted)]
+    assert [d.result.stop_reason for d in done] == ["cancelled", "end_turn"]
+
+
+def test_background_agent_turn_is_a_turn_of_its_own() -> None:
+    events = _events(KIT / "25-background-agent.jsonl")
+    assert [e.turn_id for e in events if isinstance(e.body, TurnComplete)] == ["turn:1", "turn:2"]
+    sub = [b for b in _bodies(events, Body) if type(b).__name__ == "Subagent"]
+    assert [s.phase for s in sub].count("completed") == 1
+    assert sub[-1].result == "Sub-agent here: the answer is 42."
+
+
+def test_turn_usage_excludes_subagents_and_session_usage_is_cumulative() -> None:
+    usage = _bodies(_events(KIT / "12-subagent-task.jsonl"), Usage)
+    turn = [u for u in usage if u.scope == "turn"]
+    session = [u for u in usage if u.scope == "session"]
+    assert turn[0].tokens.input == 25455  # result.usage: main thread only
+    assert session[0].tokens.input == 33798  # modelUsage: sub-agent included
+    multi = _bodies(_events(KIT / "10-multiturn-stream-input.tap.jsonl"), Usage)
+    assert [u.cost.amount for u in multi if u.scope == "session"] == [0.050588, 0.102116]
+    assert [u.cost.amount for u in multi if u.scope == "turn"] == [0.050588, 0.051528]
+
+
+def test_bash_error_has_exit_code_and_output() -> None:
+    events = _events(KIT / "29-bash-error.jsonl")
+    (call,) = [b for b in _bodies(events, ToolCall) if b.phase == "failed"]
+    assert call.exit_code == 2
+    (out,) = _bodies(events, CommandOutput)
+    assert out.stream == "merged" and "No such file" in out.delta
+
+
+def test_refused_command_has_no_command_output() -> None:
+    for case in ("14-permission-denied-print.jsonl", "15-permission-stdio-deny.tap.jsonl"):
+        events = _events(KIT / case)
+        assert _bodies(events, CommandOutput) == []
+        assert [b.phase for b in _bodies(events, ToolCall)][-1] == "failed"
+
+
+def test_write_gives_a_file_diff() -> None:
+    (diff,) = _bodies(_events(KIT / "31-write-file.jsonl"), FileDiff)
+    assert diff.path == "/home/user/project/new.txt"
+    assert diff.change_kind == "add"
+    assert diff.diff.endswith("+line one\n+line two\n")
+
+
+# --------------------------------------------------------------------------
+# By hand: small native messages -> expected bodies
+
+
+def _run(*lines: tuple[str, dict[str, Any]] | dict[str, Any]) -> list[_Core]:
+    session = Session(ClaudeStreamJsonAdapter(), session_id="s", clock=fixed_clock)
+    out: list[_Core] = []
+    for line in lines:
+        from_, msg = line if isinstance(line, tuple) else ("agent", line)
+        out.extend(session.feed(msgspec.json.encode(msg), from_))  # type: ignore[arg-type]
+    out.extend(session.close())
+    return out
+
+
+def _b(out: list[_Core]) -> list[Body]:
+    return [e.event.body for e in out if isinstance(e, SessionEvent)]
+
+
+INIT = {"type": "system", "subtype": "init", "session_id": "n1", "cwd": "/w", "model": "m", "tools": ["Bash"]}
+RESULT = {"type": "result", "subtype": "success", "is_error": False, "session_id": "n1", "result": "ok"}
+
+
+def _assistant(block: dict[str, Any], msg_id: str = "msg_1", parent: str | None = None) -> dict[str, Any]:
+    return {
+        "type": "assistant",
+        "message": {"id": msg_id, "content": [block]},
+        "parent_tool_use_id": parent,
+        "session_id": "n1",
+    }
+
+
+def _tool_result(call_id: str, content: Any, result: Any, is_error: bool = False) -> dict[str, Any]:
+    block = {"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error}
+    return {
+        "type": "user",
+        "message": {"role": "user", "content": [block]},
+        "session_id": "n1",
+        "tool_use_result": result,
+    }
+
+
+def test_client_prompt_starts_a_turn_with_the_users_words() -> None:
+    out = _run(("client", {"type": "user", "message": {"role": "user", "content": "hi"}, "session_id": ""}))
+    accepted = [e for e in out if isinstance(e, MessageAccepted)]
+    bodies = _b(out)
+    assert isinstance(bodies[0], TurnStart)
+    assert bodies[1] == UserMessage(message_id=accepted[0].message_id, text="hi")
+
+
+def test_permission_request_and_its_answer() -> None:
+    ask = {
+        "type": "control_request",
+        "request_id": "r1",
+        "request": {"subtype": "can_use_tool", "tool_name": "Bash", "input": {"command": "rm x"}, "tool_use_id": "t1"},
+    }
+    answer = {
+        "type": "control_response",
+        "response": {"subtype": "success", "request_id": "r1", "response": {"behavior": "deny", "message": "no"}},
+    }
+    bodies = _b(_run(INIT, ask, ("client", answer)))
+    (req,) = [b for b in bodies if isinstance(b, PermissionRequest)]
+    assert req.tool_call.call_id == "t1" and req.tool_call.category == "execute"
+    assert req.detail is not None and req.detail.command == "rm x"
+    (res,) = [b for b in bodies if isinstance(b, RequestResolved)]
+    assert res.outcome == "answered"
+    assert msgspec.json.decode(bytes(res.answer)) == {"behavior": "deny", "message": "no"}
+
+
+def test_edit_todo_and_mcp_tools() -> None:
+    edit_result = {
+        "filePath": "/w/a.py",
+        "structuredPatch": [{"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 1, "lines": ["-a", "+b"]}],
+        "originalFile": "a\n",
+    }
+    todos = {"todos": [{"content": "x", "status": "in_progress", "activeForm": "Xing"}]}
+    bodies = _b(
+        _run(
+            INIT,
+            _assistant({"type": "tool_use", "id": "e1", "name": "Edit", "input": {"file_path": "/w/a.py"}}),
+            _tool_result("e1", "ok", edit_result),
+            _assistant({"type": "tool_use", "id": "p1", "name": "TodoWrite", "input": todos}, "msg_2"),
+            _assistant({"type": "tool_use", "id": "m1", "name": "mcp__gh__search", "input": {"q": 1}}, "msg_3"),
+            _tool_result("m1", [{"type": "text", "text": "found"}], [{"type": "text", "text": "found"}]),
+            RESULT,
+        )
+    )
+    (diff,) = [b for b in bodies if isinstance(b, FileDiff)]
+    assert diff.diff == "--- a/w/a.py\n+++ b/w/a.py\n@@ -1,1 +1,1 @@\n-a\n+b\n" and diff.call_id == "e1"
+    (plan,) = [b for b in bodies if isinstance(b, Plan)]
+    assert plan.entries[0].content == "x" and plan.entries[0].status == "in_progress"
+    mcp = [b for b in bodies if isinstance(b, McpTool)]
+    assert [(m.server, m.tool, m.phase) for m in mcp] == [("gh", "search", "started"), ("gh", "search", "completed")]
+    started = {b.call_id: b.category for b in bodies if isinstance(b, ToolCall) and b.phase == "started"}
+    assert started == {"e1": "edit", "p1": "think", "m1": "mcp"}
+
+
+def test_system_lines_map_to_their_bodies() -> None:
+    retry = {"type": "system", "subtype": "api_retry", "attempt": 1, "max_retries": 3, "error_status": 529,
+             "error": "overloaded", "retry_delay_ms": 500, "session_id": "n1"}  # fmt: skip
+    compacting = {"type": "system", "subtype": "status", "status": "compacting", "session_id": "n1"}
+    boundary = {"type": "system", "subtype": "compact_boundary", "session_id": "n1",
+                "compact_metadata": {"trigger": "manual", "pre_tokens": 100}}  # fmt: skip
+    hook = {"type": "system", "subtype": "hook_started", "hook_id": "h1", "hook_name": "SessionStart:startup",
+            "hook_event": "SessionStart", "session_id": "n1"}  # fmt: skip
+    hook_done = {**hook, "subtype": "hook_response", "outcome": "error"}
+    bodies = _b(_run(INIT, retry, compacting, boundary, hook, hook_done, RESULT))
+    (warn,) = [b for b in bodies if isinstance(b, WarningBody)]
+    assert "529" in warn.message
+    assert [(c.compaction_id, c.status) for c in bodies if isinstance(c, Compaction)] == [
+        ("compaction:1", "in_progress"),
+        ("compaction:1", "completed"),
+    ]
+    assert [(t.task_id, t.phase) for t in bodies if isinstance(t, Task)] == [("h1", "started"), ("h1", "failed")]
+
+
+def test_clear_reports_a_conversation_reset_with_the_new_session_id() -> None:
+    reset = {"type": "conversation_reset", "new_conversation_id": "c2", "session_id": "n1"}
+    result = {**RESULT, "session_id": "n2"}
+    bodies = _b(_run(INIT, reset, result))
+    (r,) = [b for b in bodies if isinstance(b, ConversationReset)]
+    assert (r.agent_session_id, r.previous_agent_session_id, r.trigger) == ("n2", "n1", "clear")
+
+
+def test_max_turns_and_api_errors_complete_the_message_with_an_error() -> None:
+    max_turns = {**RESULT, "subtype": "error_max_turns", "is_error": True, "errors": ["Reached maximum"]}
+    del max_turns["result"]
+    (done,) = [e for e in _run(INIT, max_turns) if isinstance(e, MessageCompleted)]
+    assert done.result.stop_reason == "max_turns"
+    assert done.result.error is not None and done.result.error.message == "Reached maximum"
+
+
+def test_a_cut_off_stream_reports_the_open_call_and_the_cut() -> None:
+    out = _run(INIT, _assistant({"type": "tool_use", "id": "t9", "name": "Bash", "input": {"command": "ls"}}))
+    bodies = _b(out)
+    assert any(isinstance(b, WarningBody) and "t9" in b.message for b in bodies)
+    assert any(isinstance(b, Error) and b.error_type == "cut-off" for b in bodies)
+    assert isinstance(bodies[-1], TurnComplete) and bodies[-1].reason == "interrupt"
