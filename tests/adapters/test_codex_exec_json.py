@@ -1,0 +1,173 @@
+"""codex-exec-json: every capture meets the adapter's promises; precise mappings by hand."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import ADAPTERS, capture_files, convert_capture, convert_records
+from normalize import CaptureParser, SessionEvent, SessionUpdate, detect_protocol, encode
+from normalize._model import _Core
+from normalize.adapters.codex_exec_json import CodexExecJsonAdapter
+
+CAPTURES = [c for c in capture_files() if c.relative_to(ADAPTERS).parts[0] == "codex-exec-json"]
+
+
+def _id(p: Path) -> str:
+    return p.name
+
+
+def native_lines(capture: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in capture.read_text().splitlines() if line.strip()]
+
+
+def bodies(events: list[_Core]) -> list[dict[str, Any]]:
+    return [json.loads(encode(e))["event"] for e in events if isinstance(e, SessionEvent)]
+
+
+def convert_lines(*lines: dict[str, Any]) -> list[_Core]:
+    parser = CaptureParser()
+    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    out: list[_Core] = convert_records([*parser.feed(data), *parser.close()], "codex-exec-json")
+    return out
+
+
+def test_there_are_captures() -> None:
+    assert len(CAPTURES) >= 2
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_errors_only_where_codex_reported_one(capture: Path) -> None:
+    fatal = [
+        line["message"]
+        for line in native_lines(capture)
+        if line["type"] == "error" and not line["message"].startswith("Reconnecting...")
+    ]
+    errors = [b for b in bodies(convert_capture(capture)) if b["kind"] == "error"]
+    assert [e["message"] for e in errors] == fatal
+    retries = [b for b in bodies(convert_capture(capture)) if b["kind"] == "warning"]
+    assert all(r["message"].startswith("Reconnecting...") for r in retries)
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_no_content_left_untranslated(capture: Path) -> None:
+    """session.update only for thread.started (its id is the session record) and the
+    todo_list completion that repeats the last plan."""
+    events = convert_capture(capture)
+    for upd in (e for e in events if isinstance(e, SessionUpdate)):
+        payload = json.loads(bytes(upd.update.payload))
+        assert payload["type"] == "thread.started" or (
+            payload["type"] == "item.completed" and payload["item"]["type"] == "todo_list"
+        ), payload
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_every_call_ends_in_exactly_one_terminal_phase(capture: Path) -> None:
+    phases: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for b in bodies(convert_capture(capture)):
+        if b["kind"] in ("tool-call", "mcp-tool"):
+            phases[(b["kind"], b["callId"])].append(b["phase"])
+    native = {
+        line["item"]["id"]
+        for line in native_lines(capture)
+        if line["type"].startswith("item.")
+        and line["item"]["type"] in ("command_execution", "file_change", "mcp_tool_call")
+    }
+    assert {cid for _, cid in phases} == native
+    for key, seen in phases.items():
+        assert sum(p in ("completed", "failed") for p in seen) == 1, (key, seen)
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_one_turn_complete_per_native_turn_end_with_the_turn_s_usage(capture: Path) -> None:
+    lines = native_lines(capture)
+    ends = [line for line in lines if line["type"] in ("turn.completed", "turn.failed")]
+    out = bodies(convert_capture(capture))
+    completes = [b for b in out if b["kind"] == "turn-complete"]
+    assert [c["reason"] for c in completes] == ["ok" if e["type"] == "turn.completed" else "interrupt" for e in ends]
+    usage = [b for b in out if b["kind"] == "usage"]
+    expected = [e["usage"] for e in ends if e["type"] == "turn.completed"]
+    assert [u["scope"] for u in usage] == ["turn"] * len(expected)
+    for u, native in zip(usage, expected, strict=True):
+        assert u["tokens"]["input"] == native["input_tokens"]
+        assert u["tokens"]["output"] == native["output_tokens"]
+        assert u["tokens"]["cacheRead"] == native["cached_input_tokens"]
+        assert u["tokens"]["total"] == native["input_tokens"] + native["output_tokens"]
+
+
+def test_a_failed_turn_reports_its_error_once() -> None:
+    (capture,) = [c for c in CAPTURES if c.name == "failed_turn.jsonl"]
+    out = [(b["kind"], b.get("reason")) for b in bodies(convert_capture(capture))]
+    assert out == [("turn-start", None), ("warning", None), ("error", None), ("turn-complete", "interrupt")]
+
+
+def test_turn_failed_alone_is_an_error() -> None:
+    out = bodies(
+        convert_lines(
+            {"type": "thread.started", "thread_id": "t"},
+            {"type": "turn.started"},
+            {"type": "turn.failed", "error": {"message": "quota exceeded"}},
+        )
+    )
+    assert [(b["kind"], b.get("message")) for b in out] == [
+        ("turn-start", None),
+        ("error", "quota exceeded"),
+        ("turn-complete", None),
+    ]
+
+
+def test_web_search_keeps_the_model_s_id_of_the_duplicated_key() -> None:
+    (capture,) = [c for c in CAPTURES if c.name == "mixed_items.jsonl"]
+    searches = [b for b in bodies(convert_capture(capture)) if b["kind"] == "web-search"]
+    assert [(s["callId"], s["phase"], s.get("query")) for s in searches] == [
+        ("ws_x6", "started", None),
+        ("ws_x6", "completed", "python f-string"),
+    ]
+
+
+def test_todo_list_is_a_plan_and_its_final_repeat_is_not_sent_again() -> None:
+    (capture,) = [c for c in CAPTURES if c.name == "mixed_items.jsonl"]
+    plans = [b for b in bodies(convert_capture(capture)) if b["kind"] == "plan"]
+    assert [[e["status"] for e in p["entries"]] for p in plans] == [["pending", "pending"], ["completed", "completed"]]
+
+
+def test_an_item_open_at_turn_end_ends_failed_and_one_open_at_close_is_reported() -> None:
+    cmd = {
+        "id": "item_1",
+        "type": "command_execution",
+        "command": "sleep 9",
+        "aggregated_output": "",
+        "exit_code": None,
+        "status": "in_progress",
+    }
+    out = bodies(
+        convert_lines(
+            {"type": "thread.started", "thread_id": "t"},
+            {"type": "turn.started"},
+            {"type": "item.started", "item": cmd},
+            {"type": "turn.completed", "usage": {"input_tokens": 1, "cached_input_tokens": 0, "output_tokens": 1}},
+            {"type": "turn.started"},
+            {"type": "item.started", "item": {**cmd, "id": "item_2"}},
+        )
+    )
+    calls = [(b["callId"], b["phase"]) for b in out if b["kind"] == "tool-call"]
+    assert calls == [("item_1", "started"), ("item_1", "failed"), ("item_2", "started")]
+    warnings = [b for b in out if b["kind"] == "warning"]
+    assert len(warnings) == 1 and "item_2" in warnings[0]["message"]
+    assert warnings[0]["native"]["protocol"] == "core"
+    assert out[-1]["kind"] == "turn-complete" and out[-1]["reason"] == "interrupt"  # cut off
+
+
+def test_detection() -> None:
+    for capture in CAPTURES:
+        sample = [(line, "agent") for line in capture.read_bytes().splitlines()[:20]]
+        assert CodexExecJsonAdapter.detect(sample) > 0.9  # type: ignore[arg-type]
+        assert detect_protocol(sample) == "codex-exec-json"  # type: ignore[arg-type]
+    rollout = ADAPTERS / "codex-rollout/captures/codex-0.169.0/exec-mixed_items.jsonl"
+    assert CodexExecJsonAdapter.detect([(rollout.read_bytes().splitlines()[0], "agent")]) == 0.0
+    rpc = b'{"method":"turn/started","params":{"turn":{"id":"x"}},"emittedAtMs":1}'
+    assert CodexExecJsonAdapter.detect([(rpc, "agent")]) == 0.0

@@ -1,0 +1,367 @@
+"""codex-rollout: every capture meets the adapter's promises; precise mappings by hand."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import ADAPTERS, capture_files, convert_capture, convert_records
+from normalize import CaptureParser, SessionEvent, SessionUpdate, detect_protocol, encode, find_inputs
+from normalize._model import _Core
+from normalize.adapters.codex_rollout import CodexRolloutAdapter
+
+CAPTURES = [c for c in capture_files() if c.relative_to(ADAPTERS).parts[0] == "codex-rollout"]
+TOOL_KINDS = ("tool-call", "mcp-tool")
+
+
+def _id(p: Path) -> str:
+    return p.name
+
+
+def native_lines(capture: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in capture.read_text().splitlines() if line.strip()]
+
+
+def bodies(events: list[_Core]) -> list[dict[str, Any]]:
+    """Each session.event as its JSON (envelope + body), in order."""
+    return [json.loads(encode(e))["event"] for e in events if isinstance(e, SessionEvent)]
+
+
+def updates(events: list[_Core]) -> list[SessionUpdate]:
+    return [e for e in events if isinstance(e, SessionUpdate)]
+
+
+def test_there_are_captures() -> None:
+    assert len(CAPTURES) >= 9
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_errors_only_where_codex_reported_one(capture: Path) -> None:
+    reported = [
+        line["payload"]["error"]["message"]
+        for line in native_lines(capture)
+        if line.get("type") == "event_msg"
+        and line["payload"].get("type") == "task_complete"
+        and line["payload"].get("error")
+    ]
+    errors = [b for b in bodies(convert_capture(capture)) if b["kind"] == "error"]
+    assert [e["message"] for e in errors] == reported
+    assert all(e["native"]["method"] == "event_msg:task_complete" for e in errors)
+
+
+#: session.update is kept only for lines whose content is already a body, or carries none.
+ALLOWED_UPDATES = {
+    "session_meta",  # its facts are the session.created record and context.updated
+    "world_state",  # a context snapshot Codex keeps for itself
+    "token_usage_record",  # the same numbers as token_count
+    "event_msg:thread_settings_applied",  # the same settings as turn_context
+    "event_msg:token_count",  # rate limits only, or a repeated snapshot
+    "response_item:message",  # checked below: the event_msg copy is the body
+    "response_item:reasoning",  # checked below
+    "response_item:function_call_output",  # the call's end came from its item
+    "response_item:custom_tool_call_output",
+    "response_item:web_search_call",  # the WebSearch item said it first
+    "response_item:tool_search_call",  # deferred-tool lookup, shown by no Codex surface
+    "response_item:tool_search_output",
+    "turn_context",  # unchanged settings
+}
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_no_conversation_content_is_left_untranslated(capture: Path) -> None:
+    events = convert_capture(capture)
+    out = bodies(events)
+    said = {b["text"] for b in out if b["kind"] in ("user-message", "assistant-message")}
+    said |= {b.get("summary") for b in out if b["kind"] == "reasoning"}
+    for upd in updates(events):
+        method = upd.update.method
+        assert method in ALLOWED_UPDATES, method
+        payload = json.loads(bytes(upd.update.payload))["payload"]
+        if method == "response_item:message" and payload["role"] in ("user", "assistant"):
+            text = "".join(p.get("text", "") for p in payload["content"])
+            assert text in said or text.startswith(("<environment_context>", "<turn_aborted>")), text[:80]
+        if method == "response_item:reasoning":
+            summary = "\n\n".join(p["text"] for p in payload["summary"])
+            assert summary in said
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_every_call_ends_in_exactly_one_terminal_phase(capture: Path) -> None:
+    phases: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for b in bodies(convert_capture(capture)):
+        if b["kind"] in TOOL_KINDS:
+            phases[(b["kind"], b["callId"])].append(b["phase"])
+    for key, seen in phases.items():
+        assert sum(p in ("completed", "failed") for p in seen) == 1, (key, seen)
+        assert seen[-1] in ("completed", "failed"), (key, seen)
+    native_calls = {
+        line["payload"]["call_id"]
+        for line in native_lines(capture)
+        if line.get("type") == "response_item"
+        and line["payload"]["type"] in ("function_call", "custom_tool_call")
+        and line["payload"].get("name") != "update_plan"
+    }
+    assert native_calls == {cid for _, cid in phases}
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_one_turn_complete_per_native_turn_end(capture: Path) -> None:
+    ends = [
+        line["payload"]
+        for line in native_lines(capture)
+        if line.get("type") == "event_msg" and line["payload"]["type"] in ("task_complete", "turn_aborted")
+    ]
+    completes = [b for b in bodies(convert_capture(capture)) if b["kind"] == "turn-complete"]
+    assert len(completes) == len(ends)
+    for end, tc in zip(ends, completes, strict=True):
+        assert tc["nativeTurnId"] == end["turn_id"]
+        ok = end["type"] == "task_complete" and not end.get("error")
+        assert tc["reason"] == ("ok" if ok else "interrupt")
+        assert tc["native"]["protocol"] == "codex-rollout"
+    starts = [b for b in bodies(convert_capture(capture)) if b["kind"] == "turn-start"]
+    assert all(s["native"]["protocol"] == "codex-rollout" for s in starts)
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_turn_usage_is_the_turn_s_share_of_the_cumulative_counters(capture: Path) -> None:
+    """Per turn: the turn usage equals Codex's own per-turn figure (token_usage_record),
+    and the turns add up to the last cumulative token_count, so nothing counts twice."""
+    lines = native_lines(capture)
+    per_turn_native: dict[str, int] = {}
+    last_total = 0
+    for line in lines:
+        if line.get("type") == "token_usage_record":
+            per_turn_native[line["payload"]["turn_id"]] = line["payload"]["turn_token_usage"]["total_tokens"]
+        if line.get("type") == "event_msg" and line["payload"]["type"] == "token_count" and line["payload"]["info"]:
+            usage = line["payload"]["info"]["total_token_usage"]
+            if usage["input_tokens"] or usage["output_tokens"]:  # not a context-overflow marker
+                last_total = usage["total_tokens"]
+    out = bodies(convert_capture(capture))
+    turn_usage: dict[str, int] = {}
+    for b in out:
+        if b["kind"] == "usage" and b.get("scope") == "turn":
+            assert b["turnId"] not in turn_usage, "one turn usage per turn"
+            turn_usage[b["turnId"]] = b["tokens"]["total"]
+    native_turn_of = {b["turnId"]: b["nativeTurnId"] for b in out if b["kind"] == "turn-complete"}
+    assert {native_turn_of[t]: v for t, v in turn_usage.items()} == per_turn_native
+    assert sum(turn_usage.values()) == last_total
+    calls = [b["tokens"]["total"] for b in out if b["kind"] == "usage" and b.get("scope") == "call"]
+    assert sum(calls) == last_total
+
+
+def test_a_context_overflow_is_context_not_usage() -> None:
+    (capture,) = [c for c in CAPTURES if "context_window_exceeded" in c.name]
+    out = bodies(convert_capture(capture))
+    usage = [b for b in out if b["kind"] == "usage"]
+    assert usage == [u for u in usage if "tokens" not in u]
+    assert usage[0]["context"] == {"used": 258400, "size": 258400}
+    assert len(usage) == 1, "the repeated overflow snapshots are not reported again"
+    (err,) = [b for b in out if b["kind"] == "error"]
+    assert err["errorType"] == "contextWindowExceeded"
+
+
+def test_every_event_is_replayed_with_the_line_s_timestamp() -> None:
+    for capture in CAPTURES:
+        lines = native_lines(capture)
+        stamps = {line["timestamp"] for line in lines}
+        for b in bodies(convert_capture(capture)):
+            assert b["origin"] == "replay"
+            if b["native"]["protocol"] == "codex-rollout":
+                assert b["ts"] in stamps
+
+
+def test_the_same_content_is_never_emitted_twice() -> None:
+    for capture in CAPTURES:
+        out = bodies(convert_capture(capture))
+        keys = Counter(
+            (b["kind"], b.get("messageId") or b.get("reasoningId"))
+            for b in out
+            if b["kind"] in ("user-message", "assistant-message", "reasoning")
+        )
+        assert all(n == 1 for n in keys.values()), keys
+
+
+def test_a_declined_command_fails_from_its_output() -> None:
+    (capture,) = [c for c in CAPTURES if "b_command_approval" in c.name]
+    calls = [b for b in bodies(convert_capture(capture)) if b["kind"] == "tool-call" and b["callId"] == "call_b2"]
+    assert [c["phase"] for c in calls] == ["started", "failed"]
+    assert calls[-1]["description"] == "declined"
+
+
+# ------------------------------------------------------------------ by hand
+
+
+def convert_lines(*lines: dict[str, Any]) -> list[dict[str, Any]]:
+    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    parser = CaptureParser()
+    records = [*parser.feed(data), *parser.close()]
+    return bodies(convert_records(records, "codex-rollout"))
+
+
+def env(t: str, kind: str, **payload: Any) -> dict[str, Any]:
+    return {"timestamp": t, "type": kind, "payload": payload}
+
+
+def test_older_files_user_and_agent_messages_come_from_event_msg() -> None:
+    """0.104 shape: no item_completed; user_message / agent_message / agent_reasoning events,
+    tools known only from function_call and its output, turn_context before each request."""
+    t = "2026-02-23T11:40:29.279Z"
+    ctx = env(
+        t,
+        "turn_context",
+        turn_id="t1",
+        cwd="/w",
+        approval_policy="on-request",
+        sandbox_policy={"type": "workspace-write"},
+        model="gpt-5.3-codex",
+        collaboration_mode={"mode": "default"},
+    )
+    usage = {
+        "input_tokens": 100,
+        "cached_input_tokens": 0,
+        "output_tokens": 10,
+        "reasoning_output_tokens": 0,
+        "total_tokens": 110,
+    }
+    count = env(
+        t,
+        "event_msg",
+        type="token_count",
+        info={"total_token_usage": usage, "last_token_usage": usage, "model_context_window": 1000},
+    )
+    out = convert_lines(
+        env(t, "session_meta", id="th1", timestamp=t, cwd="/w", cli_version="0.104.0-alpha.1", model_provider="openai"),
+        env(t, "event_msg", type="task_started", turn_id="t1"),
+        env(t, "response_item", type="message", role="user", content=[{"type": "input_text", "text": "hi"}]),
+        env(t, "event_msg", type="user_message", message="hi", images=[]),
+        ctx,
+        env(t, "event_msg", type="agent_reasoning", text="**Thinking**"),
+        env(t, "response_item", type="reasoning", summary=[{"type": "summary_text", "text": "**Thinking**"}]),
+        env(t, "response_item", type="function_call", name="exec_command", arguments='{"cmd": "ls"}', call_id="c1"),
+        count,
+        env(
+            t,
+            "response_item",
+            type="function_call_output",
+            call_id="c1",
+            output="Process exited with code 2\nOutput:\nnope",
+        ),
+        ctx,
+        count,
+        env(t, "event_msg", type="agent_message", message="done"),
+        env(t, "response_item", type="message", role="assistant", content=[{"type": "output_text", "text": "done"}]),
+        env(t, "event_msg", type="task_complete", turn_id="t1", last_agent_message="done"),
+    )
+    kinds = [(b["kind"], b.get("phase") or b.get("scope") or b.get("text") or b.get("summary")) for b in out]
+    assert kinds == [
+        ("turn-start", None),
+        ("user-message", "hi"),
+        ("mode-update", None),
+        ("permissions-update", None),
+        ("reasoning", "**Thinking**"),
+        ("tool-call", "started"),
+        ("usage", "call"),
+        ("usage", "session"),
+        ("command-output", None),
+        ("tool-call", "failed"),
+        ("assistant-message", "done"),
+        ("usage", "turn"),
+        ("turn-complete", None),
+    ]
+    assert out[9]["exitCode"] == 2
+    assert out[-2]["tokens"]["total"] == 110
+
+
+def test_envelope_less_files_take_the_response_items() -> None:
+    lines: list[dict[str, Any]] = [
+        {"id": "old-1", "timestamp": "2025-05-01T10:00:00Z", "instructions": "Be brief.", "git": None},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>x"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "**Look**"}]},
+        {
+            "type": "local_shell_call",
+            "call_id": "c9",
+            "status": "completed",
+            "action": {"type": "exec", "command": ["ls", "-a"]},
+        },
+        {"type": "function_call_output", "call_id": "c9", "output": '{"output": "a\\n", "metadata": {"exit_code": 0}}'},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "fixed"}]},
+    ]
+    data = b"".join(json.dumps(x).encode() + b"\n" for x in lines)
+    sample = [(line, "agent") for line in data.splitlines()]
+    assert detect_protocol(sample) == "codex-rollout"  # type: ignore[arg-type]
+    out = convert_lines(*lines)
+    assert [(b["kind"], b.get("text") or b.get("phase") or b.get("summary")) for b in out] == [
+        ("user-message", "fix it"),
+        ("reasoning", "**Look**"),
+        ("tool-call", "started"),
+        ("command-output", None),
+        ("tool-call", "completed"),
+        ("assistant-message", "fixed"),
+    ]
+    assert out[2]["title"] == "ls -a"
+
+
+def test_compacted_then_context_compacted_is_one_compaction() -> None:
+    t = "2026-11-29T19:00:00.000Z"
+    out = convert_lines(
+        env(t, "compacted", message="summary of the chat", replacement_history=[]),
+        env(t, "event_msg", type="context_compacted"),
+    )
+    assert [(b["kind"], b.get("summary")) for b in out] == [("compaction", "summary of the chat")]
+
+
+def test_an_aborted_turn_closes_its_open_calls_as_failed() -> None:
+    t = "2026-11-29T19:00:00.000Z"
+    out = convert_lines(
+        env(t, "event_msg", type="task_started", turn_id="t1"),
+        env(
+            t,
+            "response_item",
+            type="function_call",
+            name="search_docs",
+            namespace="mcp__docs",
+            arguments='{"query": "x"}',
+            call_id="m1",
+        ),
+        env(t, "event_msg", type="turn_aborted", turn_id="t1", reason="interrupted"),
+    )
+    assert [(b["kind"], b.get("phase") or b.get("reason")) for b in out] == [
+        ("turn-start", None),
+        ("tool-call", "started"),
+        ("mcp-tool", "started"),
+        ("tool-call", "failed"),
+        ("mcp-tool", "failed"),
+        ("turn-complete", "interrupt"),
+    ]
+    assert out[2]["server"] == "docs"
+
+
+def test_detection_tells_rollouts_from_other_codex_streams() -> None:
+    rollout = ADAPTERS / "codex-rollout/captures/codex-0.169.0/exec-mixed_items.jsonl"
+    sample = [(line, "agent") for line in rollout.read_bytes().splitlines()[:20]]
+    assert CodexRolloutAdapter.detect(sample) > 0.9  # type: ignore[arg-type]
+    assert detect_protocol(sample) == "codex-rollout"  # type: ignore[arg-type]
+    exec_json = ADAPTERS / "codex-exec-json/captures/codex-0.169.0/mixed_items.jsonl"
+    assert CodexRolloutAdapter.detect([(exec_json.read_bytes().splitlines()[0], "agent")]) == 0.0
+    rpc = b'{"method":"thread/started","params":{"thread":{"id":"x"}},"emittedAtMs":1}'
+    assert CodexRolloutAdapter.detect([(rpc, "agent")]) == 0.0
+
+
+def test_a_sessions_folder_yields_every_session(tmp_path: Path) -> None:
+    """~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl: every file is one session."""
+    for i, capture in enumerate(CAPTURES):
+        day = tmp_path / "sessions" / "2026" / "11" / f"{28 + i % 2:02d}"
+        day.mkdir(parents=True, exist_ok=True)
+        shutil.copy(capture, day / f"rollout-2026-11-29T19-0{i}-00-{capture.stem}.jsonl")
+    found = list(find_inputs([tmp_path / "sessions"]))
+    assert all(not isinstance(f, Exception) for f in found)
+    assert sorted(f.main.name for f in found) == sorted(p.name for p in (tmp_path / "sessions").rglob("*.jsonl"))  # type: ignore[union-attr]
+    assert {f.protocol for f in found} == {"codex-rollout"}  # type: ignore[union-attr]
+    assert len(found) == len(CAPTURES)
