@@ -32,7 +32,7 @@ from ._convert import find_inputs
 from ._errors import DetectionError, UsageError
 from ._lines import DEFAULT_MAX_LINE
 from ._model import SessionEvent, _Core
-from ._session import format_ts
+from ._session import Clock, format_ts
 
 __all__ = ["Pacer", "replay"]
 
@@ -89,13 +89,18 @@ async def replay(
     from_seq: int = 0,
     strict: bool = False,
     max_line: int = DEFAULT_MAX_LINE,
+    clock: Clock | None = None,
 ) -> AsyncIterator[_Core]:
-    """The events of a recording (tap file) or stored session, re-emitted with their recorded pacing."""
+    """The events of a recording (tap file) or stored session, re-emitted with their recorded pacing.
+
+    ``clock`` is read once, when the replay starts: its time is the ``ts`` of
+    events that have no time of their own.
+    """
     found = list(find_inputs([Path(path)], protocol=protocol, max_line=max_line))
     inp = found[0]
     if isinstance(inp, DetectionError):
         raise inp
-    started = time.time()
+    started = (clock or time.time)()
     pacer = Pacer(speed, untimed=format_ts(started))
     start: float | None = None
     resumed = from_seq <= 0

@@ -1,6 +1,6 @@
 """A fake agent: plays a capture's agent lines on stdout and reads the client lines on stdin.
 
-    python fake_agent.py CAPTURE [--speed X] [--max-gap S] [--exit N] [--hang] [--pid-file F]
+    python fake_agent.py CAPTURE [--speed X] [--max-gap S] [--exit N] [--hang] [--pid-file F] [--stderr TEXT]
 
 Agent lines are written byte for byte (each with a newline, flushed), paced by
 the capture's ``t`` (tap files) divided by ``--speed`` and capped at
@@ -48,7 +48,11 @@ def main() -> int:
     p.add_argument("--exit", type=int, default=0)
     p.add_argument("--hang", action="store_true")
     p.add_argument("--pid-file", type=Path)
+    p.add_argument("--stderr", default="", help="write this to stderr first")
     args = p.parse_args()
+    if args.stderr:
+        sys.stderr.write(args.stderr)
+        sys.stderr.flush()
     if args.pid_file:
         args.pid_file.write_text(str(os.getpid()))
     out, inp = sys.stdout.buffer, sys.stdin.buffer
