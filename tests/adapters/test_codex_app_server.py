@@ -1,0 +1,401 @@
+"""The codex-app-server adapter: Codex's app-server JSON-RPC, both directions."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import ADAPTERS, fixed_clock
+from normalize import (
+    AssistantDelta,
+    AssistantMessage,
+    Body,
+    CommandOutput,
+    Emit,
+    Error,
+    EventEnvelope,
+    FileDiff,
+    Item,
+    MalformedMessage,
+    McpTool,
+    Message,
+    PermissionRequest,
+    RequestResolved,
+    SessionCreated,
+    SessionEvent,
+    SessionResumed,
+    SessionUpdate,
+    ToolCall,
+    TurnComplete,
+    TurnStart,
+    Usage,
+    UserMessage,
+    read_records,
+)
+from normalize import Session as NSession
+from normalize._model import _Core
+from normalize.adapters.codex_app_server import CodexAppServerAdapter
+
+KIT = ADAPTERS / "codex-app-server" / "captures"
+CAPTURES = sorted(KIT.rglob("*.jsonl"))
+VERSION = "0.169.0"
+
+#: Methods kept as session.update, each for a stated reason (adapters/codex-app-server/README.md).
+#: The client's requests (initialize, thread/start, turn/start, turn/interrupt) are kept too:
+#: their responses and the notifications that follow carry what they did.
+KEPT_RAW = {
+    "initialize",  # the response: the version goes into the session record
+    "initialized",  # handshake acknowledgement, no content
+    "turn/interrupt",  # the empty response: turn/completed says how the turn ended
+    "remoteControl/status/changed",  # remote-control availability: nothing in the model
+    "thread/status/changed",  # the Session derives running / waiting / idle itself
+    "serverRequest/resolved",  # after the client's answer, which already gave request-resolved
+}
+#: Items whose item/started holds no content yet (the deltas and item/completed carry it).
+CONTENTLESS_STARTS = {"userMessage", "agentMessage", "reasoning", "plan"}
+#: Snapshot notifications: an identical re-send is not reported again.
+SNAPSHOTS = {"turn/diff/updated", "thread/tokenUsage/updated", "account/rateLimits/updated"}
+
+
+# --------------------------------------------------------------- helpers
+
+
+class Fed:
+    """One native message and what the Session made of it."""
+
+    def __init__(self, msg: dict[str, Any], from_: str, out: list[_Core]) -> None:
+        self.msg = msg
+        self.from_ = from_
+        self.out = out
+
+    @property
+    def method(self) -> str | None:
+        return self.msg.get("method")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.msg.get("params") or {}
+
+    def bodies(self) -> list[Any]:
+        return [e.event.body for e in self.out if isinstance(e, SessionEvent)]
+
+
+def feed_capture(capture: Path) -> tuple[list[Fed], list[_Core]]:
+    session = NSession(CodexAppServerAdapter(), clock=fixed_clock)
+    fed: list[Fed] = []
+    for rec in read_records([capture]):
+        assert isinstance(rec, Message)
+        out = session.feed(rec.data, rec.from_, t=rec.t)
+        fed.append(Fed(json.loads(rec.data), rec.from_, out))
+    return fed, session.close()
+
+
+def envelopes(fed: list[Fed], tail: list[_Core]) -> list[EventEnvelope]:
+    return [e.event for f in fed for e in f.out if isinstance(e, SessionEvent)] + [
+        e.event for e in tail if isinstance(e, SessionEvent)
+    ]
+
+
+def item_of(f: Fed) -> dict[str, Any]:
+    return f.params.get("item") or {}
+
+
+def translate(*messages: tuple[str, dict[str, Any]]) -> list[Item]:
+    """Feed inline messages to a fresh adapter; every item they give, in order."""
+    adapter = CodexAppServerAdapter()
+    out: list[Item] = []
+    for from_, msg in messages:
+        out.extend(adapter.feed(json.dumps(msg).encode(), from_))  # type: ignore[arg-type]
+    return out
+
+
+def bodies_of(items: list[Item]) -> list[Any]:
+    return [i.body if isinstance(i, Emit) else i for i in items if isinstance(i, (Body, Emit))]
+
+
+ids = [c.name for c in CAPTURES]
+
+
+@pytest.fixture(scope="module", params=CAPTURES, ids=ids)
+def run(request: pytest.FixtureRequest) -> tuple[Path, list[Fed], list[_Core]]:
+    fed, tail = feed_capture(request.param)
+    return request.param, fed, tail
+
+
+# --------------------------------------------------------------- over every capture
+
+
+def test_the_kit_holds_every_capture() -> None:
+    assert len(CAPTURES) == 7
+
+
+def test_no_error_event_unless_codex_reported_one(run: tuple[Path, list[Fed], list[_Core]]) -> None:
+    capture, fed, tail = run
+    for f in fed:
+        errors = [b for b in f.bodies() if isinstance(b, Error)]
+        if f.method == "error":
+            assert len(errors) == 1
+            assert errors[0].recoverable == f.params["willRetry"]
+        elif f.method == "turn/completed" and f.params["turn"]["status"] == "failed":
+            # the terminal `error` notification before it already reported it
+            assert errors == []
+        else:
+            assert errors == [], (f.method, errors)
+    cut = [e for e in tail if isinstance(e, SessionEvent) and isinstance(e.event.body, Error)]
+    assert bool(cut) == ("PARTIAL" in capture.name)
+
+
+def test_no_session_update_for_a_documented_method(run: tuple[Path, list[Fed], list[_Core]]) -> None:
+    _, fed, _ = run
+    seen: set[tuple[str, str]] = set()
+    for f in fed:
+        updates = [e for e in f.out if isinstance(e, SessionUpdate)]
+        content = {k: v for k, v in f.params.items() if k not in ("threadId", "turnId")}
+        snapshot = json.dumps(content, sort_keys=True)
+        first_time = (str(f.method), snapshot) not in seen
+        seen.add((str(f.method), snapshot))
+        if not updates:
+            continue
+        carried_by_core_event = any(
+            not isinstance(e, (SessionEvent, SessionUpdate)) and type(e).__name__ != "SessionStateChanged"
+            for e in f.out
+        )
+        method = f.method
+        if method is None:  # a response: named by the request it answers
+            method = updates[0].update.method
+        ok = (
+            method in KEPT_RAW
+            or (f.from_ == "client" and "method" in f.msg and "id" in f.msg)
+            or carried_by_core_event
+            or (method == "item/started" and item_of(f).get("type") in CONTENTLESS_STARTS)
+            or (method == "item/reasoning/summaryPartAdded" and f.params.get("summaryIndex") == 0)
+            or (method in SNAPSHOTS and not first_time)
+            or (method == "turn/diff/updated" and f.params.get("diff") in {json.loads(s).get("diff") for _, s in seen})
+        )
+        assert ok, f"{method} kept as session.update"
+
+
+def test_every_tool_item_ends_in_exactly_one_terminal_phase(run: tuple[Path, list[Fed], list[_Core]]) -> None:
+    _, fed, tail = run
+    tool_items = {
+        item_of(f)["id"]: item_of(f)["type"]
+        for f in fed
+        if f.method in ("item/started", "item/completed")
+        and item_of(f).get("type") in ("commandExecution", "fileChange", "mcpToolCall")
+    }
+    envs = envelopes(fed, tail)
+    terminal = Counter(
+        e.body.call_id for e in envs if isinstance(e.body, ToolCall) and e.body.phase in ("completed", "failed")
+    )
+    mcp_terminal = Counter(
+        e.body.call_id for e in envs if isinstance(e.body, McpTool) and e.body.phase in ("completed", "failed")
+    )
+    for item_id, kind in tool_items.items():
+        assert terminal[item_id] == 1, item_id
+        if kind == "mcpToolCall":
+            assert mcp_terminal[item_id] == 1, item_id
+    assert set(terminal) == set(tool_items)
+
+
+def test_one_turn_complete_per_native_turn_end(run: tuple[Path, list[Fed], list[_Core]]) -> None:
+    capture, fed, tail = run
+    for f in fed:
+        completes = [b for b in f.bodies() if isinstance(b, TurnComplete)]
+        if f.method == "turn/completed":
+            turn = f.params["turn"]
+            assert len(completes) == 1
+            assert completes[0].native_turn_id == turn["id"]
+            assert completes[0].reason == ("interrupt" if turn["status"] == "interrupted" else "ok")
+        else:
+            assert completes == []
+    started = sum(1 for f in fed if f.method == "turn/started")
+    cut_off = [e for e in tail if isinstance(e, SessionEvent) and isinstance(e.event.body, TurnComplete)]
+    ended = sum(1 for f in fed if f.method == "turn/completed")
+    assert started == ended + len(cut_off)
+    for e in cut_off:
+        assert isinstance(e.event.body, TurnComplete) and e.event.body.reason == "interrupt"
+    assert bool(cut_off) == ("PARTIAL" in capture.name)
+
+
+def test_approvals_are_resolved_with_the_decision_sent(run: tuple[Path, list[Fed], list[_Core]]) -> None:
+    _, fed, _ = run
+    asked = {f.msg["id"]: f for f in fed if f.from_ == "agent" and "method" in f.msg and "id" in f.msg}
+    for f in fed:
+        if f.from_ == "client" and "result" in f.msg and f.msg["id"] in asked:
+            (resolved,) = [b for b in f.bodies() if isinstance(b, RequestResolved)]
+            assert resolved.request_id == str(f.msg["id"])
+            assert resolved.outcome == "answered"
+            assert json.loads(bytes(resolved.answer)) == f.msg["result"]
+    for f in asked.values():
+        (req,) = [b for b in f.bodies() if isinstance(b, PermissionRequest)]
+        assert req.tool_call.call_id == f.params["itemId"]
+
+
+def test_text_and_output_are_never_doubled(run: tuple[Path, list[Fed], list[_Core]]) -> None:
+    _, fed, tail = run
+    envs = envelopes(fed, tail)
+    deltas: dict[str, str] = {}
+    for e in envs:
+        if isinstance(e.body, AssistantDelta):
+            deltas[e.body.message_id] = deltas.get(e.body.message_id, "") + e.body.text
+    messages = [e.body for e in envs if isinstance(e.body, AssistantMessage)]
+    assert len({m.message_id for m in messages}) == len(messages)  # one message per id
+    for m in messages:
+        assert deltas.get(m.message_id, m.text) == m.text
+    for f in fed:
+        if f.method == "item/completed" and item_of(f).get("type") == "commandExecution":
+            item = item_of(f)
+            streamed = any(
+                g.method == "item/commandExecution/outputDelta" and g.params["itemId"] == item["id"] for g in fed
+            )
+            outputs = [b for b in f.bodies() if isinstance(b, CommandOutput)]
+            if streamed or not item["aggregatedOutput"]:
+                assert outputs == []
+            else:
+                assert [o.delta for o in outputs] == [item["aggregatedOutput"]]
+            (call,) = [b for b in f.bodies() if isinstance(b, ToolCall)]
+            assert call.output == item["aggregatedOutput"]
+            assert call.exit_code == item["exitCode"]
+
+
+def test_the_session_record_names_the_thread(run: tuple[Path, list[Fed], list[_Core]]) -> None:
+    _, fed, _ = run
+    (f,) = [f for f in fed if f.method == "thread/started"]
+    (created,) = [e for e in f.out if isinstance(e, SessionCreated)]
+    thread = f.params["thread"]
+    assert created.record.native_session_id == thread["id"]
+    assert created.record.cwd == thread["cwd"]
+    assert created.record.model == thread["model"]
+    assert created.record.agent_version == VERSION
+    assert created.record.agent == "codex"
+
+
+def test_turn_usage_adds_up_to_the_session_total(run: tuple[Path, list[Fed], list[_Core]]) -> None:
+    _, fed, tail = run
+    usages = [e.body for e in envelopes(fed, tail) if isinstance(e.body, Usage) and e.body.tokens is not None]
+    session = [u for u in usages if u.scope == "session"]
+    turns = [u for u in usages if u.scope == "turn"]
+    if not session:
+        return
+    assert session[-1].tokens is not None
+    assert sum(u.tokens.total or 0 for u in turns if u.tokens) == session[-1].tokens.total
+
+
+def test_every_event_carries_its_native_message(run: tuple[Path, list[Fed], list[_Core]]) -> None:
+    _, fed, _ = run
+    for f in fed:
+        for e in f.out:
+            if isinstance(e, SessionEvent) and e.event.native.protocol != "core":
+                assert json.loads(bytes(e.event.native.payload)) == f.msg
+
+
+# --------------------------------------------------------------- precise mappings
+
+
+def test_request_ids_colliding_across_directions_are_told_apart() -> None:
+    items = translate(
+        ("client", {"method": "initialize", "id": 0, "params": {"clientInfo": {"name": "x", "version": "1"}}}),
+        (
+            "agent",
+            {
+                "method": "item/commandExecution/requestApproval",
+                "id": 0,
+                "params": {"threadId": "t", "turnId": "u", "itemId": "call_1", "command": "ls", "cwd": "/p"},
+            },
+        ),
+        ("client", {"id": 0, "result": {"decision": "acceptForSession"}}),
+        ("agent", {"id": 0, "result": {"userAgent": "x/9.9.9 (Linux)"}}),
+    )
+    bodies = bodies_of(items)
+    (req,) = [b for b in bodies if isinstance(b, PermissionRequest)]
+    assert req.request_id == "0" and req.tool_call.call_id == "call_1"
+    assert req.detail is not None and req.detail.command == "ls"
+    assert [o.id for o in req.options] == ["accept", "acceptForSession", "decline", "cancel"]
+    (res,) = [b for b in bodies if isinstance(b, RequestResolved)]
+    assert json.loads(bytes(res.answer)) == {"decision": "acceptForSession"}
+
+
+def test_a_command_without_deltas_reports_its_output_once() -> None:
+    item = {"type": "commandExecution", "id": "c", "command": "ls", "cwd": "/p", "status": "inProgress"}
+    done = {**item, "status": "failed", "aggregatedOutput": "boom\n", "exitCode": 2}
+    bodies = bodies_of(
+        translate(
+            ("agent", {"method": "item/started", "params": {"item": item, "turnId": "u"}}),
+            ("agent", {"method": "item/completed", "params": {"item": done, "turnId": "u"}}),
+        )
+    )
+    assert [type(b).__name__ for b in bodies] == ["ToolCall", "CommandOutput", "ToolCall"]
+    assert bodies[1] == CommandOutput(call_id="c", stream="merged", delta="boom\n")
+    assert bodies[2].phase == "failed" and bodies[2].exit_code == 2 and bodies[2].category == "execute"
+
+
+def test_an_added_file_gives_a_hunk_and_a_declined_patch_fails() -> None:
+    change = {"path": "/p/new.txt", "kind": {"type": "add"}, "diff": "a\nb\n"}
+    item = {"type": "fileChange", "id": "f", "changes": [change], "status": "inProgress"}
+    bodies = bodies_of(
+        translate(
+            ("agent", {"method": "item/started", "params": {"item": item, "turnId": "u"}}),
+            ("agent", {"method": "item/completed", "params": {"item": {**item, "status": "declined"}}}),
+        )
+    )
+    diffs = [b for b in bodies if isinstance(b, FileDiff)]
+    assert diffs == [FileDiff(call_id="f", path="/p/new.txt", diff="@@ -0,0 +1,2 @@\n+a\n+b\n", change_kind="add")]
+    assert [b.phase for b in bodies if isinstance(b, ToolCall)] == ["started", "failed"]
+
+
+def test_a_request_resolved_without_an_answer_is_cancelled() -> None:
+    bodies = bodies_of(
+        translate(
+            ("agent", {"method": "item/fileChange/requestApproval", "id": 3, "params": {"itemId": "f"}}),
+            ("agent", {"method": "serverRequest/resolved", "params": {"threadId": "t", "requestId": 3}}),
+        )
+    )
+    assert bodies[-1] == RequestResolved(request_id="3", outcome="cancelled")
+
+
+def test_resumed_history_is_replayed() -> None:
+    turn = {
+        "id": "turn-a",
+        "status": "completed",
+        "items": [
+            {"type": "userMessage", "id": "u1", "content": [{"type": "text", "text": "hi", "text_elements": []}]},
+            {"type": "agentMessage", "id": "m1", "text": "hello"},
+        ],
+    }
+    thread = {"id": "th", "cwd": "/p", "model": "gpt", "cliVersion": VERSION, "turns": [turn]}
+    items = translate(
+        ("client", {"method": "thread/resume", "id": 1, "params": {"threadId": "th"}}),
+        ("agent", {"id": 1, "result": {"thread": thread, "approvalPolicy": "never", "sandbox": {"type": "readOnly"}}}),
+    )
+    (resumed,) = [i for i in items if isinstance(i, SessionResumed)]
+    assert resumed.record.native_session_id == "th" and resumed.record.agent_version == VERSION
+    replayed = [i for i in items if isinstance(i, Emit)]
+    assert [i.origin for i in replayed] == ["replay"] * 4
+    assert [type(i.body) for i in replayed] == [TurnStart, UserMessage, AssistantMessage, TurnComplete]
+    assert replayed[-1].body == TurnComplete(reason="ok", stop_reason="completed", native_turn_id="turn-a")
+
+
+def test_a_retry_notice_is_a_recoverable_error() -> None:
+    err = {"message": "Reconnecting... 1/1", "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": None}}}
+    (body,) = bodies_of(translate(("agent", {"method": "error", "params": {"error": err, "willRetry": True}})))
+    assert body == Error(message="Reconnecting... 1/1", error_type="responseStreamDisconnected", recoverable=True)
+
+
+def test_bad_input_is_a_malformed_message() -> None:
+    adapter = CodexAppServerAdapter()
+    for bad in (b"not json", b"[1, 2]", b'{"\x80":1}', b'{"jsonrpc":"2.0"}'):
+        with pytest.raises(MalformedMessage):
+            adapter.feed(bad)
+
+
+def test_detects_app_server_traffic_only() -> None:
+    sample = [
+        (c, "client") for c in (b'{"method":"initialize","id":0,"params":{}}', b'{"method":"thread/start","id":1}')
+    ]
+    assert CodexAppServerAdapter.detect(sample) > 0.5  # type: ignore[arg-type]
+    acp = [(b'{"jsonrpc":"2.0","method":"session/new","id":1,"params":{}}', "client")]
+    assert CodexAppServerAdapter.detect(acp) == 0.0  # type: ignore[arg-type]
