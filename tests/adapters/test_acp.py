@@ -1,0 +1,635 @@
+"""The acp adapter: its promises over every capture, and precise mappings on small inline traffic."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import ADAPTERS, capture_files, convert_capture, fixed_clock
+from normalize import (
+    AssistantDelta,
+    AssistantMessage,
+    CaptureParser,
+    CommandOutput,
+    Error,
+    FileDiff,
+    Message,
+    MessageCompleted,
+    ModeUpdate,
+    PermissionRequest,
+    Reasoning,
+    ReasoningDelta,
+    RequestResolved,
+    Session,
+    SessionCreated,
+    SessionEvent,
+    SessionResumed,
+    SessionUpdate,
+    ToolCall,
+    TurnComplete,
+    TurnStart,
+    Usage,
+    UserMessage,
+    detect_protocol,
+)
+from normalize import (
+    Warning as WarningBody,
+)
+from normalize._model import _Core
+from normalize.adapters.acp import AcpAdapter
+
+PROTOCOL = "acp"
+CAPTURES = [c for c in capture_files() if c.relative_to(ADAPTERS).parts[0] == PROTOCOL]
+LOADS = [c for c in CAPTURES if "load" in c.name]
+Wire = dict[str, Any]
+
+#: session/update fields that carry nothing the model holds (vendor data, a timestamp, the key).
+NO_MEANING = {"sessionUpdate", "toolCallId", "_meta", "updatedAt"}
+DOCUMENTED = {
+    "user_message_chunk",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "tool_call",
+    "tool_call_update",
+    "plan",
+    "available_commands_update",
+    "current_mode_update",
+    "config_option_update",
+    "session_info_update",
+    "usage_update",
+}
+
+
+def _id(p: Path) -> str:
+    return f"{p.parent.name}/{p.name}"
+
+
+def wire(capture: Path) -> list[tuple[str, Wire]]:
+    msgs = [r for r in CaptureParser().feed(capture.read_bytes() + b"\n") if isinstance(r, Message)]
+    return [(m.from_, json.loads(m.data)) for m in msgs]
+
+
+def events_of(capture: Path) -> list[_Core]:
+    return convert_capture(capture)
+
+
+def session_events(events: list[_Core]) -> list[SessionEvent]:
+    return [e for e in events if isinstance(e, SessionEvent)]
+
+
+def payload(ev: SessionEvent) -> Wire | None:
+    raw = ev.event.native.payload
+    return json.loads(bytes(raw)) if raw is not None and not isinstance(raw, str) else None
+
+
+def native_of(e: _Core) -> Wire | None:
+    """The native message of a session.event or session.update (None when synthesized)."""
+    if isinstance(e, SessionEvent):
+        return payload(e)
+    if isinstance(e, SessionUpdate) and e.update.payload is not None:
+        return json.loads(bytes(e.update.payload))  # type: ignore[no-any-return]
+    return None
+
+
+def run(*lines: tuple[str, Wire]) -> list[_Core]:
+    """Feed inline traffic, (direction, message) pairs, through a Session."""
+    session = Session(AcpAdapter(), session_id="s-test", clock=fixed_clock)
+    out: list[_Core] = []
+    for from_, msg in lines:
+        out += session.feed(json.dumps(msg).encode(), from_)  # type: ignore[arg-type]
+    out += session.close()
+    return out
+
+
+def bodies(events: list[_Core]) -> list[Any]:
+    return [e.event.body for e in session_events(events)]
+
+
+def upd(update: Wire, sid: str = "S") -> tuple[str, Wire]:
+    return ("agent", {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": update}})
+
+
+def req(from_: str, rid: int, method: str, params: Wire) -> tuple[str, Wire]:
+    return (from_, {"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+
+
+def res(from_: str, rid: int, result: Any) -> tuple[str, Wire]:
+    return (from_, {"jsonrpc": "2.0", "id": rid, "result": result})
+
+
+def prompt(rid: int, text: str = "hi") -> tuple[str, Wire]:
+    return req("client", rid, "session/prompt", {"sessionId": "S", "prompt": [{"type": "text", "text": text}]})
+
+
+def chunk(kind: str, text: str, mid: str | None = None) -> tuple[str, Wire]:
+    u: Wire = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+    if mid is not None:
+        u["messageId"] = mid
+    return upd(u)
+
+
+# --------------------------------------------------------------------------
+# Promises over every capture
+
+
+def test_every_capture_set_is_here() -> None:
+    assert {c.parent.name for c in CAPTURES} == {"acp-handwritten", "claude-agent-acp-0.101.0", "codex-acp-2.6.0"}
+    assert len(CAPTURES) == 24
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_detected_as_acp(capture: Path) -> None:
+    sample = [(json.dumps(m).encode(), d) for d, m in wire(capture)[:20]]
+    assert detect_protocol(sample) == PROTOCOL  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_no_error_event_unless_the_traffic_carries_one(capture: Path) -> None:
+    for ev in session_events(events_of(capture)):
+        if isinstance(ev.event.body, Error):
+            p = payload(ev)
+            assert p is not None and "error" in p, ev.event.body  # a JSON-RPC error response, nothing else
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_no_session_update_for_a_documented_variant_with_meaning(capture: Path) -> None:
+    for ev in events_of(capture):
+        if not isinstance(ev, SessionUpdate) or ev.update.payload is None:
+            continue
+        msg = json.loads(bytes(ev.update.payload))
+        if msg.get("method") != "session/update":
+            continue
+        update = msg["params"]["update"]
+        if update["sessionUpdate"] not in DOCUMENTED:
+            continue
+        meaningful = {k for k, v in update.items() if v is not None} - NO_MEANING
+        assert not meaningful, f"untranslated {update['sessionUpdate']} with {sorted(meaningful)}"
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_every_tool_call_has_one_terminal_phase_or_is_reported_open(capture: Path) -> None:
+    events = events_of(capture)
+    phases: dict[str, list[str]] = defaultdict(list)
+    for body in bodies(events):
+        if isinstance(body, ToolCall):
+            phases[body.call_id].append(body.phase)
+    warned = {b.message for b in bodies(events) if isinstance(b, WarningBody) and b.source == "normalize"}
+    for call_id, seen in phases.items():
+        assert seen[0] == "started", (call_id, seen)
+        terminal = [p for p in seen if p in ("completed", "failed")]
+        if not terminal:
+            assert any(call_id in w for w in warned), f"{call_id} never ended and was not reported"
+        else:
+            assert len(terminal) == 1, (call_id, seen)
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_one_turn_complete_per_prompt_response(capture: Path) -> None:
+    lines = wire(capture)
+    prompts = {m["id"] for d, m in lines if d == "client" and m.get("method") == "session/prompt"}
+    answers = [m for d, m in lines if d == "agent" and "method" not in m and m.get("id") in prompts]
+    events = events_of(capture)
+    completes = [
+        ev
+        for ev in session_events(events)
+        if isinstance(ev.event.body, TurnComplete) and ev.event.native.method == "session/prompt"
+    ]
+    assert len(completes) == len(answers) > 0
+    for ev in completes:
+        p = payload(ev)
+        assert p is not None and p["id"] in prompts
+    completed = [e for e in events if isinstance(e, MessageCompleted)]
+    assert [e.message_id for e in completed] == [f"prompt-{m['id']}" for m in answers]
+    for answer, done, turn in zip(answers, completed, completes, strict=True):
+        native = answer.get("result", {}).get("stopReason") if "result" in answer else "error"
+        expected = {"max_turn_requests": "max_turns"}.get(native, native)
+        assert done.result.stop_reason == expected
+        body = turn.event.body
+        assert isinstance(body, TurnComplete)
+        assert body.reason == ("interrupt" if expected in ("cancelled", "error") else "ok")
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_streamed_text_is_assembled_once(capture: Path) -> None:
+    deltas: dict[tuple[str, str], str] = defaultdict(str)
+    whole: Counter[tuple[str, str]] = Counter()
+    texts: dict[tuple[str, str], str] = {}
+    for body in bodies(events_of(capture)):
+        if isinstance(body, AssistantDelta):
+            deltas["m", body.message_id] += body.text
+        elif isinstance(body, ReasoningDelta):
+            deltas["r", body.reasoning_id] += body.text
+        elif isinstance(body, AssistantMessage):
+            whole["m", body.message_id] += 1
+            texts["m", body.message_id] = body.text
+        elif isinstance(body, Reasoning):
+            whole["r", body.reasoning_id] += 1
+            texts["r", body.reasoning_id] = body.text or ""
+    assert set(whole) == set(deltas)
+    assert all(n == 1 for n in whole.values()), whole
+    assert texts == dict(deltas)
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_every_permission_request_is_resolved_with_the_option_kind(capture: Path) -> None:
+    asked: dict[str, dict[str, str]] = {}
+    for body in bodies(events_of(capture)):
+        if isinstance(body, PermissionRequest):
+            asked[body.request_id] = {o.id: o.kind for o in body.options}
+        elif isinstance(body, RequestResolved):
+            kinds = asked.pop(body.request_id)
+            if body.outcome == "answered":
+                assert body.answer["kind"] == kinds[body.answer["optionId"]]
+    assert asked == {}
+
+
+@pytest.mark.parametrize("capture", LOADS, ids=_id)
+def test_load_history_is_replay_and_the_prompt_after_it_is_live(capture: Path) -> None:
+    lines = wire(capture)
+    load_id = next(m["id"] for d, m in lines if d == "client" and m.get("method") == "session/load")
+    events = events_of(capture)
+    assert sum(isinstance(e, SessionResumed) for e in events) == 1
+    inside = False
+    replayed = 0
+    for e in events:
+        p = native_of(e)
+        if p is not None and p.get("method") == "session/load":
+            inside = True
+        if inside and isinstance(e, SessionEvent) and p is not None and p.get("method") == "session/update":
+            if isinstance(e.event.body, WarningBody):
+                assert e.event.origin == "live"  # the agent's notice, not history (codex-acp 2.6.0)
+            else:
+                assert e.event.origin == "replay", e.event.body
+                replayed += 1
+        if p is not None and p.get("id") == load_id and "result" in p:
+            inside = False
+        if p is not None and p.get("method") == "session/prompt":
+            break
+    assert replayed > 0
+    after = False
+    for ev in session_events(events):
+        p = payload(ev)
+        after = after or (p is not None and p.get("method") == "session/prompt")
+        if after:
+            assert ev.event.origin == "live"
+    assert after
+    # the replayed conversation has turns of its own, each with the user's words
+    replay_turns = {
+        ev.event.turn_id for ev in session_events(events) if ev.event.origin == "replay" and ev.event.turn_id
+    }
+    users = {ev.event.turn_id for ev in session_events(events) if isinstance(ev.event.body, UserMessage)}
+    assert len(replay_turns) == 2
+    assert replay_turns <= users
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_session_record_names_the_native_session_and_agent(capture: Path) -> None:
+    lines = wire(capture)
+    native = {
+        m["result"]["sessionId"]
+        for d, m in lines
+        if d == "agent" and isinstance(m.get("result"), dict) and "sessionId" in m["result"]
+    }
+    native |= {m["params"]["sessionId"] for d, m in lines if m.get("method") in ("session/load", "session/resume")}
+    info = next(
+        m["result"]["agentInfo"]
+        for d, m in lines
+        if d == "agent" and m.get("id") == 0 and "result" in m and "agentInfo" in m["result"]
+    )
+    records = [
+        e.record
+        for e in events_of(capture)
+        if isinstance(e, SessionCreated | SessionResumed) and e.record.native_session_id
+    ]
+    assert {r.native_session_id for r in records} == native
+    assert all(r.agent == info["name"] and r.agent_version == info["version"] for r in records)
+
+
+# --------------------------------------------------------------------------
+# Precise mappings on inline traffic
+
+
+def test_ids_collide_across_directions_and_are_paired_by_direction() -> None:
+    events = run(
+        prompt(0),
+        req(
+            "agent",
+            0,
+            "session/request_permission",
+            {
+                "sessionId": "S",
+                "toolCall": {"toolCallId": "t1", "title": "ls", "kind": "execute", "rawInput": {"command": "ls"}},
+                "options": [
+                    {"optionId": "y", "name": "Yes", "kind": "allow_once"},
+                    {"optionId": "n", "name": "No", "kind": "reject_once"},
+                ],
+            },
+        ),
+        res("client", 0, {"outcome": {"outcome": "selected", "optionId": "n"}}),
+        res("agent", 0, {"stopReason": "end_turn"}),
+    )
+    bs = bodies(events)
+    call = next(b for b in bs if isinstance(b, ToolCall))
+    assert (call.call_id, call.phase, call.category) == ("t1", "started", "execute")
+    ask = next(b for b in bs if isinstance(b, PermissionRequest))
+    assert ask.detail is not None and ask.detail.command == "ls"
+    assert [o.kind for o in ask.options] == ["allow_once", "reject_once"]
+    done = next(b for b in bs if isinstance(b, RequestResolved))
+    assert done.answer == {"optionId": "n", "kind": "reject_once"}
+    assert [b.reason for b in bs if isinstance(b, TurnComplete)] == ["ok"]
+
+
+@pytest.mark.parametrize(
+    ("native", "stop", "reason"),
+    [
+        ("end_turn", "end_turn", "ok"),
+        ("max_tokens", "max_tokens", "ok"),
+        ("max_turn_requests", "max_turns", "ok"),
+        ("refusal", "refusal", "ok"),
+        ("cancelled", "cancelled", "interrupt"),
+    ],
+)
+def test_stop_reasons(native: str, stop: str, reason: str) -> None:
+    events = run(prompt(1), res("agent", 1, {"stopReason": native}))
+    (done,) = [e for e in events if isinstance(e, MessageCompleted)]
+    assert done.result.stop_reason == stop
+    (turn,) = [b for b in bodies(events) if isinstance(b, TurnComplete)]
+    assert (turn.reason, turn.stop_reason) == (reason, native)
+
+
+def test_a_prompt_error_fails_the_turn_unless_it_was_cancelled() -> None:
+    err = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "error": {"code": -32603, "message": "Internal error", "data": {"message": "HTTP 529"}},
+    }
+    events = run(prompt(1), ("agent", err))
+    errors = [b for b in bodies(events) if isinstance(b, Error)]
+    assert [(e.message, e.error_type) for e in errors] == [("HTTP 529", "internal-error")]
+    (done,) = [e for e in events if isinstance(e, MessageCompleted)]
+    assert done.result.stop_reason == "error" and done.result.error is not None
+    cancelled = run(
+        prompt(1),
+        ("client", {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "S"}}),
+        ("agent", err),
+    )
+    assert not [b for b in bodies(cancelled) if isinstance(b, Error)]
+    (done,) = [e for e in cancelled if isinstance(e, MessageCompleted)]
+    assert done.result.stop_reason == "cancelled"
+    assert [b.reason for b in bodies(cancelled) if isinstance(b, TurnComplete)] == ["interrupt"]
+
+
+def test_a_cancelled_turn_fails_its_open_calls_once() -> None:
+    events = run(
+        prompt(1),
+        upd({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "x", "kind": "read", "status": "pending"}),
+        res("agent", 1, {"stopReason": "cancelled"}),
+    )
+    assert [b.phase for b in bodies(events) if isinstance(b, ToolCall)] == ["started", "failed"]
+    assert not [b for b in bodies(events) if isinstance(b, WarningBody)]
+
+
+def test_tool_call_update_null_means_unchanged_and_lists_replace() -> None:
+    events = run(
+        prompt(1),
+        upd(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "t1",
+                "title": "Read a",
+                "kind": "read",
+                "status": "pending",
+                "locations": [{"path": "/a"}],
+                "rawInput": {"path": "/a"},
+            }
+        ),
+        upd(
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "t1",
+                "title": None,
+                "kind": None,
+                "locations": [{"path": "/b", "line": 3}],
+            }
+        ),
+        upd({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed", "rawOutput": "ok"}),
+        res("agent", 1, {"stopReason": "end_turn"}),
+    )
+    calls = [b for b in bodies(events) if isinstance(b, ToolCall)]
+    assert [c.phase for c in calls] == ["started", "updated", "completed"]
+    last = calls[-1]
+    assert last.title == "Read a" and last.category == "read"
+    assert [(loc.path, loc.line) for loc in last.locations or ()] == [("/b", 3)]
+    assert json.loads(bytes(last.input)) == {"path": "/a"} and json.loads(bytes(last.output)) == "ok"
+
+
+@pytest.mark.parametrize(
+    ("kind", "category"),
+    [
+        ("read", "read"),
+        ("edit", "edit"),
+        ("delete", "delete"),
+        ("move", "move"),
+        ("search", "search"),
+        ("execute", "execute"),
+        ("think", "think"),
+        ("fetch", "fetch"),
+        ("switch_mode", "other"),
+        ("other", "other"),
+        ("something_new", "other"),
+    ],
+)
+def test_kind_to_category(kind: str, category: str) -> None:
+    events = run(
+        upd({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "t", "kind": kind, "status": "completed"})
+    )
+    assert {b.category for b in bodies(events) if isinstance(b, ToolCall)} == {category}
+
+
+def test_diff_content_gives_one_file_diff_per_change() -> None:
+    diff = {"type": "diff", "path": "/p/a.txt", "oldText": "a\n", "newText": "b\n"}
+    events = run(
+        upd({"sessionUpdate": "tool_call", "toolCallId": "e", "title": "Edit", "kind": "edit", "content": [diff]}),
+        upd({"sessionUpdate": "tool_call_update", "toolCallId": "e", "status": "completed", "content": [diff]}),
+    )
+    (fd,) = [b for b in bodies(events) if isinstance(b, FileDiff)]
+    assert (fd.call_id, fd.path, fd.change_kind) == ("e", "/p/a.txt", "update")
+    assert "-a\n+b\n" in fd.diff
+
+
+def test_client_terminal_output_snapshots_become_deltas_on_the_linked_call() -> None:
+    term = {"sessionId": "S", "terminalId": "T1"}
+    events = run(
+        prompt(5),
+        upd({"sessionUpdate": "tool_call", "toolCallId": "c", "title": "make", "kind": "execute"}),
+        req("agent", 0, "terminal/create", {"sessionId": "S", "command": "make"}),
+        res("client", 0, {"terminalId": "T1"}),
+        upd(
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "c",
+                "status": "in_progress",
+                "content": [{"type": "terminal", "terminalId": "T1"}],
+            }
+        ),
+        req("agent", 1, "terminal/output", term),
+        res("client", 1, {"output": "one\n", "truncated": False}),
+        req("agent", 2, "terminal/output", term),
+        res("client", 2, {"output": "one\ntwo\n", "truncated": False, "exitStatus": {"exitCode": 2, "signal": None}}),
+        upd({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "failed"}),
+        res("agent", 5, {"stopReason": "end_turn"}),
+    )
+    outs = [b for b in bodies(events) if isinstance(b, CommandOutput)]
+    assert [(o.call_id, o.delta) for o in outs] == [("c", "one\n"), ("c", "two\n")]
+    final = [b for b in bodies(events) if isinstance(b, ToolCall)][-1]
+    assert (final.phase, final.exit_code) == ("failed", 2)
+
+
+def test_agent_owned_terminal_output_in_meta() -> None:
+    meta = {
+        "terminal_output_delta": {"terminal_id": "c", "data": "hi\n"},
+        "terminal_exit": {"terminal_id": "c", "exit_code": 0, "signal": None},
+    }
+    events = run(
+        upd(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "c",
+                "title": "echo hi",
+                "kind": "execute",
+                "status": "in_progress",
+                "content": [{"type": "terminal", "terminalId": "c"}],
+            }
+        ),
+        upd({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "completed", "_meta": meta}),
+    )
+    bs = [b for b in bodies(events) if isinstance(b, CommandOutput | ToolCall)]
+    assert [type(b).__name__ for b in bs] == ["ToolCall", "CommandOutput", "ToolCall"]
+    assert isinstance(bs[2], ToolCall) and (bs[2].phase, bs[2].exit_code) == ("completed", 0)
+
+
+def test_overlapping_prompts_queue_behind_the_oldest() -> None:
+    events = run(
+        prompt(1, "first"),
+        prompt(2, "second"),
+        chunk("agent_message_chunk", "to the first", "m1"),
+        res("agent", 1, {"stopReason": "end_turn"}),
+        chunk("agent_message_chunk", "to the second", "m2"),
+        res("agent", 2, {"stopReason": "end_turn"}),
+    )
+    per_turn: dict[str | None, list[str]] = defaultdict(list)
+    for ev in session_events(events):
+        b = ev.event.body
+        if isinstance(b, UserMessage | AssistantMessage):
+            per_turn[ev.event.turn_id].append(b.text)
+    assert dict(per_turn) == {"turn:1": ["first", "to the first"], "turn:2": ["second", "to the second"]}
+    queued = [b.queued for b in bodies(events) if isinstance(b, UserMessage)]
+    assert queued == [None, True]
+
+
+def test_messages_without_ids_end_at_a_change_of_variant() -> None:
+    events = run(
+        prompt(1),
+        chunk("agent_message_chunk", "a"),
+        chunk("agent_message_chunk", "b"),
+        chunk("agent_thought_chunk", "think"),
+        chunk("agent_message_chunk", "c"),
+        res("agent", 1, {"stopReason": "end_turn"}),
+    )
+    assert [b.text for b in bodies(events) if isinstance(b, AssistantMessage)] == ["ab", "c"]
+    assert [b.text for b in bodies(events) if isinstance(b, Reasoning)] == ["think"]
+    (done,) = [e for e in events if isinstance(e, MessageCompleted)]
+    assert done.result.text == "c"
+
+
+def test_replayed_user_chunks_start_turns_and_the_load_response_ends_the_last() -> None:
+    events = run(
+        req("client", 1, "session/load", {"sessionId": "S", "cwd": "/w", "mcpServers": []}),
+        chunk("user_message_chunk", "q1"),
+        chunk("agent_message_chunk", "a1"),
+        chunk("user_message_chunk", "q2"),
+        chunk("user_message_chunk", " more"),
+        chunk("agent_message_chunk", "a2"),
+        res("agent", 1, {"modes": {"currentModeId": "default", "availableModes": []}}),
+        prompt(2, "live"),
+        res("agent", 2, {"stopReason": "end_turn"}),
+    )
+    evs = session_events(events)
+    turns = [(ev.event.turn_id, ev.event.origin) for ev in evs if isinstance(ev.event.body, TurnStart)]
+    assert turns == [("turn:1", "replay"), ("turn:2", "replay"), ("turn:3", "live")]
+    users = [(ev.event.turn_id, b.message_id, b.text) for ev in evs if isinstance(b := ev.event.body, UserMessage)]
+    assert [u[0] for u in users] == ["turn:1", "turn:2", "turn:2", "turn:3"]
+    assert users[1][1] == users[2][1]  # one message in two chunks keeps one id
+    ends = [ev.event.origin for ev in evs if isinstance(ev.event.body, TurnComplete)]
+    assert ends == ["replay", "replay", "live"]
+    assert [b.mode_id for b in bodies(events) if isinstance(b, ModeUpdate)] == ["default"]
+    (resumed,) = [e for e in events if isinstance(e, SessionResumed)]
+    assert (resumed.record.native_session_id, resumed.record.cwd) == ("S", "/w")
+
+
+def test_usage_update_is_session_scope_and_the_turn_gets_its_cost_delta() -> None:
+    events = run(
+        req("client", 0, "session/new", {"cwd": "/w", "mcpServers": []}),
+        res("agent", 0, {"sessionId": "S"}),
+        prompt(1),
+        upd({"sessionUpdate": "usage_update", "used": 10, "size": 100, "cost": {"amount": 0.25, "currency": "USD"}}),
+        res("agent", 1, {"stopReason": "end_turn", "usage": {"inputTokens": 7, "outputTokens": 3, "totalTokens": 10}}),
+        prompt(2),
+        upd({"sessionUpdate": "usage_update", "used": 20, "size": 100, "cost": {"amount": 0.75, "currency": "USD"}}),
+        res("agent", 2, {"stopReason": "end_turn"}),
+    )
+    usages = [b for b in bodies(events) if isinstance(b, Usage)]
+    assert [(u.scope, u.cost.amount if u.cost else None) for u in usages] == [
+        ("session", 0.25),
+        ("turn", 0.25),
+        ("session", 0.75),
+        ("turn", 0.5),
+    ]
+    assert usages[0].context is not None and (usages[0].context.used, usages[0].context.size) == (10, 100)
+    assert usages[1].tokens is not None and (usages[1].tokens.input, usages[1].tokens.total) == (7, 10)
+
+
+def test_unknown_variants_and_methods_pass_through() -> None:
+    events = run(
+        upd({"sessionUpdate": "something_new", "x": 1}),
+        ("agent", {"jsonrpc": "2.0", "method": "_vendor/ping", "params": {}}),
+    )
+    ups = [e for e in events if isinstance(e, SessionUpdate)]
+    assert [u.update.method for u in ups] == ["session/update", "_vendor/ping"]
+    assert not session_events(events)
+
+
+def test_bad_input_is_an_error_event_and_the_stream_goes_on() -> None:
+    session = Session(AcpAdapter(), session_id="s-test", clock=fixed_clock)
+    out = session.feed(b"{not json", "agent")
+    out += session.feed(json.dumps(prompt(1)[1]).encode(), "client")
+    errors = [b for b in bodies(out) if isinstance(b, Error)]
+    assert [e.error_type for e in errors] == ["malformed"]
+    assert any(isinstance(b, TurnStart) for b in bodies(out))
+
+
+def test_a_call_open_at_close_is_reported() -> None:
+    events = run(upd({"sessionUpdate": "tool_call", "toolCallId": "dangling", "title": "x", "kind": "read"}))
+    warnings = [ev for ev in session_events(events) if isinstance(ev.event.body, WarningBody)]
+    assert len(warnings) == 1
+    assert warnings[0].event.native.protocol == "core"
+    body = warnings[0].event.body
+    assert isinstance(body, WarningBody) and "dangling" in body.message
+
+
+def test_detection_needs_acp_methods() -> None:
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {}},
+    }
+    assert AcpAdapter.detect([(json.dumps(init).encode(), "client")]) == 0.95
+    other = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"clientInfo": {"name": "x"}}}
+    assert AcpAdapter.detect([(json.dumps(other).encode(), "client")]) == 0.0
+    assert AcpAdapter.detect([(b"not json", "agent")]) == 0.0
+    assert AcpAdapter.detect([(json.dumps(prompt(1)[1]).encode(), "client")]) == 0.8
