@@ -1,0 +1,150 @@
+"""The same Codex session, read live and from its rollout file, gives the same bodies.
+
+Pairs (same run): rollout ``exec-<case>.jsonl`` with codex-exec-json ``<case>.jsonl``, and
+rollout ``app-server-<case>.jsonl`` with codex-app-server ``<case>.tap.jsonl``.  Each
+body is reduced to its kind and key fields; what a format really lacks is listed below
+with its reason and left out of both sides before comparing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import ADAPTERS, convert_capture
+from normalize import SessionEvent, encode
+
+ROLLOUTS = ADAPTERS / "codex-rollout/captures/codex-0.169.0"
+EXEC = ADAPTERS / "codex-exec-json/captures/codex-0.169.0"
+APP = ADAPTERS / "codex-app-server/captures/codex-0.169.0"
+
+Key = tuple[Any, ...]
+
+
+def bodies(capture: Path) -> list[dict[str, Any]]:
+    return [json.loads(encode(e))["event"] for e in convert_capture(capture) if isinstance(e, SessionEvent)]
+
+
+def key(b: dict[str, Any], *, ids: bool) -> Key | None:
+    """The fields both formats must agree on (None: not compared)."""
+    kind = b["kind"]
+    cid = b.get("callId") if ids else None
+    match kind:
+        case "turn-start":
+            return (kind,)
+        case "turn-complete":
+            # stopReason, not reason: a failed turn is reason "ok" in codex-app-server and
+            # "interrupt" here (it did not complete); both say stopReason "failed"
+            return (kind, b.get("stopReason"))
+        case "user-message" | "assistant-message":
+            return (kind, b["text"], b["messageId"] if ids else None)
+        case "reasoning":
+            return (kind, b.get("summary"), b["reasoningId"] if ids else None)
+        case "tool-call":
+            return (kind, cid, b["tool"], b["category"], b["phase"])
+        case "mcp-tool":
+            return (kind, cid, b["server"], b["tool"], b["phase"])
+        case "command-output":
+            return (kind, cid)
+        case "file-diff":
+            return (kind, b.get("callId"), b["path"], b["diff"])
+        case "web-search":
+            return (kind, b["callId"], b["phase"], b.get("query"))
+        case "plan":
+            return (kind, tuple((e["content"], e["status"]) for e in b["entries"]))
+        case "usage":
+            return (kind, b["tokens"]["total"]) if b.get("scope") == "turn" else None
+        case "error":
+            return (kind, b["message"])
+        case _:
+            return None
+
+
+def project(out: list[dict[str, Any]], *, ids: bool, drop: Callable[[dict[str, Any]], bool]) -> list[Key]:
+    keys = [key(b, ids=ids) for b in out if not drop(b)]
+    return [k for k in keys if k is not None]
+
+
+# ------------------------------------------------------------ exec --json vs rollout
+
+#: What `codex exec --json` does not carry, or carries differently (the reason each).
+EXEC_LACKS: dict[str, Callable[[dict[str, Any]], bool]] = {
+    # the prompt is an argument of `codex exec`, never printed on stdout
+    "user-message": lambda b: b["kind"] == "user-message",
+    # file_change items name paths and kinds, no diffs
+    "file-diff": lambda b: b["kind"] == "file-diff",
+    # the rollout never stores the start of a web search, only its end
+    "web-search started": lambda b: b["kind"] == "web-search" and b["phase"] == "started",
+}
+
+
+def exec_plan(k: Key) -> Key:
+    """todo_list entries are {text, completed}: a step in progress reads as pending."""
+    if k[0] != "plan":
+        return k
+    return ("plan", tuple((c, "pending" if s == "in_progress" else s) for c, s in k[1]))
+
+
+@pytest.mark.parametrize("case", ["mixed_items", "failed_turn"])
+def test_exec_json_and_its_rollout_give_the_same_bodies(case: str) -> None:
+    def drop(b: dict[str, Any]) -> bool:
+        return any(f(b) for f in EXEC_LACKS.values())
+
+    # item ids differ by design: exec numbers items (item_0, ...), the rollout keeps call ids
+    live = [exec_plan(k) for k in project(bodies(EXEC / f"{case}.jsonl"), ids=False, drop=drop)]
+    stored = [exec_plan(k) for k in project(bodies(ROLLOUTS / f"exec-{case}.jsonl"), ids=False, drop=drop)]
+    assert live == stored
+    assert len(live) >= 3
+
+
+# ------------------------------------------------------------ app-server vs rollout
+
+#: What a rollout file does not store, that the live app-server stream shows.
+APP_LACKS: dict[str, Callable[[dict[str, Any]], bool]] = {
+    # deltas are never persisted; the completed text is
+    "deltas": lambda b: b["kind"] in ("assistant-delta", "reasoning-delta", "command-output"),
+    # approvals are never persisted
+    "approvals": lambda b: b["kind"] in ("permission-request", "request-resolved", "permission-auto"),
+    # plan updates are stored as update_plan calls only when the model called the tool;
+    # turn/plan/updated repeats them: compared below on their content
+    # the rollout never stores the start of a web search
+    "web-search started": lambda b: b["kind"] == "web-search" and b["phase"] == "started",
+    # the start of a patch: the live stream knows its diffs before approval, the rollout
+    # only at its end (diffs are compared, not where they sit)
+    "file-diff": lambda b: b["kind"] == "file-diff",
+    # error notifications are not persisted; a failed turn's error is in task_complete
+    "error": lambda b: b["kind"] == "error",
+    # a message still streaming when the turn was interrupted is closed by the live
+    # adapter at turn/completed; Codex never stores the unfinished message
+    "interrupted message": lambda b: b["kind"] == "assistant-message" and b["native"].get("method") == "turn/completed",
+    # the end of a live stream cut off mid-turn is synthesized by the library
+    "cut off": lambda b: b["native"]["protocol"] == "core",
+}
+
+APP_CASES = sorted(
+    p.name[len("app-server-") : -len(".jsonl")]
+    for p in ROLLOUTS.glob("app-server-*.jsonl")
+    if (APP / (p.name[len("app-server-") : -len(".jsonl")] + ".tap.jsonl")).exists()
+)
+
+
+@pytest.mark.parametrize("case", APP_CASES)
+def test_app_server_and_its_rollout_give_the_same_bodies(case: str) -> None:
+    def drop(b: dict[str, Any]) -> bool:
+        return any(f(b) for f in APP_LACKS.values())
+
+    live_out = bodies(APP / f"{case}.tap.jsonl")
+    stored_out = bodies(ROLLOUTS / f"app-server-{case}.jsonl")
+    live = project(live_out, ids=True, drop=drop)
+    stored = project(stored_out, ids=True, drop=drop)
+    if case.endswith("_PARTIAL"):
+        # the wire capture was cut off mid-turn; the rollout ran to the end of the process
+        stored = stored[: len(live)]
+    assert live == stored
+    # per-call diffs agree; the turn's whole diff (turn/diff/updated, no call id) is never stored
+    diffs = {(b["callId"], b["path"], b["diff"]) for b in live_out if b["kind"] == "file-diff" and "callId" in b}
+    assert diffs == {(b["callId"], b["path"], b["diff"]) for b in stored_out if b["kind"] == "file-diff"}
