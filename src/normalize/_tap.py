@@ -200,11 +200,13 @@ class Wiretap:
 
 
 def _open_record(
-    record: str | os.PathLike[str] | BinaryIO | None,
+    record: str | os.PathLike[str] | BinaryIO | Callable[[bytes], object] | None,
 ) -> tuple[Callable[[bytes], object] | None, IO[bytes] | None]:
     """A writer for tap lines (flushed per line, so a crash keeps what crossed) and the file we opened."""
     if record is None:
         return None, None
+    if not isinstance(record, str | os.PathLike) and callable(record):
+        return record, None
     if isinstance(record, str | os.PathLike):
         f: IO[bytes] = Path(record).open("wb")  # noqa: SIM115 - closed by the owner of the tap
         owned: IO[bytes] | None = f
@@ -319,7 +321,7 @@ def tap(
     command: Sequence[str],
     *,
     protocol: str | None = None,
-    record: str | os.PathLike[str] | BinaryIO | None = None,
+    record: str | os.PathLike[str] | BinaryIO | Callable[[bytes], object] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
     stderr: int | IO[Any] | None = None,
@@ -336,7 +338,8 @@ def tap(
             async for event in agent:
                 ...
 
-    ``record`` (a path or a binary file) receives the tap recording.  The
+    ``record`` (a path, a binary file, or a function called with each line)
+    receives the tap recording.  The
     agent's stderr goes where ours goes unless ``stderr`` says otherwise.
     """
     write, owned = _open_record(record)
