@@ -9,11 +9,11 @@ Rules (docs/live.md, "Replay"):
   Events without a time of their own get the Session's clock, which in a
   replay is fixed at the moment the replay started, and are not waited for;
   a time going backwards is not waited for either.  ``speed=0`` never waits;
-* ``from_seq=N`` resumes after seq N: every CoreEvent emitted before the first
-  ``session.event`` with a seq above N is skipped (events without a seq that
-  follow seq N, such as the state change after a turn, are kept: a consumer
-  that stopped at N had not seen them), and the pace starts at the first event
-  kept.
+* ``from_seq=N`` resumes after seq N: the ``session.event`` with seq N and
+  every CoreEvent before it are skipped; everything after it is kept, also the
+  events without a seq that follow it (a state change, a ``session.update``):
+  a consumer that stopped at N had not seen them.  The pace starts at the
+  first event kept.
 """
 
 from __future__ import annotations
@@ -107,9 +107,11 @@ async def replay(
     async with aevents(inp, origin="replay", clock=lambda: started, strict=strict, max_line=max_line) as stream:
         async for event in stream:
             if not resumed:
-                if not (isinstance(event, SessionEvent) and event.event.seq > from_seq):
+                if not (isinstance(event, SessionEvent) and event.event.seq >= from_seq):
                     continue
                 resumed = True
+                if event.event.seq == from_seq:
+                    continue  # the consumer has it; what follows it is new to them
             due = pacer.due(event)
             if due is not None:
                 now = anyio.current_time()
