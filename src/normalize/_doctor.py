@@ -1,0 +1,379 @@
+"""The drift report: what the adapters did not translate in a corpus of native files.
+
+``normalize doctor PATH...`` reads a user's stored sessions (``~/.claude/projects``,
+``~/.codex/sessions``) or recordings exactly as ``normalize convert`` would, and
+reports, per agent and agent version:
+
+* **untranslated**: native messages kept as ``session.update`` (the adapter had
+  no body for them), grouped by protocol and native method/type;
+* **errors**: ``error`` events, grouped by ``errorType`` (a malformed line, an
+  API error the agent reported, a stream cut off);
+* **fallbacks**: events normalize had to make up (``native.protocol: "core"``:
+  a turn start that no message gave, an open call settled at the end) and
+  warnings from source ``normalize``;
+* the files no adapter recognised.
+
+Each entry names one example location, ``file:line`` (the line of the native
+file, or ``end`` for what was settled when the input ended), so a bug report
+"my sessions show X" turns into the few lines that make a new capture.
+
+The report only reads; the command exits 0 whatever it finds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Literal, TextIO
+
+import msgspec
+from msgspec import Raw, Struct
+
+from ._convert import SessionInput, events, find_inputs, iter_records
+from ._errors import DetectionError
+from ._lines import DEFAULT_MAX_LINE, Message, Record
+from ._model import (
+    Error,
+    SessionCreated,
+    SessionEvent,
+    SessionResumed,
+    SessionUpdate,
+    _Core,
+)
+from ._model import (
+    Warning as WarningBody,
+)
+
+__all__ = [
+    "DoctorReport",
+    "Entry",
+    "Example",
+    "Group",
+    "Skipped",
+    "add_doctor_command",
+    "diagnose",
+    "format_text",
+]
+
+#: How much of an example message the JSON report keeps: enough to recognise it,
+#: short enough that a report stays readable when pasted into an issue.
+EXCERPT_CHARS = 300
+
+Category = Literal["untranslated", "error", "fallback"]
+
+
+class Example(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Where an entry was first seen: a file and its 1-based line (None: the end of the input)."""
+
+    path: str
+    line: int | None = None
+    excerpt: str | None = None
+
+    def where(self) -> str:
+        return f"{self.path}:{self.line if self.line is not None else 'end'}"
+
+
+class Entry(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One kind of finding: its protocol, its name (method, errorType or kind), how often."""
+
+    protocol: str
+    name: str
+    count: int
+    example: Example
+    message: str | None = None
+
+
+class Group(Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """Everything found for one agent version."""
+
+    agent: str
+    version: str | None
+    protocols: list[str]
+    sessions: int
+    files: int
+    messages: int
+    untranslated: list[Entry]
+    errors: list[Entry]
+    fallbacks: list[Entry]
+
+
+class Skipped(Struct, frozen=True, kw_only=True):
+    """A file no adapter recognised."""
+
+    path: str
+    reason: str
+
+
+class DoctorReport(Struct, frozen=True, kw_only=True):
+    groups: list[Group]
+    skipped: list[Skipped]
+
+
+# ---------------------------------------------------------------- collecting
+
+
+class _Tally:
+    """Counts per (protocol, name), remembering the first example of each."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str], int] = {}
+        self.examples: dict[tuple[str, str], tuple[Example, str | None]] = {}
+
+    def add(self, protocol: str, name: str, example: Example, message: str | None = None) -> None:
+        key = (protocol, name)
+        self.counts[key] = self.counts.get(key, 0) + 1
+        self.examples.setdefault(key, (example, message))
+
+    def merge(self, other: _Tally) -> None:
+        for key, n in other.counts.items():
+            self.counts[key] = self.counts.get(key, 0) + n
+            self.examples.setdefault(key, other.examples[key])
+
+    def entries(self) -> list[Entry]:
+        order = sorted(self.counts, key=lambda k: (-self.counts[k], k))
+        return [
+            Entry(
+                protocol=k[0],
+                name=k[1],
+                count=self.counts[k],
+                example=self.examples[k][0],
+                message=self.examples[k][1],
+            )
+            for k in order
+        ]
+
+
+class _Cursor:
+    """Yields a session's records and remembers where the last one came from.
+
+    ``events()`` pulls one record and yields that record's events before it
+    pulls the next (detection is skipped: the protocol is passed), so while an
+    event is being handled the cursor points at the line that produced it; once
+    the records are exhausted it points at the end of the input, where
+    ``close()`` settles what was left open.
+    """
+
+    def __init__(self, inp: SessionInput, max_line: int) -> None:
+        self.inp = inp
+        self.max_line = max_line
+        self.path = str(inp.main)
+        self.line: int | None = None
+        self.messages = 0
+
+    def records(self) -> Iterator[Record]:
+        for path in self.inp.paths:
+            self.path = str(path)
+            with path.open("rb") as f:
+                for rec in iter_records(f, max_line=self.max_line):
+                    self.line = rec.line
+                    if isinstance(rec, Message):
+                        self.messages += 1
+                    yield rec
+        self.path, self.line = str(self.inp.main), None
+
+    def here(self, payload: object = None) -> Example:
+        return Example(path=self.path, line=self.line, excerpt=_excerpt(payload))
+
+
+def _excerpt(payload: object) -> str | None:
+    if isinstance(payload, Raw):
+        text = bytes(payload).decode("utf-8", errors="replace")
+    elif isinstance(payload, str):
+        text = payload
+    else:
+        return None
+    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "…"
+
+
+class _SessionFindings:
+    def __init__(self, inp: SessionInput) -> None:
+        self.inp = inp
+        self.agent: str | None = None
+        self.version: str | None = None
+        self.messages = 0
+        self.untranslated = _Tally()
+        self.errors = _Tally()
+        self.fallbacks = _Tally()
+
+    def note_record(self, ev: SessionCreated | SessionResumed) -> None:
+        rec = ev.record
+        if rec.agent and rec.agent != "unknown":
+            self.agent = rec.agent
+        if rec.agent_version:
+            self.version = rec.agent_version
+
+
+def _look(ev: _Core, found: _SessionFindings, cur: _Cursor) -> None:
+    """File one CoreEvent under the finding it is, if any."""
+    if isinstance(ev, SessionCreated | SessionResumed):
+        found.note_record(ev)
+    elif isinstance(ev, SessionUpdate):
+        up = ev.update
+        found.untranslated.add(up.protocol, up.method or "(no method)", cur.here(up.payload))
+    elif isinstance(ev, SessionEvent):
+        env = ev.event
+        body = env.body
+        native = env.native
+        if found.agent is None and env.agent and env.agent != "unknown":
+            found.agent = env.agent
+        if isinstance(body, Error):
+            found.errors.add(native.protocol, body.error_type or "(none)", cur.here(native.payload), body.message)
+        elif native.protocol == "core" or (isinstance(body, WarningBody) and body.source == "normalize"):
+            why = f"{env.kind} ({native.method})" if native.method else env.kind
+            message = body.message if isinstance(body, WarningBody) else None
+            found.fallbacks.add(native.protocol, why, cur.here(native.payload), message)
+
+
+def _diagnose_one(inp: SessionInput, max_line: int) -> _SessionFindings:
+    found = _SessionFindings(inp)
+    cur = _Cursor(inp, max_line)
+    for ev in events(cur.records(), protocol=inp.protocol):
+        _look(ev, found, cur)
+    found.messages = cur.messages
+    return found
+
+
+class _GroupAcc:
+    def __init__(self, agent: str, version: str | None) -> None:
+        self.agent = agent
+        self.version = version
+        self.protocols: set[str] = set()
+        self.sessions = 0
+        self.files = 0
+        self.messages = 0
+        self.untranslated = _Tally()
+        self.errors = _Tally()
+        self.fallbacks = _Tally()
+
+    def add(self, s: _SessionFindings) -> None:
+        self.protocols.add(s.inp.protocol)
+        self.sessions += 1
+        self.files += len(s.inp.paths)
+        self.messages += s.messages
+        self.untranslated.merge(s.untranslated)
+        self.errors.merge(s.errors)
+        self.fallbacks.merge(s.fallbacks)
+
+    def freeze(self) -> Group:
+        return Group(
+            agent=self.agent,
+            version=self.version,
+            protocols=sorted(self.protocols),
+            sessions=self.sessions,
+            files=self.files,
+            messages=self.messages,
+            untranslated=self.untranslated.entries(),
+            errors=self.errors.entries(),
+            fallbacks=self.fallbacks.entries(),
+        )
+
+
+def diagnose(paths: Iterable[Path], *, protocol: str | None = None, max_line: int = DEFAULT_MAX_LINE) -> DoctorReport:
+    """The drift report for every session under ``paths`` (files or folders)."""
+    groups: dict[tuple[str, str], _GroupAcc] = {}
+    skipped: list[Skipped] = []
+    for inp in find_inputs(paths, protocol=protocol, max_line=max_line):
+        if isinstance(inp, DetectionError):
+            skipped.append(Skipped(path=_path_of(inp), reason=inp.message))
+            continue
+        found = _diagnose_one(inp, max_line)
+        agent = found.agent or "unknown"
+        key = (agent, found.version or "")
+        acc = groups.get(key)
+        if acc is None:
+            acc = groups[key] = _GroupAcc(agent, found.version)
+        acc.add(found)
+    return DoctorReport(groups=[groups[k].freeze() for k in sorted(groups)], skipped=skipped)
+
+
+def _path_of(exc: DetectionError) -> str:
+    # find_inputs names the file first in a folder's DetectionError: "<path>: <why>"
+    head, sep, _ = exc.message.partition(": ")
+    return head if sep else "?"
+
+
+# ---------------------------------------------------------------- output
+
+
+def format_text(report: DoctorReport) -> str:
+    """The report for a person: one section per agent version, the biggest counts first."""
+    out: list[str] = []
+    sessions = sum(g.sessions for g in report.groups)
+    out.append(f"normalize doctor: {sessions} session(s), {len(report.groups)} agent version(s)")
+    for g in report.groups:
+        out.append("")
+        version = g.version or "version unknown"
+        out.append(
+            f"{g.agent} {version}  ({', '.join(g.protocols)}): "
+            f"{g.sessions} session(s), {g.files} file(s), {g.messages} native message(s)"
+        )
+        for title, entries, unit in (
+            ("untranslated (kept as session.update)", g.untranslated, "message(s)"),
+            ("errors", g.errors, "event(s)"),
+            ("fallbacks (made up by normalize)", g.fallbacks, "event(s)"),
+        ):
+            total = sum(e.count for e in entries)
+            if not entries:
+                out.append(f"  {title}: none")
+                continue
+            out.append(f"  {title}: {total} {unit} of {len(entries)} kind(s)")
+            width = max(len(f"{e.protocol} {e.name}") for e in entries)
+            for e in entries:
+                label = f"{e.protocol} {e.name}"
+                line = f"    {e.count:>6}  {label:<{width}}  {e.example.where()}"
+                if e.message:
+                    line += f"  {_one_line(e.message)}"
+                out.append(line)
+    if report.skipped:
+        out.append("")
+        out.append(f"not recognised: {len(report.skipped)} file(s)")
+        out.extend(f"  {s.reason}" for s in report.skipped)
+    return "\n".join(out) + "\n"
+
+
+def _one_line(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[:limit] + "…")
+
+
+_json = msgspec.json.Encoder()
+
+
+def format_json(report: DoctorReport) -> bytes:
+    return msgspec.json.format(_json.encode(report), indent=2) + b"\n"
+
+
+# ---------------------------------------------------------------- command line
+
+
+def cmd_doctor(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    stream = out if out is not None else sys.stdout
+    report = diagnose([Path(p) for p in args.inputs], protocol=args.protocol, max_line=args.max_line)
+    if args.json:
+        stream.write(format_json(report).decode())
+    else:
+        stream.write(format_text(report))
+    return 0
+
+
+def add_doctor_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Add ``doctor`` to the CLI's subcommands; its handler is ``args.func``."""
+    d = subparsers.add_parser(
+        "doctor",
+        help="report what the adapters did not translate in native files (drift report)",
+        description=(__doc__ or "").splitlines()[0],
+    )
+    d.add_argument("inputs", nargs="+", metavar="PATH", help="files or folders (~/.claude/projects, ~/.codex/sessions)")
+    d.add_argument("--json", action="store_true", help="the report as JSON, for machines")
+    d.add_argument("--protocol", "-p", help="skip detection and read every input as this protocol")
+    d.add_argument(
+        "--max-line",
+        type=int,
+        default=DEFAULT_MAX_LINE,
+        metavar="BYTES",
+        help="longest line accepted (default 16 MiB)",
+    )
+    d.set_defaults(func=cmd_doctor)
+    return d
