@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 import anyio
+from anyio.abc import TaskStatus
 
 from ._codec import encode, encode_header
 from ._convert import SessionInput, events, find_inputs, read_records
@@ -104,8 +105,9 @@ class _EventWriter:
         self.out.flush()
 
 
-async def _until_signal(scope: anyio.CancelScope) -> None:
+async def _until_signal(scope: anyio.CancelScope, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        task_status.started()
         async for _ in received:
             scope.cancel()
             return
@@ -130,7 +132,7 @@ def _follow_cmd(args: argparse.Namespace) -> int:
 
     async def run() -> None:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_until_signal, tg.cancel_scope)
+            await tg.start(_until_signal, tg.cancel_scope)
             async with stream:
                 async for ev in stream:
                     writer.write([ev])
@@ -216,7 +218,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             for inp in find_inputs([Path(args.input)], max_line=args.max_line):
                 protocol[0] = inp.protocol if isinstance(inp, SessionInput) else None
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_until_signal, tg.cancel_scope)
+            await tg.start(_until_signal, tg.cancel_scope)
             events = replay(
                 args.input,
                 protocol=protocol[0],

@@ -1,0 +1,132 @@
+"""Following a file being written: appended lines become events; truncation and rotation are reported."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from fakes.wire import NORMALIZE, TurnAdapter, without_ts
+from helpers import ADAPTERS, capture_files, companions, convert_records, fixed_clock, records_of, to_jsonl
+from normalize import Error, SessionEvent, SessionStateChanged, decode, follow, register, unregister
+from normalize._model import _Core
+
+STORED = [
+    c
+    for c in capture_files()
+    if c.relative_to(ADAPTERS).parts[0] in ("claude-transcript", "codex-rollout") and len(companions(c)) == 1
+]
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _turn_adapter() -> Iterator[None]:
+    register(TurnAdapter)
+    yield
+    unregister(TurnAdapter.protocol)
+
+
+async def _write_slowly(path: Path, data: bytes, pieces: int) -> None:
+    step = max(1, len(data) // pieces)
+    with path.open("ab") as f:
+        for i in range(0, len(data), step):
+            f.write(data[i : i + step])  # cuts fall anywhere, also inside a line
+            f.flush()
+            await anyio.sleep(0.005)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("capture", STORED[:3], ids=lambda p: p.name)
+async def test_lines_appended_while_following_give_the_events_of_the_whole_file(tmp_path: Path, capture: Path) -> None:
+    protocol = capture.relative_to(ADAPTERS).parts[0]
+    path = tmp_path / capture.name
+    path.write_bytes(b"")
+    got: list[_Core] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_write_slowly, path, capture.read_bytes(), 15)
+        async with follow(path, protocol=protocol, poll=0.01, idle_timeout=0.3, clock=fixed_clock) as stream:
+            got.extend([ev async for ev in stream])
+    assert to_jsonl(got) == to_jsonl(convert_records(records_of([capture]), protocol))
+
+
+async def _follow_until_changed(path: Path, change: object) -> list[_Core]:
+    async with follow(path, protocol="test-turns", poll=0.01, idle_timeout=2, clock=fixed_clock) as stream:
+        got = [await stream.__anext__() for _ in range(3)]  # created, turn-start, its state change
+        change()  # type: ignore[operator]
+        got += [ev async for ev in stream]
+    return got
+
+
+def _errors(events: list[_Core]) -> list[Error]:
+    return [e.event.body for e in events if isinstance(e, SessionEvent) and isinstance(e.event.body, Error)]
+
+
+@pytest.mark.anyio
+async def test_a_truncated_file_is_reported_not_misread(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"turn":"start"}\n{"n":1}\n')
+
+    def truncate() -> None:
+        path.write_bytes(b'{"other":1}\n')
+
+    start = time.monotonic()
+    got = await _follow_until_changed(path, truncate)
+    assert time.monotonic() - start < 1.5  # stopped at the change, not at the idle timeout
+    assert [e.error_type for e in _errors(got)] == ["file-changed", "cut-off"]
+    assert not any(b"other" in bytes(getattr(getattr(e, "update", None), "payload", b"") or b"") for e in got)
+    assert isinstance(got[-1], SessionStateChanged)
+    assert got[-1].state == "failed"  # the open turn was cut off
+
+
+@pytest.mark.anyio
+async def test_a_rotated_file_is_reported_not_misread(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"turn":"start"}\n{"n":1}\n')
+
+    def rotate() -> None:
+        new = tmp_path / "new.jsonl"
+        new.write_bytes(b'{"turn":"start"}\n{"n":1}\n{"n":2}\n{"turn":"end"}\n')
+        os.replace(new, path)
+
+    got = await _follow_until_changed(path, rotate)
+    assert _errors(got)[0].error_type == "file-changed"
+    assert "replaced" in _errors(got)[0].message
+
+
+def test_cli_follow_equals_convert_and_stops_on_sigint(tmp_path: Path) -> None:
+    capture = STORED[0]
+    path = tmp_path / capture.name
+    data = capture.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    err_file = tmp_path / "stderr"
+    with err_file.open("wb") as err:
+        proc = subprocess.Popen(
+            [*NORMALIZE, "convert", "--follow", "--poll", "0.02", str(path)], stdout=subprocess.PIPE, stderr=err
+        )
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # following has begun
+    with path.open("ab") as f:
+        f.write(data[len(data) // 2 :])
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out = first + proc.stdout.read()
+    proc.stdout.close()
+    assert (proc.wait(timeout=10), err_file.read_bytes()) == (0, b"")
+    whole = subprocess.run([*NORMALIZE, "convert", str(path)], capture_output=True, check=True, timeout=30).stdout
+    head, *lines = out.splitlines()
+    whole_head, *whole_lines = whole.splitlines()
+    assert head == whole_head
+    # the same events; only times taken from the clock may differ between the two runs
+    assert to_jsonl(without_ts(decode(x) for x in lines)) == to_jsonl(  # type: ignore[misc]
+        without_ts(decode(x) for x in whole_lines)  # type: ignore[misc]
+    )
