@@ -174,7 +174,7 @@ def cmd_tap(args: argparse.Namespace) -> int:
     told: list[InputError] = []
 
     def on_error(exc: InputError) -> None:
-        if not told:
+        if writer is not None and not told:  # without --events nobody asked for events
             told.append(exc)
             print(f"normalize tap: {exc.message}; relaying without events", file=sys.stderr, flush=True)
 
