@@ -102,16 +102,16 @@ def test_validate_reports_line_and_field_of_each_problem(capsys: pytest.CaptureF
     good = tmp_path / "good.jsonl"
     assert run(capsys, "convert", str(SAMPLE), "-o", str(good))[0] == 0
     lines = good.read_text().splitlines()
-    ev = json.loads(lines[3])
-    assert ev["type"] == "session.event"
+    i = next(n for n, line in enumerate(lines) if '"type":"session.event"' in line)
+    ev = json.loads(lines[i])
     ev["event"]["seq"] = 99  # a gap
-    lines[3] = json.dumps(ev)
-    lines[4] = lines[4].replace('"sessionId"', '"sessionID"', 1)  # a wrong field name
-    lines.insert(5, "{not json")
+    lines[i] = json.dumps(ev)
+    lines[i + 1] = lines[i + 1].replace('"sessionId"', '"sessionID"', 1)  # a wrong field name
+    lines.insert(i + 2, "{not json")
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join(lines) + "\n")
     code, out, _ = run(capsys, "validate", str(bad))
     assert code == 1
-    assert f"{bad}: line 4: event.seq: expected" in out
-    assert f"{bad}: line 5: sessionId: Field required" in out
-    assert f"{bad}: line 6: not JSON" in out
+    assert f"{bad}: line {i + 1}: event.seq: expected 1, got 99" in out
+    assert f"{bad}: line {i + 2}: sessionId: Field required" in out
+    assert f"{bad}: line {i + 3}: not JSON" in out

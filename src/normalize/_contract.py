@@ -96,6 +96,10 @@ class Adapter:
       update ``self.agent`` as they learn it, e.g. from an ``initialize``);
     * ``stored``: the format is a stored session file, so its events are
       ``origin: "replay"``;
+    * ``announces_session``: the adapter returns a ``SessionCreated`` (or
+      ``SessionResumed``) within the first few messages, with the native session
+      id; the Session holds events back until then so that ``session.created``
+      comes first with the whole record (bounded by ``HOLD_LIMIT`` messages);
     * ``companions``: glob patterns, relative to a session file's folder, of
       files that belong to the same session (``{stem}`` is the file's name
       without ``.jsonl``).  They are read after the main file, in name order,
@@ -104,6 +108,7 @@ class Adapter:
 
     protocol: ClassVar[str] = ""
     stored: ClassVar[bool] = False
+    announces_session: ClassVar[bool] = False
     companions: ClassVar[tuple[str, ...]] = ()
     agent: str = "unknown"
 

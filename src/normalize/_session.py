@@ -66,7 +66,14 @@ from ._model import (
 )
 from ._model import Error as ErrorBody
 
-__all__ = ["Clock", "Session", "format_ts"]
+__all__ = ["HOLD_LIMIT", "Clock", "Session", "format_ts"]
+
+#: How many messages a Session holds back waiting for its adapter to announce the
+#: session (``Adapter.announces_session``).  Agents announce in their first few
+#: messages (Claude's ``init`` after the client's prompt, ACP's ``session/new``
+#: response after ``initialize``); past this bound the session is announced
+#: with what is known, so memory and latency stay bounded.
+HOLD_LIMIT = 32
 
 #: A clock returns seconds since the epoch (``time.time`` by default).
 Clock = Callable[[], float]
@@ -134,6 +141,8 @@ class Session:
         self._created = False
         self._closed = False
         self._failed = False
+        self._first: bytes | None = None
+        self._held: list[tuple[list[Item], bytes | None, str | None]] = []
 
     # ------------------------------------------------------------------ public
 
@@ -159,8 +168,8 @@ class Session:
         """Translate one native message (the wire line, without its newline)."""
         if self._closed:
             raise UsageError("Session.feed() after close()")
-        if self.session_id is None:
-            self.session_id = "s-" + hashlib.sha256(message).hexdigest()[:16]
+        if self._first is None:
+            self._first = message
         items: list[Item]
         if not message.isascii() and (bad := _utf8_error(message)) is not None:
             items = [Problem(error=bad)]  # adapters only ever see UTF-8
@@ -169,7 +178,7 @@ class Session:
                 items = self.adapter.feed(message, from_)
             except InputError as exc:
                 items = [Problem(error=exc)]
-        return self._run(items, message, t)
+        return self._dispatch(items, message, t)
 
     def feed_problem(self, error: InputError, *, t: str | None = None) -> list[_Core]:
         """Report input that never became a message (a line too long, a broken tap line)."""
@@ -177,40 +186,69 @@ class Session:
             raise UsageError("Session.feed_problem() after close()")
         if self.strict:
             raise error
-        if self.session_id is None:
-            self.session_id = "s-" + hashlib.sha256((error.kept or error.message).encode()).hexdigest()[:16]
-        return self._run([Problem(error=error)], None, t)
+        if self._first is None:
+            self._first = (error.kept or error.message).encode()
+        return self._dispatch([Problem(error=error)], None, t)
 
     def close(self) -> list[_Core]:
         """The input ended.  Settles open turns and calls; idempotent calls raise."""
         if self._closed:
             raise UsageError("Session.close() called twice")
         self._closed = True
-        if not self._created and self.session_id is None:
+        if self._first is None:
             return []  # nothing was ever fed: there is no session to report
-        if self.session_id is None:
-            self.session_id = "s-empty"
-        out = self._run(self.adapter.close(), None, None)
+        out = self._dispatch(self.adapter.close(), None, None)
+        sid = self.session_id
+        assert sid is not None
         if self._turn_id is not None:
             reason = f"the stream ended during {self._turn_id}"
             self._synth(out, ErrorBody(message=reason, error_type="cut-off", recoverable=False), "close")
             self._synth(out, TurnComplete(reason="interrupt"), "close")
-            out.append(SessionFailed(session_id=self.session_id, error=ErrorInfo(message=reason, error_type="cut-off")))
+            out.append(SessionFailed(session_id=sid, error=ErrorInfo(message=reason, error_type="cut-off")))
             self._failed = True
         self._set_state(out, "failed" if self._failed else "ended")
         return out
 
     # ----------------------------------------------------------------- private
 
+    def _dispatch(self, items: list[Item], message: bytes | None, t: str | None) -> list[_Core]:
+        """Announce the session first: hold input until the adapter names the session."""
+        if self._created:
+            return self._run(items, message, t)
+        announced = next((i for i in items if isinstance(i, SessionCreated | SessionResumed)), None)
+        holding = type(self.adapter).announces_session and not self._closed and len(self._held) < HOLD_LIMIT
+        if announced is None and holding:
+            if self.strict:
+                self._raise_early(items, message)
+            self._held.append((items, message, t))
+            return []
+        self._created = True
+        if self.session_id is None:
+            assert self._first is not None
+            # the first message, and the one that named the session: distinct for distinct
+            # runs even when every run starts with the same handshake (ACP, Codex)
+            seed = self._first + (b"\0" + message if announced is not None and message is not None else b"")
+            self.session_id = "s-" + hashlib.sha256(seed).hexdigest()[:16]
+        out: list[_Core] = [self._fill_record(announced or self._default_created())]
+        held, self._held = self._held, []
+        for h_items, h_message, h_t in held:
+            out += self._run(h_items, h_message, h_t)
+        out += self._run([i for i in items if i is not announced], message, t)
+        return out
+
+    def _raise_early(self, items: list[Item], message: bytes | None) -> None:
+        """Strict mode: bad input raises when it is fed, even while events are held."""
+        for item in items:
+            if isinstance(item, Problem):
+                raise item.error
+        translated = any(isinstance(i, Body | Emit) for i in items)
+        if message is not None and not translated and not _is_json(message):
+            raise MalformedMessage("not a JSON message")
+
     def _run(self, items: list[Item], message: bytes | None, t: str | None) -> list[_Core]:
         out: list[_Core] = []
         sid = self.session_id
         assert sid is not None
-        if not self._created:
-            self._created = True
-            first = items[0] if items else None
-            if not isinstance(first, SessionCreated | SessionResumed):
-                items = [self._default_created(), *items]
         method: str | None = None
         native_ts: str | None = None
         accounted = message is None

@@ -475,6 +475,7 @@ def test_session_end_exit_1_fails_the_session() -> None:
 
 def test_bad_lines() -> None:
     session = Session(adapter_class(PROTOCOL)(), clock=fixed_clock)
+    session.feed(json.dumps(START).encode())  # announce the session, so events come out at once
     out = session.feed(b"not json")
     (err,) = [b for b in bodies(out) if isinstance(b, Error)]
     assert err.error_type == "malformed"

@@ -657,6 +657,7 @@ class AcpAdapter(Adapter):
     """Agent Client Protocol v1, client and agent sides of one connection."""
 
     protocol = "acp"
+    announces_session = True
     agent = "unknown"
 
     def __init__(self) -> None:

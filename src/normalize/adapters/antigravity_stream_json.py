@@ -338,6 +338,7 @@ _StepHandler = Callable[["AntigravityStreamJsonAdapter", _Step, str], list[Item]
 
 class AntigravityStreamJsonAdapter(Adapter):
     protocol = "antigravity-stream-json"
+    announces_session = True
     agent = "antigravity"
 
     _AGENT_EVENTS: ClassVar[dict[str, _Handler]]

@@ -503,6 +503,7 @@ class ClaudeStreamJsonAdapter(Adapter):
     """Claude Code ``--output-format stream-json`` (and ``--input-format stream-json``)."""
 
     protocol = "claude-stream-json"
+    announces_session = True
     agent = "claude-code"
 
     def __init__(self) -> None:

@@ -231,6 +231,7 @@ class _Call(Struct):
 
 class ClaudeTranscriptAdapter(Adapter):
     protocol = "claude-transcript"
+    announces_session = True
     agent = "claude-code"
     stored = True
     companions = ("{stem}/subagents/agent-*.jsonl",)

@@ -634,6 +634,7 @@ _TERMINAL_STATUS: dict[str, tuple[Literal["ok", "interrupt"], _StopReason]] = {
 
 class CodexAppServerAdapter(Adapter):
     protocol = "codex-app-server"
+    announces_session = True
     agent = "codex"
 
     def __init__(self) -> None:

@@ -155,6 +155,7 @@ _Phase = str  # "started" | "updated" | "completed"
 
 class CodexExecJsonAdapter(Adapter):
     protocol = "codex-exec-json"
+    announces_session = True
     agent = "codex"
 
     def __init__(self) -> None:

@@ -393,6 +393,7 @@ def _mcp_name(name: str, namespace: str | None) -> tuple[str, str] | None:
 
 class CodexRolloutAdapter(Adapter):
     protocol = "codex-rollout"
+    announces_session = True
     agent = "codex"
     stored = True
 

@@ -397,6 +397,7 @@ class HmJsonAdapter(Adapter):
     """hm ``--output json`` and ``--rpc`` streams -> normalized events.  See the module's Facts."""
 
     protocol = "hm-json"
+    announces_session = True
     agent = "hm"
 
     def __init__(self) -> None:
