@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import TextIO
 
 import msgspec
 from msgspec import Raw, Struct
@@ -61,7 +62,9 @@ __all__ = [
 #: short enough that a report stays readable when pasted into an issue.
 EXCERPT_CHARS = 300
 
-Category = Literal["untranslated", "error", "fallback"]
+#: How many recent messages the report can still place by their bytes: far more
+#: than a Session ever holds back before announcing its session.
+REMEMBERED = 4096
 
 
 class Example(Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -146,13 +149,15 @@ class _Tally:
 
 
 class _Cursor:
-    """Yields a session's records and remembers where the last one came from.
+    """Yields a session's records and finds the line an event came from.
 
-    ``events()`` pulls one record and yields that record's events before it
-    pulls the next (detection is skipped: the protocol is passed), so while an
-    event is being handled the cursor points at the line that produced it; once
-    the records are exhausted it points at the end of the input, where
-    ``close()`` settles what was left open.
+    An event that carries its native message is placed by that message: the
+    cursor remembers where each recent message was read (by a hash of its
+    bytes, for the last :data:`REMEMBERED` messages), since a Session may hold
+    messages back and emit their events later.  An event without one (made up
+    by normalize) is placed at the record last read, or at the end of the input
+    once the records are exhausted, where ``close()`` settles what was left
+    open.
     """
 
     def __init__(self, inp: SessionInput, max_line: int) -> None:
@@ -161,6 +166,7 @@ class _Cursor:
         self.path = str(inp.main)
         self.line: int | None = None
         self.messages = 0
+        self._seen: OrderedDict[int, tuple[str, int]] = OrderedDict()
 
     def records(self) -> Iterator[Record]:
         for path in self.inp.paths:
@@ -170,10 +176,22 @@ class _Cursor:
                     self.line = rec.line
                     if isinstance(rec, Message):
                         self.messages += 1
+                        self._remember(rec.data)
                     yield rec
         self.path, self.line = str(self.inp.main), None
 
+    def _remember(self, data: bytes) -> None:
+        key = hash(data)
+        if key not in self._seen:
+            self._seen[key] = (self.path, self.line or 0)
+            if len(self._seen) > REMEMBERED:
+                self._seen.popitem(last=False)
+
     def here(self, payload: object = None) -> Example:
+        data = bytes(payload) if isinstance(payload, Raw) else payload.encode() if isinstance(payload, str) else None
+        found = self._seen.get(hash(data)) if data is not None else None
+        if found is not None:
+            return Example(path=found[0], line=found[1], excerpt=_excerpt(payload))
         return Example(path=self.path, line=self.line, excerpt=_excerpt(payload))
 
 
