@@ -115,3 +115,23 @@ def test_validate_reports_line_and_field_of_each_problem(capsys: pytest.CaptureF
     assert f"{bad}: line {i + 1}: event.seq: expected 1, got 99" in out
     assert f"{bad}: line {i + 2}: sessionId: Field required" in out
     assert f"{bad}: line {i + 3}: not JSON" in out
+
+
+def test_convert_to_a_new_folder_named_with_a_slash(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "new" / "out"
+    assert run(capsys, "convert", str(SAMPLE), "-o", f"{out}/")[0] == 0
+    assert [p.name for p in out.iterdir()] == ["01_plain_answer.normalized.jsonl"]
+
+
+def test_convert_redact_scrubs_secrets_and_says_what(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    secret = "sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0EdCbA"
+    f = tmp_path / "s.jsonl"
+    f.write_text(SAMPLE.read_text().replace("Keep it short.", f"Keep it short. My key is {secret}"))
+    code, plain, _ = run(capsys, "convert", str(f))
+    planted = plain.count(secret)
+    assert planted >= 2  # in native payloads and in the user-message body
+    code, out, err = run(capsys, "convert", "--redact", str(f))
+    assert code == 0
+    assert secret not in out
+    assert out.count("[REDACTED:anthropic-key]") == planted
+    assert f"redacted {planted} anthropic-key" in err

@@ -3,7 +3,9 @@
 The public API is what this module exports; everything else is private.
 """
 
-from ._aio import ByteSource, EventStream, aevents
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
 from ._codec import SCHEMA_VERSION, StreamHeader, decode, encode
 from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Sample, Source
 from ._convert import SessionInput, events, find_inputs, iter_records, read_records
@@ -17,15 +19,49 @@ from ._errors import (
     TruncatedLine,
     UsageError,
 )
-from ._follow import FileChanged, follow
 from ._lines import DEFAULT_MAX_LINE, CaptureParser, LineProblem, LineSplitter, Message, Record
 from ._model import *  # noqa: F403 - the model's own __all__
 from ._model import __all__ as _model_all
+from ._redact import Redactor
 from ._registry import adapter_class, available, detect_protocol, register, unregister
-from ._replay import Pacer, replay
 from ._session import Clock, Session, format_ts
-from ._tap import AgentTap, Wiretap, exit_status, relay, tap, tap_line
 from ._version import __version__
+
+if _TYPE_CHECKING:
+    from ._aio import ByteSource, EventStream, aevents
+    from ._follow import FileChanged, follow
+    from ._replay import Pacer, replay
+    from ._tap import AgentTap, Wiretap, exit_status, relay, tap, tap_line
+
+# The async and live parts need anyio; they are imported on first use, so that
+# ``import normalize`` stays fast for the synchronous, batch and analytics uses.
+_LAZY = {
+    "ByteSource": "_aio",
+    "EventStream": "_aio",
+    "aevents": "_aio",
+    "FileChanged": "_follow",
+    "follow": "_follow",
+    "Pacer": "_replay",
+    "replay": "_replay",
+    "AgentTap": "_tap",
+    "Wiretap": "_tap",
+    "exit_status": "_tap",
+    "relay": "_tap",
+    "tap": "_tap",
+    "tap_line": "_tap",
+}
+
+
+def __getattr__(name: str) -> _Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'normalize' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"normalize.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_MAX_LINE",
@@ -53,6 +89,7 @@ __all__ = [
     "Problem",
     "ProtocolViolation",
     "Record",
+    "Redactor",
     "Sample",
     "Session",
     "SessionInput",

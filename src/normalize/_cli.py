@@ -8,28 +8,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
-
-import anyio
-from anyio.abc import TaskStatus
 
 from ._codec import encode, encode_header
 from ._convert import SessionInput, events, find_inputs, read_records
 from ._errors import DetectionError, InputError, NormalizeError, UsageError
 from ._lines import DEFAULT_MAX_LINE
-from ._model import _Core
-from ._registry import adapter_class, available
+from ._redact import Redactor
+from ._registry import available
 from ._version import __version__
 
 __all__ = ["main"]
 
 
-def _convert_one(inp: SessionInput, out: BinaryIO, args: argparse.Namespace) -> None:
+def _convert_one(inp: SessionInput, out: BinaryIO, args: argparse.Namespace, redactor: Redactor | None) -> None:
     out.write(encode_header(library_version=__version__, input=str(inp.main), protocol=inp.protocol) + b"\n")
     for ev in events(
         read_records(inp.paths, max_line=args.max_line),
@@ -37,7 +32,8 @@ def _convert_one(inp: SessionInput, out: BinaryIO, args: argparse.Namespace) -> 
         strict=args.strict,
         origin=args.origin,
     ):
-        out.write(encode(ev) + b"\n")
+        line = encode(ev)
+        out.write((redactor.redact(line) if redactor is not None else line) + b"\n")
 
 
 def _out_path(out_dir: Path, inp: SessionInput) -> Path:
@@ -50,16 +46,19 @@ def _out_path(out_dir: Path, inp: SessionInput) -> Path:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     if args.follow:
-        return _follow_cmd(args)
+        from ._cli_live import follow_cmd
+
+        return follow_cmd(args)
     status = 0
+    redactor = Redactor() if args.redact else None
     out_dir: Path | None = None
     out_file: BinaryIO = sys.stdout.buffer
     if args.output is not None:
-        if args.output.is_dir() or str(args.output).endswith("/"):
-            out_dir = args.output
+        if Path(args.output).is_dir() or args.output.endswith("/"):  # a folder: one file per session
+            out_dir = Path(args.output)
             out_dir.mkdir(parents=True, exist_ok=True)
         else:
-            out_file = args.output.open("wb")
+            out_file = Path(args.output).open("wb")  # noqa: SIM115 - closed below
     try:
         found = 0
         for inp in find_inputs([Path(p) for p in args.inputs], protocol=args.protocol, max_line=args.max_line):
@@ -70,12 +69,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
             found += 1
             if out_dir is not None:
                 with _out_path(out_dir, inp).open("wb") as f:
-                    _convert_one(inp, f, args)
+                    _convert_one(inp, f, args, redactor)
             else:
-                _convert_one(inp, out_file, args)
+                _convert_one(inp, out_file, args, redactor)
         if found == 0:
             print("normalize: no session found in the input", file=sys.stderr)
             status = 1
+        if redactor is not None and redactor.counts:
+            print(f"normalize: redacted {redactor.summary()}", file=sys.stderr)
     finally:
         if out_file is not sys.stdout.buffer:
             out_file.close()
@@ -84,159 +85,16 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return status
 
 
-class _EventWriter:
-    """Writes a normalized stream to a binary file: the header before the first event, a flush per batch."""
-
-    def __init__(self, out: BinaryIO, *, input: str, protocol: Callable[[], str | None]) -> None:
-        self.out = out
-        self._input = input
-        self._protocol = protocol
-        self._header = False
-
-    def write(self, events: Sequence[_Core]) -> None:
-        if not events:
-            return
-        lines = [encode(ev) for ev in events]
-        if not self._header:
-            self._header = True
-            head = encode_header(library_version=__version__, input=self._input, protocol=self._protocol())
-            lines.insert(0, head)
-        self.out.write(b"".join(line + b"\n" for line in lines))
-        self.out.flush()
-
-
-async def _until_signal(scope: anyio.CancelScope, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
-        task_status.started()
-        async for _ in received:
-            scope.cancel()
-            return
-
-
-def _follow_cmd(args: argparse.Namespace) -> int:
-    from ._follow import follow
-
-    if len(args.inputs) != 1 or (args.output is not None and args.output.is_dir()):
-        raise UsageError("--follow reads exactly one file and writes one stream")
-    out = sys.stdout.buffer if args.output is None else args.output.open("wb")
-    stream = follow(
-        args.inputs[0],
-        protocol=args.protocol,
-        poll=args.poll,
-        idle_timeout=args.idle_timeout,
-        strict=args.strict,
-        origin=args.origin,
-        max_line=args.max_line,
-    )
-    writer = _EventWriter(out, input=args.inputs[0], protocol=lambda: stream.protocol)
-
-    async def run() -> None:
-        async with anyio.create_task_group() as tg:
-            await tg.start(_until_signal, tg.cancel_scope)
-            async with stream:
-                async for ev in stream:
-                    writer.write([ev])
-            tg.cancel_scope.cancel()
-        writer.write(stream.closing)
-
-    try:
-        anyio.run(run)
-    finally:
-        if out is not sys.stdout.buffer:
-            out.close()
-    return 0
-
-
-def _events_target(name: str | None) -> BinaryIO | None:
-    if name is None:
-        return None
-    if name == "-":
-        return sys.stderr.buffer
-    return open(name, "wb")
-
-
 def cmd_tap(args: argparse.Namespace) -> int:
-    from ._tap import FdReader, FdWriter, Wiretap, _open_record, exit_status, relay
+    from ._cli_live import cmd_tap
 
-    command = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
-    if not command:
-        raise UsageError("no agent command: normalize tap [options] -- AGENT_COMMAND...")
-    if args.protocol is not None:
-        adapter_class(args.protocol)  # an unknown name is a usage error before the agent starts
-    record, owned = _open_record(args.record)
-    events_out = _events_target(args.events)
-    wiretap = Wiretap(protocol=args.protocol, max_line=args.max_line, record=record)
-    writer = (
-        _EventWriter(events_out, input=shlex.join(command), protocol=lambda: wiretap.converter.protocol)
-        if events_out is not None
-        else None
-    )
-    told: list[InputError] = []
-
-    def on_error(exc: InputError) -> None:
-        if writer is not None and not told:  # without --events nobody asked for events
-            told.append(exc)
-            print(f"normalize tap: {exc.message}; relaying without events", file=sys.stderr, flush=True)
-
-    async def run() -> int:
-        return await relay(
-            command,
-            stdin=FdReader(sys.stdin.fileno()),
-            stdout=FdWriter(sys.stdout.fileno()),
-            wiretap=wiretap,
-            on_events=writer.write if writer is not None else _discard,
-            on_error=on_error,
-            forward_signals=True,
-        )
-
-    try:
-        rc = anyio.run(run)
-    except FileNotFoundError as exc:
-        print(f"normalize tap: {command[0]}: {exc.strerror}", file=sys.stderr)
-        return 127
-    finally:
-        if owned is not None:
-            owned.close()
-        if events_out is not None and events_out is not sys.stderr.buffer:
-            events_out.close()
-    return exit_status(rc)
-
-
-def _discard(events: Sequence[_Core]) -> None:
-    return None
+    return cmd_tap(args)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from ._replay import replay
+    from ._cli_live import cmd_replay
 
-    out = sys.stdout.buffer if args.output is None else args.output.open("wb")
-    protocol: list[str | None] = [args.protocol]
-    writer = _EventWriter(out, input=args.input, protocol=lambda: protocol[0])
-
-    async def run() -> None:
-        if protocol[0] is None:
-            for inp in find_inputs([Path(args.input)], max_line=args.max_line):
-                protocol[0] = inp.protocol if isinstance(inp, SessionInput) else None
-        async with anyio.create_task_group() as tg:
-            await tg.start(_until_signal, tg.cancel_scope)
-            events = replay(
-                args.input,
-                protocol=protocol[0],
-                speed=args.speed,
-                from_seq=args.from_seq,
-                strict=args.strict,
-                max_line=args.max_line,
-            )
-            async for ev in events:
-                writer.write([ev])
-            tg.cancel_scope.cancel()
-
-    try:
-        anyio.run(run)
-    finally:
-        if out is not sys.stdout.buffer:
-            out.close()
-    return 0
+    return cmd_replay(args)
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
@@ -296,7 +154,10 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("convert", help="native captures or session files -> normalized JSONL")
     c.add_argument("inputs", nargs="+", metavar="PATH", help="files or folders")
     c.add_argument("--protocol", "-p", help="skip detection and read the input as this protocol")
-    c.add_argument("-o", "--output", type=Path, help="output file, or folder for one file per session")
+    c.add_argument(
+        "-o", "--output", help="output file, or folder (an existing one, or ending in /) for one file per session"
+    )
+    c.add_argument("--redact", action="store_true", help="scrub API keys, tokens and private keys from the output")
     c.add_argument("--strict", action="store_true", help="stop at the first bad input instead of reporting it")
     c.add_argument("--origin", choices=["live", "replay"], help="override the origin of every event")
     c.add_argument(
@@ -324,6 +185,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE.jsonl|-",
         help="write normalized events there as they happen; - is stderr (use /dev/fd/N for another descriptor)",
     )
+    t.add_argument("--redact", action="store_true", help="scrub API keys, tokens and private keys from the events")
     t.add_argument("agent", nargs=argparse.REMAINDER, metavar="-- AGENT_COMMAND...")
     common(t)
     t.set_defaults(func=cmd_tap)
@@ -335,6 +197,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--from-seq", type=int, default=0, metavar="N", help="resume after the event with seq N")
     r.add_argument("-o", "--output", type=Path, help="output file (default stdout)")
     r.add_argument("--strict", action="store_true", help="stop at the first bad input instead of reporting it")
+    r.add_argument("--redact", action="store_true", help="scrub API keys, tokens and private keys from the events")
     common(r)
     r.set_defaults(func=cmd_replay)
 
@@ -349,6 +212,10 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check a normalized JSONL stream: schema and envelope rules")
     v.add_argument("inputs", nargs="+", metavar="FILE", help="normalized JSONL files, - for stdin")
     v.set_defaults(func=cmd_validate)
+
+    from ._doctor import add_doctor_command
+
+    add_doctor_command(sub)
 
     a = sub.add_parser("adapters", help="list the registered adapters")
     a.set_defaults(func=cmd_adapters)
