@@ -37,6 +37,7 @@ from normalize import (
     read_records,
 )
 from normalize import Session as NSession
+from normalize import Warning as WarningBody
 from normalize._model import _Core
 from normalize.adapters.codex_app_server import CodexAppServerAdapter
 
@@ -137,9 +138,13 @@ def test_no_error_event_unless_codex_reported_one(run: tuple[Path, list[Fed], li
     capture, fed, tail = run
     for f in fed:
         errors = [b for b in f.bodies() if isinstance(b, Error)]
-        if f.method == "error":
+        if f.method == "error" and f.params["willRetry"]:
+            # a retry notice: Codex retries on its own, the turn goes on
+            assert errors == []
+            assert [type(b) for b in f.bodies()] == [WarningBody]
+        elif f.method == "error":
             assert len(errors) == 1
-            assert errors[0].recoverable == f.params["willRetry"]
+            assert errors[0].recoverable is False
         elif f.method == "turn/completed" and f.params["turn"]["status"] == "failed":
             # the terminal `error` notification before it already reported it
             assert errors == []
@@ -209,7 +214,9 @@ def test_one_turn_complete_per_native_turn_end(run: tuple[Path, list[Fed], list[
             turn = f.params["turn"]
             assert len(completes) == 1
             assert completes[0].native_turn_id == turn["id"]
-            assert completes[0].reason == ("interrupt" if turn["status"] == "interrupted" else "ok")
+            # only a turn that completed normally is "ok"; a failed one did not
+            assert completes[0].reason == ("ok" if turn["status"] == "completed" else "interrupt")
+            assert completes[0].stop_reason == turn["status"]
         else:
             assert completes == []
     started = sum(1 for f in fed if f.method == "turn/started")
@@ -385,10 +392,22 @@ def test_resumed_history_is_replayed() -> None:
     assert replayed[-1].body == TurnComplete(reason="ok", stop_reason="completed", native_turn_id="turn-a")
 
 
-def test_a_retry_notice_is_a_recoverable_error() -> None:
+def test_a_retry_notice_is_a_warning_and_a_terminal_error_an_error() -> None:
     err = {"message": "Reconnecting... 1/1", "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": None}}}
     (body,) = bodies_of(translate(("agent", {"method": "error", "params": {"error": err, "willRetry": True}})))
-    assert body == Error(message="Reconnecting... 1/1", error_type="responseStreamDisconnected", recoverable=True)
+    assert body == WarningBody(message="Reconnecting... 1/1", source="codex")
+    err = {"message": "stream closed", "codexErrorInfo": "other"}
+    (body,) = bodies_of(translate(("agent", {"method": "error", "params": {"error": err, "willRetry": False}})))
+    assert body == Error(message="stream closed", error_type="other", recoverable=False)
+
+
+def test_a_failed_turn_ends_interrupt_with_stop_reason_failed() -> None:
+    turn = {"id": "t1", "items": [], "status": "failed", "error": {"message": "quota", "codexErrorInfo": "other"}}
+    bodies = bodies_of(translate(("agent", {"method": "turn/completed", "params": {"threadId": "th", "turn": turn}})))
+    assert bodies == [
+        Error(message="quota", error_type="other", recoverable=False),
+        TurnComplete(reason="interrupt", stop_reason="failed", native_turn_id="t1"),
+    ]
 
 
 def test_bad_input_is_a_malformed_message() -> None:

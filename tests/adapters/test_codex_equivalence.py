@@ -37,9 +37,8 @@ def key(b: dict[str, Any], *, ids: bool) -> Key | None:
         case "turn-start":
             return (kind,)
         case "turn-complete":
-            # stopReason, not reason: a failed turn is reason "ok" in codex-app-server and
-            # "interrupt" here (it did not complete); both say stopReason "failed"
-            return (kind, b.get("stopReason"))
+            # a failed turn is reason "interrupt" with stopReason "failed" in every format
+            return (kind, b["reason"], b.get("stopReason"))
         case "user-message" | "assistant-message":
             return (kind, b["text"], b["messageId"] if ids else None)
         case "reasoning":

@@ -99,10 +99,16 @@ def test_one_turn_complete_per_native_turn_end_with_the_turn_s_usage(capture: Pa
         assert u["tokens"]["total"] == native["input_tokens"] + native["output_tokens"]
 
 
-def test_a_failed_turn_reports_its_error_once() -> None:
-    (capture,) = [c for c in CAPTURES if c.name == "failed_turn.jsonl"]
-    out = [(b["kind"], b.get("reason")) for b in bodies(convert_capture(capture))]
-    assert out == [("turn-start", None), ("warning", None), ("error", None), ("turn-complete", "interrupt")]
+@pytest.mark.parametrize("capture", [c for c in CAPTURES if c.name == "failed_turn.jsonl"], ids=lambda c: c.parent.name)
+def test_a_failed_turn_reports_its_error_once(capture: Path) -> None:
+    # the retry notice is a warning, the fatal error one error, the turn ends interrupt
+    out = [(b["kind"], b.get("reason"), b.get("stopReason")) for b in bodies(convert_capture(capture))]
+    assert out == [
+        ("turn-start", None, None),
+        ("warning", None, None),
+        ("error", None, None),
+        ("turn-complete", "interrupt", "failed"),
+    ]
 
 
 def test_turn_failed_alone_is_an_error() -> None:

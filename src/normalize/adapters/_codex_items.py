@@ -20,6 +20,7 @@ Stable API (the Codex adapters import these names; keep their signatures):
 * :func:`web_search_started`, :func:`web_search_finished`
 * :func:`image_view`, :func:`compaction`
 * :func:`tokens`, :func:`plan_status`, :func:`error_type`
+* :func:`error_notice`, :func:`failed_turn`
 
 Decisions (documented in ``adapters/codex-app-server/README.md``):
 
@@ -33,7 +34,11 @@ Decisions (documented in ``adapters/codex-app-server/README.md``):
   stdout and stderr) only when no output delta was seen; the completed
   ``tool-call`` always carries the whole output, so nothing is sent twice;
 * a declined or failed item ends ``failed``; an item still open when its turn
-  ends is closed ``failed`` by the adapter.
+  ends is closed ``failed`` by the adapter;
+* a retry notice (Codex retries the model request itself and the turn goes on)
+  is a ``warning``; a terminal error is an ``error`` (``recoverable: false``);
+* a failed turn ends ``turn-complete`` reason ``interrupt`` (it did not complete
+  normally) with ``stopReason: "failed"``.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from normalize import (
     Category,
     CommandOutput,
     Compaction,
+    Error,
     FileDiff,
     Image,
     Location,
@@ -56,9 +62,11 @@ from normalize import (
     Reasoning,
     Tokens,
     ToolCall,
+    TurnComplete,
     UserMessage,
     WebSearch,
 )
+from normalize import Warning as WarningBody
 
 __all__ = [
     "Change",
@@ -66,7 +74,9 @@ __all__ = [
     "command_finished",
     "command_started",
     "compaction",
+    "error_notice",
     "error_type",
+    "failed_turn",
     "file_change_finished",
     "file_change_started",
     "file_diffs",
@@ -128,6 +138,24 @@ def error_type(info: Any) -> str | None:
     if isinstance(info, dict) and len(info) == 1:
         return str(next(iter(info)))
     return None
+
+
+def error_notice(message: str, *, retrying: bool, error_type: str | None = None) -> Error | WarningBody:
+    """An error Codex reports: a ``warning`` if Codex retries on its own, else a terminal ``error``.
+
+    The app-server says which with ``willRetry``; ``codex exec --json`` only by the
+    message (``Reconnecting... 1/5``).  The turn survives a retry, so it is not an
+    error of the session; a terminal error ends the turn (``turn.failed``,
+    ``turn/completed`` ``failed``).
+    """
+    if retrying:
+        return WarningBody(message=message, source="codex")
+    return Error(message=message, error_type=error_type, recoverable=False)
+
+
+def failed_turn(native_turn_id: str | None = None) -> TurnComplete:
+    """The end of a failed turn: it did not complete normally (reason ``interrupt``)."""
+    return TurnComplete(reason="interrupt", stop_reason="failed", native_turn_id=native_turn_id)
 
 
 def tokens(

@@ -18,9 +18,9 @@ Facts (codex-cli 0.169.0 captures unless marked otherwise):
 * ``turn/completed``'s ``turn.items`` is not the item list (only the final
   agentMessage on success, ``[]`` on failure or interrupt).  An item in flight
   at ``turn/interrupt`` never gets ``item/completed``.
-* ``error`` with ``willRetry: true`` is a retry notice ("Reconnecting... 1/1");
-  the terminal one (``willRetry: false``) precedes ``turn/completed`` with
-  ``status: "failed"`` whose ``turn.error`` repeats it.  ``codexErrorInfo`` is a
+* ``error`` with ``willRetry: true`` is a retry notice ("Reconnecting... 1/1"),
+  a ``warning`` here; the terminal one (``willRetry: false``) precedes
+  ``turn/completed`` with ``status: "failed"`` whose ``turn.error`` repeats it.  ``codexErrorInfo`` is a
   bare string or a one-key object.
 * ``thread/tokenUsage/updated``: ``total`` is cumulative for the thread, ``last``
   the last model request; sent after every model response, repeated unchanged.
@@ -628,7 +628,8 @@ _StopReason = Literal["end_turn", "cancelled", "error"]
 _TERMINAL_STATUS: dict[str, tuple[Literal["ok", "interrupt"], _StopReason]] = {
     "completed": ("ok", "end_turn"),
     "interrupted": ("interrupt", "cancelled"),
-    "failed": ("ok", "error"),
+    # a failed turn did not complete normally: reason "interrupt", stopReason "failed"
+    "failed": ("interrupt", "error"),
 }
 
 
@@ -1115,7 +1116,8 @@ class CodexAppServerAdapter(Adapter):
         if not p.will_retry and p.turn_id is not None and p.turn_id == self._turn_id:
             self._turn_error = True
         kind = ci.error_type(p.error.codex_error_info)
-        return [Error(message=_error_text(p.error), error_type=kind, recoverable=p.will_retry)]
+        # a retry notice (willRetry: true) is a warning: Codex retries and the turn goes on
+        return [ci.error_notice(_error_text(p.error), retrying=p.will_retry, error_type=kind)]
 
     def _on_warning(self, params: Raw) -> list[Item]:
         p = _WARNING.decode(params)

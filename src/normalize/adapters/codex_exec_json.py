@@ -259,17 +259,17 @@ class CodexExecJsonAdapter(Adapter):
         if message and message != self._last_error:
             out.append(Error(message=message, error_type="turn-failed", recoverable=False))
         out.extend(self._settle_open_calls())
-        out.append(TurnComplete(reason="interrupt", stop_reason="failed"))
+        out.append(ci.failed_turn())
         self._last_error = None
         return out
 
     def _error(self, line: _Line) -> list[Item]:
         message = line.message or ""
-        if message.startswith(RETRY_PREFIX):
-            # Codex retries the model request on its own; the turn goes on.
-            return [WarningBody(message=message, source="codex")]
-        self._last_error = message
-        return [Error(message=message, recoverable=False)]
+        # A retry notice: Codex retries the model request on its own; the turn goes on.
+        retrying = message.startswith(RETRY_PREFIX)
+        if not retrying:
+            self._last_error = message
+        return [ci.error_notice(message, retrying=retrying)]
 
     def _settle_open_calls(self) -> list[Item]:
         # Items still open when the turn ends never get their completion: they end failed.

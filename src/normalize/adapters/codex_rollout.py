@@ -739,7 +739,7 @@ class CodexRolloutAdapter(Adapter):
             etype = None if isinstance(err, str) else _error_type(err.codex_error_info)
             if message != self._turn_error:
                 out.append(Error(message=message, error_type=etype, recoverable=False))
-            out.append(TurnComplete(reason="interrupt", stop_reason="failed", native_turn_id=event.turn_id))
+            out.append(ci.failed_turn(event.turn_id))
         else:
             out.append(TurnComplete(reason="ok", stop_reason="completed", native_turn_id=event.turn_id))
         return out
@@ -783,8 +783,10 @@ class CodexRolloutAdapter(Adapter):
         return out
 
     def _error_event(self, event: _Event) -> list[Item]:
+        # Codex persists terminal errors only (retry notices are not stored); shaped
+        # like the live adapters' terminal error
         self._turn_error = event.message or ""
-        return [Error(message=self._turn_error, recoverable=False)]
+        return [ci.error_notice(self._turn_error, retrying=False)]
 
     def _context_compacted(self, event: _Event) -> list[Item]:
         if self._compacted:
