@@ -1,0 +1,209 @@
+"""Finding sessions on disk and turning each into table rows, on all cores.
+
+Inputs are native files of any registered protocol (detected with
+:func:`normalize.find_inputs`) or normalized JSONL streams (first line a
+``stream.header``, read back with :func:`normalize.decode`).  Each session is
+read by one worker, streamed event by event, so a worker's memory is one
+session's rows.  The same session found twice (a live recording and the
+agent's stored file, a file and its normalized copy) is kept once: the input
+that holds most of it (turns, then events) wins, ties to the first path.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from normalize import (
+    DetectionError,
+    InputError,
+    SessionInput,
+    StreamHeader,
+    decode,
+    events,
+    find_inputs,
+    read_records,
+)
+
+from ._tables import SessionRows, TableBuilder, unknown_clock
+
+__all__ = ["InputSpec", "Loaded", "discover", "is_normalized", "load", "read_input"]
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One session input (picklable, for workers): a native session or a normalized stream file."""
+
+    kind: Literal["native", "normalized"]
+    main: str
+    protocol: str | None = None
+    companions: tuple[str, ...] = ()
+
+    @property
+    def paths(self) -> list[Path]:
+        return [Path(self.main), *(Path(c) for c in self.companions)]
+
+
+class _HeaderView(msgspec.Struct):
+    type: str
+
+
+_header_decoder = msgspec.json.Decoder(_HeaderView)
+
+
+def is_normalized(path: Path) -> bool:
+    """Whether a file is a normalized stream: its first line is a ``stream.header``."""
+    try:
+        with path.open("rb") as f:
+            first = f.readline(1 << 16)
+    except OSError:
+        return False
+    try:
+        return _header_decoder.decode(first).type == "stream.header"
+    except msgspec.DecodeError:
+        return False
+
+
+def discover(paths: Iterable[Path], *, protocol: str | None = None) -> Iterator[InputSpec | InputError]:
+    """Every session input under ``paths``, in a stable order; undetectable files as their error."""
+    for root in paths:
+        if root.is_dir():
+            files = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
+            normalized = {p for p in files if is_normalized(p)}
+            for p in sorted(normalized):
+                yield InputSpec("normalized", str(p))
+            if len(normalized) == len(files):
+                continue
+            for inp in find_inputs([root], protocol=protocol):
+                if isinstance(inp, DetectionError):
+                    if not any(inp.message.startswith(f"{p}:") for p in normalized):
+                        yield inp
+                elif inp.main not in normalized:
+                    yield _spec(inp)
+        elif root.is_file() and is_normalized(root):
+            yield InputSpec("normalized", str(root))
+        else:
+            for inp in find_inputs([root], protocol=protocol):
+                yield inp if isinstance(inp, DetectionError) else _spec(inp)
+
+
+def _spec(inp: SessionInput) -> InputSpec:
+    return InputSpec("native", str(inp.main), inp.protocol, tuple(str(c) for c in inp.companions))
+
+
+def read_input(spec: InputSpec) -> list[SessionRows]:
+    """The rows of one input (runs in a worker)."""
+    if spec.kind == "native":
+        stream = events(read_records(spec.paths), protocol=spec.protocol, clock=unknown_clock)
+        return TableBuilder(spec.main).feed_all(stream).finish()
+    out: list[SessionRows] = []
+    builder: TableBuilder | None = None
+    with open(spec.main, "rb") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                ev = decode(line)
+            except InputError as exc:
+                raise InputError(f"{spec.main}:{lineno}: {exc.message}") from None
+            if isinstance(ev, StreamHeader):
+                if builder is not None:
+                    out.extend(builder.finish())
+                builder = TableBuilder(spec.main)
+                continue
+            if builder is None:
+                builder = TableBuilder(spec.main)
+            builder.feed(ev)
+    if builder is not None:
+        out.extend(builder.finish())
+    return out
+
+
+def _read_safely(spec: InputSpec) -> list[SessionRows] | InputError:
+    try:
+        return read_input(spec)
+    except InputError as exc:
+        return exc
+
+
+@dataclass
+class Loaded:
+    """What a load found: the sessions it kept (richest input per session key) and the inputs it could not read."""
+
+    sessions: dict[str, SessionRows] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    inputs: int = 0
+    duplicates: int = 0
+
+    def offer(self, rows: SessionRows) -> bool:
+        """Keep ``rows`` unless an input already kept holds as much of the session; True if kept."""
+        have = self.sessions.get(rows.key)
+        if have is not None:
+            self.duplicates += 1
+            if not prefer(rows, have):
+                return False
+        self.sessions[rows.key] = rows
+        return True
+
+
+def prefer(new: SessionRows, old: SessionRows) -> bool:
+    """Whether ``new`` replaces ``old`` (same session): more turns, else more events, else the path sorts first."""
+    if new.richness != old.richness:
+        return new.richness > old.richness
+    return new.source < old.source
+
+
+Progress = Callable[[int, int], None]
+
+
+def read_all(
+    specs: Sequence[InputSpec], *, jobs: int | None = None, progress: Progress | None = None
+) -> Iterator[tuple[InputSpec, list[SessionRows] | InputError]]:
+    """Each input's rows, in input order; on ``jobs`` worker processes (all cores by default)."""
+    n = len(specs)
+    workers = min(jobs or os.cpu_count() or 1, n)
+    if workers <= 1:
+        for i, spec in enumerate(specs):
+            result = _read_safely(spec)
+            if progress is not None:
+                progress(i + 1, n)
+            yield spec, result
+        return
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_read_safely, spec) for spec in specs]
+        for done, _ in enumerate(concurrent.futures.as_completed(futures), 1):
+            if progress is not None:
+                progress(done, n)
+        for spec, fut in zip(specs, futures, strict=True):
+            yield spec, fut.result()
+
+
+def load(
+    paths: Iterable[Path],
+    *,
+    protocol: str | None = None,
+    jobs: int | None = 1,
+    progress: Progress | None = None,
+) -> Loaded:
+    """Every session under ``paths`` as table rows, each session once."""
+    loaded = Loaded()
+    specs: list[InputSpec] = []
+    for item in discover(paths, protocol=protocol):
+        if isinstance(item, InputError):
+            loaded.problems.append(item.message)
+        else:
+            specs.append(item)
+    loaded.inputs = len(specs)
+    for spec, result in read_all(specs, jobs=jobs, progress=progress):
+        if isinstance(result, InputError):
+            loaded.problems.append(f"{spec.main}: {result.message}")
+            continue
+        for rows in result:
+            loaded.offer(rows)
+    return loaded

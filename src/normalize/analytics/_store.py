@@ -1,0 +1,292 @@
+"""Writing the tables: one DuckDB file, or a Parquet dataset partitioned by agent and date.
+
+Both are incremental and idempotent, by session key: a session already stored
+is skipped, unless the new input holds more of it (more turns, then more
+events), in which case its rows are replaced, all tables at once.  Writes are
+buffered and flushed every ``FLUSH_SESSIONS`` sessions, so memory stays bounded
+by the buffer, not by the corpus.
+
+duckdb and pyarrow are imported here, lazily, by the functions that need them
+(the ``analytics`` extra).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from normalize import UsageError
+
+from ._load import prefer
+from ._schema import ANALYTICS_SCHEMA_VERSION, TABLES, ColumnType, column_names
+from ._tables import Row, SessionRows, key_of
+
+__all__ = ["FLUSH_SESSIONS", "ExportResult", "DuckDBStore", "ParquetStore"]
+
+#: Sessions buffered before a write: a few hundred sessions' rows is a few MB.
+FLUSH_SESSIONS = 256
+
+_DUCK_TYPES: dict[ColumnType, str] = {
+    "str": "VARCHAR",
+    "int": "BIGINT",
+    "float": "DOUBLE",
+    "bool": "BOOLEAN",
+    "ts": "TIMESTAMPTZ",
+}
+
+
+def _import_pyarrow() -> Any:
+    try:
+        import pyarrow  # type: ignore[import-untyped, unused-ignore]
+    except ImportError:
+        raise UsageError("this needs pyarrow: pip install 'normalize[analytics]'") from None
+    return pyarrow
+
+
+def _import_duckdb() -> Any:
+    try:
+        import duckdb  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        raise UsageError("this needs duckdb: pip install 'normalize[analytics]'") from None
+    return duckdb
+
+
+def _ts(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def arrow_table(table: str, rows: list[Row]) -> Any:
+    """Rows of one table as an Arrow table with the schema's types."""
+    pa = _import_pyarrow()
+    types = {
+        "str": pa.string(),
+        "int": pa.int64(),
+        "float": pa.float64(),
+        "bool": pa.bool_(),
+        "ts": pa.timestamp("ms", tz="UTC"),
+    }
+    arrays = []
+    fields = []
+    for i, (name, kind) in enumerate(TABLES[table]):
+        values = [r[i] for r in rows]
+        if kind == "ts":
+            values = [_ts(v) for v in values]
+        arrays.append(pa.array(values, type=types[kind]))
+        fields.append(pa.field(name, types[kind]))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+class ExportResult:
+    """What an export did: sessions added, replaced by a richer input, skipped as already stored."""
+
+    def __init__(self) -> None:
+        self.added = 0
+        self.replaced = 0
+        self.skipped = 0
+
+    def as_json(self) -> dict[str, int]:
+        return {"added": self.added, "replaced": self.replaced, "skipped": self.skipped}
+
+
+class _Buffered:
+    """Decides per session (add, replace, skip) and buffers the rows to write."""
+
+    def __init__(self) -> None:
+        self.result = ExportResult()
+        self.known: dict[str, tuple[tuple[int, int], str]] = {}
+        self.buffer: dict[str, SessionRows] = {}
+        self.replace: set[str] = set()
+
+    def offer(self, rows: SessionRows) -> None:
+        old = self.known.get(rows.key)
+        if old is not None:
+            richness, source = old
+            if not (rows.richness > richness or (rows.richness == richness and rows.source < source)):
+                self.result.skipped += 1
+                return
+            if rows.key in self.buffer:
+                if not prefer(rows, self.buffer[rows.key]):
+                    self.result.skipped += 1
+                    return
+                self.result.skipped += 1  # the buffered one is superseded before it was written
+            else:
+                self.replace.add(rows.key)
+                self.result.replaced += 1
+        else:
+            self.result.added += 1
+        self.known[rows.key] = (rows.richness, rows.source)
+        self.buffer[rows.key] = rows
+        if len(self.buffer) >= FLUSH_SESSIONS:
+            self.flush()
+
+    def write_all(self, sessions: Iterable[SessionRows]) -> ExportResult:
+        for rows in sessions:
+            self.offer(rows)
+        self.flush()
+        return self.result
+
+    def flush(self) -> None:
+        if self.buffer or self.replace:
+            self._write(list(self.buffer.values()), set(self.replace))
+        self.buffer.clear()
+        self.replace.clear()
+
+    def _write(self, sessions: list[SessionRows], replace: set[str]) -> None:
+        raise NotImplementedError
+
+
+def _known_from(rows: Iterable[tuple[Any, ...]]) -> dict[str, tuple[tuple[int, int], str]]:
+    return {str(k): ((int(t or 0), int(e or 0)), str(s or "")) for k, t, e, s in rows}
+
+
+class DuckDBStore(_Buffered):
+    """The tables in one DuckDB file (created if absent)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        duckdb = _import_duckdb()
+        self.path = path
+        self.con = duckdb.connect(str(path))
+        self._create()
+        known = self.con.execute(
+            "SELECT session_key, turns, events, source FROM sessions WHERE parent_key IS NULL"
+        ).fetchall()
+        self.known = _known_from(known)
+
+    def _create(self) -> None:
+        self.con.execute("CREATE TABLE IF NOT EXISTS analytics_meta (name VARCHAR PRIMARY KEY, value VARCHAR)")
+        row = self.con.execute("SELECT value FROM analytics_meta WHERE name = 'schema_version'").fetchone()
+        if row is None:
+            self.con.execute("INSERT INTO analytics_meta VALUES ('schema_version', ?)", [ANALYTICS_SCHEMA_VERSION])
+        elif row[0] != ANALYTICS_SCHEMA_VERSION:
+            raise UsageError(
+                f"{self.path}: analytics schema {row[0]}, this normalize writes {ANALYTICS_SCHEMA_VERSION}; "
+                "export to a new file"
+            )
+        for table, columns in TABLES.items():
+            cols = ", ".join(
+                f"{name} {_DUCK_TYPES[kind]}{' PRIMARY KEY' if i == 0 else ''}"
+                for i, (name, kind) in enumerate(columns)
+            )
+            self.con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({cols})")
+
+    def _write(self, sessions: list[SessionRows], replace: set[str]) -> None:
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            for key in sorted(replace):
+                for table in TABLES:
+                    self.con.execute(f"DELETE FROM {table} WHERE root_key = ?", [key])
+            for table in TABLES:
+                rows = [r for s in sessions for r in s.tables[table]]
+                if not rows:
+                    continue
+                arrow = arrow_table(table, rows)
+                self.con.register("incoming", arrow)
+                try:
+                    self.con.execute(f"INSERT INTO {table} SELECT * FROM incoming")
+                finally:
+                    self.con.unregister("incoming")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def _slug(value: str) -> str:
+    return urllib.parse.quote(value, safe="")
+
+
+class ParquetStore(_Buffered):
+    """The tables as a Parquet dataset: ``DIR/<table>/agent=<agent>/date=<YYYY-MM-DD>/part-<key>.parquet``.
+
+    The partition is the top-level session's (its agent, the UTC date it started), so
+    every row of a session lives in one partition of each table.  ``agent`` and ``date``
+    are hive partition keys (percent-encoded), read back as columns by DuckDB and pyarrow.
+    """
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.root = root
+        self.pa = _import_pyarrow()
+        import pyarrow.parquet  # type: ignore[import-untyped, unused-ignore]
+
+        self.pq: Any = pyarrow.parquet
+        root.mkdir(parents=True, exist_ok=True)
+        meta = root / "_analytics.json"
+        if meta.exists():
+            version = json.loads(meta.read_text()).get("schemaVersion")
+            if version != ANALYTICS_SCHEMA_VERSION:
+                raise UsageError(
+                    f"{root}: analytics schema {version}, this normalize writes {ANALYTICS_SCHEMA_VERSION}; "
+                    "export to a new folder"
+                )
+        else:
+            meta.write_text(json.dumps({"schemaVersion": ANALYTICS_SCHEMA_VERSION, "tables": list(TABLES)}) + "\n")
+        self.known = _known_from(self._stored_sessions())
+
+    def _files(self, table: str) -> list[Path]:
+        return sorted((self.root / table).rglob("*.parquet"))
+
+    def _stored_sessions(self) -> list[tuple[Any, ...]]:
+        out: list[tuple[Any, ...]] = []
+        for f in self._files("sessions"):
+            t = self.pq.ParquetFile(f).read(columns=["session_key", "parent_key", "turns", "events", "source"])
+            out.extend(
+                (row["session_key"], row["turns"], row["events"], row["source"])
+                for row in t.to_pylist()
+                if row["parent_key"] is None
+            )
+        return out
+
+    def _partition(self, rows: SessionRows) -> tuple[str, str]:
+        s = rows.session
+        started = _ts(s["started_at"])
+        return str(s["agent"]), started.date().isoformat() if started else "unknown"
+
+    def _write(self, sessions: list[SessionRows], replace: set[str]) -> None:
+        if replace:
+            self._drop(replace)
+        groups: dict[tuple[str, str], list[SessionRows]] = {}
+        for s in sessions:
+            groups.setdefault(self._partition(s), []).append(s)
+        for (agent, date), members in sorted(groups.items()):
+            name = f"part-{key_of(*sorted(m.key for m in members))}.parquet"
+            for table in TABLES:
+                rows = [r for m in members for r in m.tables[table]]
+                if not rows:
+                    continue
+                folder = self.root / table / f"agent={_slug(agent)}" / f"date={date}"
+                folder.mkdir(parents=True, exist_ok=True)
+                self.pq.write_table(arrow_table(table, rows), folder / name)
+
+    def _drop(self, keys: set[str]) -> None:
+        """Rewrite the files that hold rows of sessions about to be replaced, without them."""
+        pc = _import_pyarrow().compute
+        for table in TABLES:
+            for f in self._files(table):
+                t = self.pq.ParquetFile(f).read()
+                keep = pc.invert(pc.is_in(t["root_key"], value_set=self.pa.array(sorted(keys))))
+                kept = t.filter(keep)
+                if kept.num_rows == t.num_rows:
+                    continue
+                if kept.num_rows == 0:
+                    f.unlink()
+                else:
+                    self.pq.write_table(kept, f)
+
+
+def columns_sql(table: str) -> str:
+    return ", ".join(column_names(table))

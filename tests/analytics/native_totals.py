@@ -1,0 +1,180 @@
+"""What each capture itself says the session cost, read straight from the native JSON.
+
+Independent of normalize on purpose: plain ``json`` over the capture files, one
+small reader per protocol, each reading the figure the agent reports for the
+whole session (or adding up its per-turn figures when it reports no total).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+Totals = dict[str, float]  # input, output (and cost when the agent reports one)
+
+
+def messages(path: Path) -> Iterator[dict[str, Any]]:
+    """The agent's messages of a capture (tap files unwrapped, client lines left out)."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        if set(obj) >= {"t", "from", "msg"}:
+            if obj["from"] != "agent" or not isinstance(obj["msg"], dict):
+                continue
+            obj = obj["msg"]
+        yield obj
+
+
+def claude_stream_json(path: Path) -> Totals | None:
+    """The last ``result`` line: ``modelUsage`` is cumulative over the session, sub-agents included."""
+    last = None
+    for m in messages(path):
+        if m.get("type") == "result" and isinstance(m.get("modelUsage"), dict):
+            last = m
+    if last is None:
+        return None
+    models = last["modelUsage"].values()
+    return {
+        "input": sum(u.get("inputTokens", 0) for u in models),
+        "output": sum(u.get("outputTokens", 0) for u in models),
+        "cost": last["total_cost_usd"],
+    }
+
+
+def claude_transcript(path: Path) -> Totals | None:
+    """The last ``cost-state`` line (cumulative, sub-agents included), else the model calls added up."""
+    last = None
+    for m in messages(path):
+        if m.get("type") == "cost-state" and isinstance(m.get("modelUsage"), dict):
+            last = m
+    if last is not None:
+        models = last["modelUsage"].values()
+        return {
+            "input": sum(u.get("inputTokens", 0) for u in models),
+            "output": sum(u.get("outputTokens", 0) for u in models),
+            "cost": last["totalCostUSD"],
+        }
+    return claude_transcript_calls(path)
+
+
+def claude_transcript_calls(path: Path) -> Totals | None:
+    """Every model call of the session and its sub-agents: assistant lines, once per message id."""
+    seen: dict[str, dict[str, Any]] = {}
+    files = [path, *sorted((path.parent / path.name.removesuffix(".jsonl") / "subagents").glob("*.jsonl"))]
+    for f in files:
+        for m in messages(f):
+            msg = m.get("message")
+            if m.get("type") == "assistant" and isinstance(msg, dict) and isinstance(msg.get("usage"), dict):
+                seen[str(msg.get("id") or m.get("uuid"))] = msg["usage"]
+    if not seen:
+        return None
+    return {
+        "input": sum(u.get("input_tokens", 0) for u in seen.values()),
+        "output": sum(u.get("output_tokens", 0) for u in seen.values()),
+    }
+
+
+def codex_rollout(path: Path) -> Totals | None:
+    """The last ``token_count``'s running total."""
+    last = None
+    for m in messages(path):
+        p = m.get("payload")
+        if m.get("type") == "event_msg" and isinstance(p, dict) and p.get("type") == "token_count":
+            info = p.get("info")
+            if isinstance(info, dict) and info.get("total_token_usage"):
+                last = info["total_token_usage"]
+    if last is None:
+        return None
+    return {"input": last["input_tokens"], "output": last["output_tokens"]}
+
+
+def codex_app_server(path: Path) -> Totals | None:
+    """The last ``thread/tokenUsage/updated``'s running total."""
+    last = None
+    for m in messages(path):
+        if m.get("method") == "thread/tokenUsage/updated":
+            last = m["params"]["tokenUsage"]["total"]
+    if last is None:
+        return None
+    return {"input": last["inputTokens"], "output": last["outputTokens"]}
+
+
+def codex_exec_json(path: Path) -> Totals | None:
+    """``turn.completed`` usage, per turn: added up."""
+    turns = [m["usage"] for m in messages(path) if m.get("type") == "turn.completed" and "usage" in m]
+    if not turns:
+        return None
+    return {"input": sum(u["input_tokens"] for u in turns), "output": sum(u["output_tokens"] for u in turns)}
+
+
+def hm_json(path: Path) -> Totals | None:
+    """``session_end.usage`` (the whole process), else the ``usage`` lines added up."""
+    end = None
+    calls = []
+    for m in messages(path):
+        if m.get("type") == "session_end" and isinstance(m.get("usage"), dict):
+            end = m["usage"]
+        elif m.get("type") == "usage" and isinstance(m.get("input"), int):
+            calls.append(m)
+    if end is not None:
+        return {"input": end["input"], "output": end["output"], "cost": end["cost"]}
+    if not calls:
+        return None
+    return {
+        "input": sum(c["input"] for c in calls),
+        "output": sum(c["output"] for c in calls),
+        "cost": sum(c.get("cost", 0.0) for c in calls),
+    }
+
+
+def antigravity(path: Path) -> Totals | None:
+    """The last ``result``'s usage: cumulative over the conversation."""
+    last = None
+    for m in messages(path):
+        r = m.get("result")
+        if m.get("event") == "result" and isinstance(r, dict) and isinstance(r.get("usage"), dict):
+            last = r["usage"]
+    if last is None:
+        return None
+    return {"input": last["input_tokens"], "output": last["output_tokens"]}
+
+
+def acp(path: Path) -> Totals | None:
+    """``session/prompt`` responses' usage, per turn: added up (only when every prompt answered with one)."""
+    prompts: set[Any] = set()
+    usages: dict[Any, dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        obj = json.loads(line)
+        msg = obj.get("msg", obj)
+        if obj.get("from") == "client" and msg.get("method") == "session/prompt":
+            prompts.add(msg.get("id"))
+        elif obj.get("from") == "agent" and "result" in msg and msg.get("id") in prompts:
+            result = msg["result"]
+            if isinstance(result, dict) and isinstance(result.get("usage"), dict):
+                usages[msg["id"]] = result["usage"]
+    if not usages:
+        return None
+    return {
+        "input": sum(u.get("inputTokens", 0) for u in usages.values()),
+        "output": sum(u.get("outputTokens", 0) for u in usages.values()),
+    }
+
+
+READERS: dict[str, Callable[[Path], Totals | None]] = {
+    "claude-stream-json": claude_stream_json,
+    "claude-transcript": claude_transcript,
+    "codex-rollout": codex_rollout,
+    "codex-app-server": codex_app_server,
+    "codex-exec-json": codex_exec_json,
+    "hm-json": hm_json,
+    "antigravity-stream-json": antigravity,
+    "acp": acp,
+}

@@ -1,0 +1,337 @@
+"""The analytics tables over every capture and golden: totals against the native files, keys, no double counting."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from native_totals import READERS, claude_transcript_calls
+
+from helpers import ADAPTERS, GOLDEN, capture_files, golden_path, protocol_of
+from normalize import (
+    Cost,
+    EventEnvelope,
+    Native,
+    PermissionOption,
+    SessionCreated,
+    SessionEvent,
+    SessionRecord,
+    Subagent,
+    Tokens,
+    ToolCall,
+    TurnComplete,
+    TurnStart,
+    Usage,
+)
+from normalize.analytics import (
+    ANALYTICS_SCHEMA_VERSION,
+    TABLES,
+    InputSpec,
+    SessionRows,
+    column_names,
+    discover,
+    load,
+    read_input,
+    tables_of,
+)
+from normalize.analytics._tables import decision_of
+
+CAPTURES = capture_files()
+
+
+def _id(p: Path) -> str:
+    return p.relative_to(ADAPTERS).as_posix()
+
+
+def native_rows(capture: Path) -> list[SessionRows]:
+    (spec,) = [s for s in discover([capture], protocol=protocol_of(capture)) if isinstance(s, InputSpec)]
+    return read_input(spec)
+
+
+def dicts(rows: SessionRows, table: str) -> list[dict[str, Any]]:
+    names = column_names(table)
+    return [dict(zip(names, r, strict=True)) for r in rows.tables[table]]
+
+
+def roots(rows: list[SessionRows]) -> list[dict[str, Any]]:
+    return [r.session for r in rows]
+
+
+# --------------------------------------------------------------------------
+# Totals against what the native files say
+
+
+def _expected(capture: Path) -> dict[str, float] | None:
+    return READERS[protocol_of(capture)](capture)
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_session_tokens_match_the_native_capture(capture: Path) -> None:
+    expected = _expected(capture)
+    if expected is None:
+        pytest.skip("the capture reports no usage")
+    sessions = roots(native_rows(capture))
+    assert sum(s["input_tokens"] or 0 for s in sessions) == expected["input"]
+    assert sum(s["output_tokens"] or 0 for s in sessions) == expected["output"]
+    if "cost" in expected:
+        assert sum(s["cost"] or 0.0 for s in sessions) == pytest.approx(expected["cost"], abs=1e-9)
+
+
+@pytest.mark.parametrize("capture", [c for c in CAPTURES if protocol_of(c) == "claude-transcript"], ids=_id)
+def test_claude_transcript_calls_match_the_assistant_lines(capture: Path) -> None:
+    """Per-call usage rows (main and sub-agents): one per model call the transcript records."""
+    expected = claude_transcript_calls(capture)
+    if expected is None:
+        pytest.skip("no model call recorded")
+    calls = [u for rows in native_rows(capture) for u in dicts(rows, "usage") if u["scope"] == "call"]
+    assert sum(u["input_tokens"] for u in calls) == expected["input"]
+    assert sum(u["output_tokens"] for u in calls) == expected["output"]
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_turn_figures_never_exceed_the_session(capture: Path) -> None:
+    """Turns (sub-agents rolled in) add up to at most the session: nothing is counted twice."""
+    for rows in native_rows(capture):
+        s = rows.session
+        turns = dicts(rows, "turns")
+        for name in ("input_tokens", "output_tokens"):
+            assert sum(t[name] or 0 for t in turns) <= (s[name] or 0)
+        assert sum(t["cost"] or 0.0 for t in turns) <= (s["cost"] or 0.0) + 1e-9
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_the_golden_stream_gives_the_same_rows_as_the_capture(capture: Path) -> None:
+    """A normalized file read back with decode gives the capture's keys and figures (times aside)."""
+    golden = golden_path(capture)
+    assert golden.exists()
+    from_golden = read_input(InputSpec("normalized", str(golden)))
+    from_native = native_rows(capture)
+    assert [r.key for r in from_golden] == [r.key for r in from_native]
+    for g, n in zip(from_golden, from_native, strict=True):
+        # errors and events are left out: a golden awaiting its update may differ there, not in what is counted
+        for table in ("sessions", "turns", "tool_calls", "permissions", "usage"):
+            keys = [r[0] for r in g.tables[table]]
+            assert keys == [r[0] for r in n.tables[table]], table
+        for name in ("turns", "tool_calls", "errors", "events", "input_tokens", "output_tokens", "cost", "model"):
+            assert g.session[name] == n.session[name], name
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_rows_are_well_formed(capture: Path) -> None:
+    for rows in native_rows(capture):
+        for table, columns in TABLES.items():
+            for r in rows.tables[table]:
+                assert len(r) == len(columns)
+            keys = [r[0] for r in rows.tables[table]]
+            assert len(keys) == len(set(keys)), f"{table}: duplicate keys"
+            if table != "sessions":
+                assert {r[column_names(table).index("root_key")] for r in rows.tables[table]} <= {rows.key}
+        s = rows.session
+        assert s["schema_version"] == ANALYTICS_SCHEMA_VERSION
+        assert s["turns"] == len(rows.tables["turns"])
+        assert s["events"] == len(rows.tables["events"])
+        for call in dicts(rows, "tool_calls"):
+            assert call["status"] in ("completed", "failed", "open")
+            assert call["category"] in (
+                "read", "edit", "delete", "move", "search", "execute", "fetch", "mcp", "web-search", "think", "other"
+            )  # fmt: skip
+            if call["duration_ms"] is not None:
+                assert call["duration_ms"] >= 0
+
+
+def test_every_protocol_with_captures_is_covered() -> None:
+    protocols = {protocol_of(c) for c in CAPTURES}
+    assert protocols <= set(READERS)
+    assert {"claude-transcript", "codex-rollout", "hm-json"} <= protocols
+
+
+# --------------------------------------------------------------------------
+# The same session from several inputs is counted once
+
+
+def test_a_live_stream_and_its_stored_file_share_keys_and_totals() -> None:
+    """Claude stream-json runs and their transcripts, Codex app-server runs and their rollouts: one key each."""
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for capture in CAPTURES:
+        for rows in native_rows(capture):
+            if rows.session["native_session_id"] is not None:
+                by_key.setdefault(rows.key, []).append(rows.session)
+    shared = {
+        k: v for k, v in by_key.items() if {s["protocol"] for s in v} >= {"claude-stream-json", "claude-transcript"}
+    }
+    codex = {k: v for k, v in by_key.items() if {s["protocol"] for s in v} >= {"codex-app-server", "codex-rollout"}}
+    if not shared and not codex:
+        pytest.skip("no session captured both live and stored")
+    for sessions in [*shared.values(), *codex.values()]:
+        full = [s for s in sessions if s["turns"] == max(x["turns"] for x in sessions)]
+        # every view holding the whole session reports the same totals
+        assert len({(s["input_tokens"], s["output_tokens"]) for s in full}) == 1, sessions
+
+
+def test_loading_twice_or_with_goldens_counts_each_session_once() -> None:
+    once = load([ADAPTERS])
+    twice = load([ADAPTERS, ADAPTERS, GOLDEN])
+    assert set(twice.sessions) == set(once.sessions)
+    assert twice.duplicates >= len(once.sessions)
+    for key, rows in once.sessions.items():
+        assert twice.sessions[key].session["input_tokens"] == rows.session["input_tokens"]
+
+
+def test_the_richest_input_of_a_session_wins() -> None:
+    """A resumed Claude session: the transcript holds both turns, each live stream one."""
+    folder = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.332"
+    transcript = ADAPTERS / "claude-transcript" / "captures" / "claude-code-2.1.332" / "28-resume"
+    if not (folder / "28-resume.jsonl").exists() or not transcript.exists():
+        pytest.skip("resume captures absent")
+    loaded = load([folder / "28-resume-pre.jsonl", folder / "28-resume.jsonl", transcript])
+    (rows,) = loaded.sessions.values()
+    assert rows.session["protocol"] == "claude-transcript"
+    assert rows.session["turns"] == 2
+
+
+def test_worker_processes_give_the_same_rows() -> None:
+    folder = ADAPTERS / "hm-json"
+    one = load([folder], jobs=1)
+    two = load([folder], jobs=2)
+    assert {k: r.tables for k, r in one.sessions.items()} == {k: r.tables for k, r in two.sessions.items()}
+
+
+# --------------------------------------------------------------------------
+# Counting rules, by hand
+
+
+def _env(
+    seq: int, body: Any, *, turn: int | None = None, sub: str | None = None, ts: str | None = None
+) -> SessionEvent:
+    return SessionEvent(
+        session_id="s-1",
+        event=EventEnvelope(
+            session_id="s-1",
+            agent="a",
+            seq=seq,
+            ts=ts or f"2026-01-01T00:00:{seq:02d}.000Z",
+            origin="live",
+            native=Native(protocol="core", payload=None),
+            body=body,
+            turn_id=None if turn is None else f"turn:{turn}",
+            subagent_id=sub,
+        ),
+    )
+
+
+def _created(native: str = "n-1") -> SessionCreated:
+    return SessionCreated(
+        session_id="s-1", record=SessionRecord(id="s-1", agent="a", protocol="p", native_session_id=native)
+    )
+
+
+def _cum(seq: int, turn: int | None, inp: int, out: int, cost: float | None = None) -> SessionEvent:
+    c = None if cost is None else Cost(amount=cost, currency="USD", source="agent")
+    return _env(seq, Usage(tokens=Tokens(input=inp, output=out), cost=c, scope="session"), turn=turn)
+
+
+def test_cumulative_counters_become_per_turn_deltas() -> None:
+    events = [
+        _created(),
+        _env(1, TurnStart(), turn=1),
+        _cum(2, 1, 100, 10, 0.5),
+        _env(3, TurnComplete(reason="ok"), turn=1),
+        _env(4, TurnStart(), turn=2),
+        _cum(5, 2, 250, 30, 1.25),
+        _env(6, TurnComplete(reason="ok"), turn=2),
+    ]
+    (rows,) = tables_of(events)
+    turns = dicts(rows, "turns")
+    assert [(t["input_tokens"], t["output_tokens"], t["cost"]) for t in turns] == [(100, 10, 0.5), (150, 20, 0.75)]
+    assert {t["usage_basis"] for t in turns} == {"session-delta"}
+    s = rows.session
+    assert (s["input_tokens"], s["output_tokens"], s["cost"]) == (250, 30, 1.25)
+
+
+def test_subagent_usage_rolls_up_once() -> None:
+    """Calls of the main agent and of a sub-agent, and a cumulative total covering both."""
+
+    def call(seq: int, inp: int, sub: str | None = None) -> SessionEvent:
+        usage = Usage(tokens=Tokens(input=inp, output=1), scope="call")
+        return _env(seq, usage, turn=1 if sub is None else None, sub=sub)
+
+    events = [
+        _created(),
+        _env(1, TurnStart(), turn=1),
+        call(2, 100),
+        _env(3, Subagent(subagent_id="sa", phase="started", call_id="c1"), turn=1),
+        _env(4, TurnComplete(reason="ok"), turn=1),
+        call(5, 40, "sa"),  # after the turn, as a background sub-agent or a transcript's sidechain
+        call(6, 60, "sa"),
+        _cum(7, None, 200, 3),
+    ]
+    (rows,) = tables_of(events)
+    (turn,) = dicts(rows, "turns")
+    assert turn["input_tokens"] == 200  # 100 own + 100 from the sub-agent spawned in this turn
+    sessions = dicts(rows, "sessions")
+    assert sessions[0]["input_tokens"] == 200  # not 200 + 100 + 100
+    assert sessions[1]["subagent_id"] == "sa"
+    assert sessions[1]["parent_key"] == rows.key
+    assert sessions[1]["spawn_call_id"] == "c1"
+    assert sessions[1]["input_tokens"] == 100
+
+
+def test_keys_come_from_content_not_from_reading_order() -> None:
+    a = [_created("n-9"), _env(1, TurnStart(), turn=1), _env(2, ToolCall(call_id="c", tool="t", phase="started"))]
+    b = [_created("n-9"), _env(7, TurnStart(), turn=1), _env(9, ToolCall(call_id="c", tool="t", phase="started"))]
+    (ra,), (rb,) = tables_of(a), tables_of(b)
+    assert ra.key == rb.key
+    assert ra.tables["turns"][0][0] == rb.tables["turns"][0][0]
+    assert ra.tables["tool_calls"][0][0] == rb.tables["tool_calls"][0][0]
+    (other,) = tables_of([_created("n-10")])
+    assert other.key != ra.key
+
+
+def test_unknown_times_are_null_not_the_conversion_time() -> None:
+    from normalize.analytics import UNKNOWN_TS
+
+    (rows,) = tables_of([_created(), _env(1, TurnStart(), turn=1, ts=UNKNOWN_TS)])
+    (turn,) = dicts(rows, "turns")
+    assert turn["started_at"] is None
+    assert rows.session["started_at"] is None
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ({"behavior": "allow", "updatedInput": {}}, ("allow", "once")),
+        ({"behavior": "deny", "message": "no"}, ("deny", "once")),
+        ({"decision": "accept"}, ("allow", "once")),
+        ({"decision": "acceptForSession"}, ("allow", "session")),
+        ({"decision": "decline"}, ("deny", "once")),
+        ({"optionId": "allow_always", "kind": "allow_always"}, ("allow", "always")),
+        ({"optionId": "reject", "kind": "reject_once"}, ("deny", "once")),
+        ({"optionId": "allow-session", "allow": True, "forSession": True}, ("allow", "session")),
+        ({"optionId": "x2"}, ("deny", "always")),  # the request's options say what x2 is
+    ],
+)
+def test_permission_decisions_from_every_answer_shape(answer: Any, expected: tuple[str, str]) -> None:
+    options = [PermissionOption(id="x2", kind="reject_always", label="Never")]
+    decision, scope, _ = decision_of(answer, options)
+    assert (decision, scope) == expected
+
+
+def _iter_tool_rows(rows: list[SessionRows]) -> Iterator[dict[str, Any]]:
+    for r in rows:
+        yield from dicts(r, "tool_calls")
+
+
+def test_permissions_link_to_their_tool_calls() -> None:
+    captures = [c for c in CAPTURES if protocol_of(c) in ("codex-app-server", "claude-stream-json", "hm-json")]
+    linked = 0
+    for capture in captures:
+        for rows in native_rows(capture):
+            calls = {c["call_id"]: c for c in dicts(rows, "tool_calls")}
+            for p in dicts(rows, "permissions"):
+                if p["mode"] == "asked" and p["call_id"] in calls and p["outcome"] == "answered":
+                    assert calls[p["call_id"]]["permission"] == "asked"
+                    assert p["decision"] in ("allow", "deny")
+                    linked += 1
+    assert linked > 0
