@@ -1,0 +1,164 @@
+"""Bounds on what an adapter keeps open, so memory stays finite whatever the input.
+
+An adapter remembers what is open (tool calls, requests waiting for their answer,
+sub-agents, prompts, text being streamed) until the native stream closes it.  A stream
+that opens and never closes (a runaway agent, a cut capture, a hostile peer) would make
+that memory grow with the length of the session.  Each table an adapter keeps is a
+:class:`Bounded` (or :class:`Recent`) with a limit far above what a real session holds
+open at once; past it the oldest entry is evicted and the adapter reports the eviction
+as a synthesized warning (``Emit(Warning(message=..., source="normalize"),
+synthetic=True)``) naming what was forgotten.  A later message about an evicted entry
+is then handled as one about an unknown id (documented per adapter).
+
+Defaults (docs/reliability.md):
+
+* :data:`OPEN_CALLS`: tool calls started and not finished;
+* :data:`PENDING_REQUESTS`: JSON-RPC / control requests waiting for their response;
+* :data:`OPEN_ITEMS`: other open things (sub-agents, prompts, streamed blocks, threads);
+* :data:`SEEN_IDS`: memory of finished ids, used to recognise duplicates (evicted
+  silently: forgetting a finished id loses nothing open);
+* :data:`BUFFER_BYTES`: text buffered for one message while it streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from functools import wraps
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
+
+from normalize import Emit, Item
+from normalize import Warning as WarningBody
+
+__all__ = [
+    "BUFFER_BYTES",
+    "OPEN_CALLS",
+    "OPEN_ITEMS",
+    "PENDING_REQUESTS",
+    "SEEN_IDS",
+    "Bounded",
+    "Recent",
+    "buffer_warning",
+    "evictions",
+    "reports_evictions",
+]
+
+#: A real session has a handful of calls open at once (parallel tool use reaches tens);
+#: ten thousand is far beyond any agent and still small in memory (a few MiB).
+OPEN_CALLS = 10_000
+#: Requests awaiting a response: a client answers within seconds, so thousands pending
+#: means the other side stopped answering.
+PENDING_REQUESTS = 10_000
+#: Sub-agents, prompts, streamed content blocks and threads open at once.
+OPEN_ITEMS = 10_000
+#: Finished ids remembered to recognise a duplicate or a late message.
+SEEN_IDS = 100_000
+#: Text buffered for one message while it streams: 16 MiB, the default line bound, so a
+#: message may hold as much as one line can carry.
+BUFFER_BYTES = 16 * 1024 * 1024
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Bounded(dict[K, V]):
+    """A dict that keeps at most ``limit`` entries, evicting the oldest inserted.
+
+    Evicted keys are queued in :attr:`evicted` until :func:`evictions` turns them into
+    warnings.  ``what`` names one entry in those warnings ("tool call").
+    """
+
+    __slots__ = ("evicted", "limit", "what")
+
+    def __init__(self, what: str, limit: int) -> None:
+        super().__init__()
+        self.what = what
+        self.limit = limit
+        self.evicted: list[K] = []
+
+    def __setitem__(self, key: K, value: V) -> None:
+        if len(self) >= self.limit and key not in self:
+            oldest = next(iter(self))
+            super().__delitem__(oldest)
+            self.evicted.append(oldest)
+        super().__setitem__(key, value)
+
+    def setdefault(self, key: K, default: V) -> V:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+
+class Recent(Generic[K]):
+    """An insertion-ordered set of at most ``limit`` keys; the oldest are forgotten silently."""
+
+    __slots__ = ("_keys", "limit")
+
+    def __init__(self, limit: int = SEEN_IDS) -> None:
+        self.limit = limit
+        self._keys: dict[K, None] = {}
+
+    def add(self, key: K) -> None:
+        keys = self._keys
+        if key not in keys:
+            if len(keys) >= self.limit:
+                del keys[next(iter(keys))]
+            keys[key] = None
+
+    def discard(self, key: K) -> None:
+        self._keys.pop(key, None)
+
+    def remove(self, key: K) -> None:
+        del self._keys[key]
+
+    def clear(self) -> None:
+        self._keys.clear()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __bool__(self) -> bool:
+        return bool(self._keys)
+
+
+def evictions(tables: Iterable[Bounded[Any, Any]]) -> list[Item]:
+    """One warning per entry evicted since the last call, and the queues emptied."""
+    out: list[Item] = []
+    for table in tables:
+        if table.evicted:
+            for key in table.evicted:
+                message = (
+                    f"{table.what} {key} forgotten: more than {table.limit} open at once; "
+                    "a later message about it is treated as unknown"
+                )
+                out.append(Emit(body=WarningBody(message=message, source="normalize"), synthetic=True))
+            table.evicted.clear()
+    return out
+
+
+def buffer_warning(what: str, key: object, limit: int = BUFFER_BYTES) -> Item:
+    """The warning for a message whose buffered text reached ``limit`` bytes."""
+    message = f"{what} {key} holds more than {limit} bytes of text; the rest of it is not buffered"
+    return Emit(body=WarningBody(message=message, source="normalize"), synthetic=True)
+
+
+P = ParamSpec("P")
+A = TypeVar("A")
+
+
+def reports_evictions(feed: Callable[Concatenate[A, P], list[Item]]) -> Callable[Concatenate[A, P], list[Item]]:
+    """Decorate ``feed``: warnings for the entries it evicted from any :class:`Bounded`
+    attribute of the adapter follow the items it returns."""
+
+    @wraps(feed)
+    def wrapper(self: A, /, *args: P.args, **kwargs: P.kwargs) -> list[Item]:
+        items = feed(self, *args, **kwargs)
+        full = [t for t in vars(self).values() if type(t) is Bounded and t.evicted]
+        return items + evictions(full) if full else items
+
+    return wrapper
