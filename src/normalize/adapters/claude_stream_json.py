@@ -126,6 +126,7 @@ from ._claude_common import (
     tool_category,
     tool_title,
 )
+from ._limits import OPEN_CALLS, OPEN_ITEMS, PENDING_REQUESTS, Bounded, Recent, reports_evictions
 
 __all__ = ["ClaudeStreamJsonAdapter"]
 
@@ -414,11 +415,12 @@ _KNOWN_TYPES = frozenset(
 )
 
 
-def _decode(dec: msgspec.json.Decoder[Any], message: bytes) -> Any:
+def _decode(dec: msgspec.json.Decoder[Any], message: bytes | Raw) -> Any:
     try:
         return dec.decode(message)
     except msgspec.DecodeError as exc:  # ValidationError is a DecodeError
-        raise MalformedMessage(f"claude-stream-json: {exc}", kept=message[:1024].decode("utf-8", "replace")) from None
+        kept = bytes(message)[:1024].decode("utf-8", "replace")  # a Raw has no slicing
+        raise MalformedMessage(f"claude-stream-json: {exc}", kept=kept) from None
 
 
 # --------------------------------------------------------------------------
@@ -560,17 +562,17 @@ class ClaudeStreamJsonAdapter(Adapter):
         self._unechoed: deque[str] = deque(maxlen=16)
         self._interrupted = False
         # content
-        self._threads: dict[str | None, _Thread] = {}
-        self._calls: dict[str, _Call] = {}
-        self._auto_decided: set[str] = set()
+        self._threads: Bounded[str | None, _Thread] = Bounded("sub-agent thread", OPEN_ITEMS)
+        self._calls: Bounded[str, _Call] = Bounded("tool call", OPEN_CALLS)
+        self._auto_decided: Recent[str] = Recent()
         # sub-agents and tasks
-        self._task_call: dict[str, str] = {}  # task_id -> spawning call id (= subagentId)
-        self._subagent_done: set[str] = set()
+        self._task_call: Bounded[str, str] = Bounded("sub-agent task", OPEN_ITEMS)  # task_id -> spawning call id
+        self._subagent_done: Recent[str] = Recent()
         self._compactions = 0
         self._compacting: str | None = None
         # control protocol
-        self._asked: dict[str, str | None] = {}  # CLI request id -> subagent id
-        self._client_requests: dict[str, _Request] = {}
+        self._asked: Bounded[str, str | None] = Bounded("control request", PENDING_REQUESTS)  # -> subagent id
+        self._client_requests: Bounded[str, _Request] = Bounded("client control request", PENDING_REQUESTS)
 
     # ------------------------------------------------------------------ detect
 
@@ -593,6 +595,7 @@ class ClaudeStreamJsonAdapter(Adapter):
 
     # -------------------------------------------------------------------- feed
 
+    @reports_evictions
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         head: _Head = _decode(_HEAD, message)
