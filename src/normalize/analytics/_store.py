@@ -274,7 +274,9 @@ class ParquetStore(_Buffered):
 
     def _drop(self, keys: set[str]) -> None:
         """Rewrite the files that hold rows of sessions about to be replaced, without them."""
-        pc = _import_pyarrow().compute
+        _import_pyarrow()
+        import pyarrow.compute as pc  # type: ignore[import-untyped, unused-ignore]
+
         for table in TABLES:
             for f in self._files(table):
                 t = self.pq.ParquetFile(f).read()

@@ -1,0 +1,270 @@
+"""``normalize stats``, ``export`` and ``otel`` over a folder mixing agents, checked against the native files."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from native_totals import READERS, messages
+
+from helpers import ADAPTERS, capture_files, protocol_of
+from normalize import UsageError
+from normalize.analytics import TABLES, export_duckdb, export_parquet, load, summarize
+from normalize.analytics._cli import _progress, add_commands
+
+MIXED = {
+    "claude-code": "claude-transcript",
+    "codex": "codex-rollout",
+    "hm": "hm-json",
+}
+
+
+def _run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="normalize")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder holding Claude transcripts, Codex rollouts and hm recordings, as a user's disk would."""
+    root = tmp_path_factory.mktemp("mixed")
+    for protocol in MIXED.values():
+        src = ADAPTERS / protocol / "captures"
+        if not src.is_dir():
+            pytest.skip(f"no {protocol} captures")
+        shutil.copytree(src, root / protocol)
+    return root
+
+
+def _native_sessions(protocol: str) -> set[str]:
+    """Distinct native session ids, read from the capture files directly."""
+    ids: set[str] = set()
+    for capture in (ADAPTERS / protocol / "captures").rglob("*.jsonl"):
+        for m in messages(capture):
+            if protocol == "hm-json" and m.get("type") == "session_start":
+                ids.add(m["session"])
+            elif protocol == "codex-rollout" and m.get("type") == "session_meta":
+                ids.add(m["payload"].get("session_id") or m["payload"]["id"])
+            elif protocol == "claude-transcript" and capture.parent.name != "subagents" and m.get("sessionId"):
+                ids.add(m["sessionId"])
+    return ids
+
+
+def _native_tokens(protocol: str) -> tuple[int, int]:
+    inp = out = 0
+    for capture in capture_files():
+        if protocol_of(capture) == protocol and (t := READERS[protocol](capture)) is not None:
+            inp += int(t["input"])
+            out += int(t["output"])
+    return inp, out
+
+
+def test_stats_on_a_mixed_folder_gives_the_native_totals_per_agent(
+    mixed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run(["stats", str(mixed), "--json", "-j", "1"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    per_agent: dict[str, dict[str, int]] = {}
+    for g in doc["groups"]:
+        a = per_agent.setdefault(g["agent"], {"sessions": 0, "input": 0, "output": 0})
+        a["sessions"] += g["sessions"]
+        a["input"] += g["tokens"]["input"]
+        a["output"] += g["tokens"]["output"]
+    assert set(per_agent) == set(MIXED)
+    for agent, protocol in MIXED.items():
+        assert per_agent[agent]["sessions"] == len(_native_sessions(protocol)), agent
+        assert (per_agent[agent]["input"], per_agent[agent]["output"]) == _native_tokens(protocol), agent
+    total = doc["total"]
+    assert total["sessions"] == sum(a["sessions"] for a in per_agent.values())
+    assert total["toolCalls"] == sum(total["toolCallsByCategory"].values())
+
+
+def test_stats_table_names_every_agent(mixed: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("rich")
+    assert _run(["stats", str(mixed), "-j", "1"]) == 0
+    out = capsys.readouterr().out
+    for agent in MIXED:
+        assert agent in out
+    assert "tool calls" in out
+
+
+def test_stats_counts_a_session_once_when_given_twice(mixed: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["stats", str(mixed), str(mixed / "hm-json"), "--json", "-j", "1"]) == 0
+    twice = json.loads(capsys.readouterr().out)
+    assert _run(["stats", str(mixed), "--json", "-j", "1"]) == 0
+    once = json.loads(capsys.readouterr().out)
+    assert twice["total"] == once["total"]
+    assert twice["duplicates"] > 0
+
+
+def test_a_file_that_is_no_session_is_reported_and_the_rest_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copytree(ADAPTERS / "hm-json" / "captures", tmp_path / "hm")
+    (tmp_path / "notes.jsonl").write_text('{"hello": "world"}\n')
+    assert _run(["stats", str(tmp_path), "--json", "-j", "1"]) == 1
+    captured = capsys.readouterr()
+    assert "notes.jsonl" in captured.err
+    assert json.loads(captured.out)["total"]["sessions"] == len(_native_sessions("hm-json"))
+
+
+def test_the_progress_bar_is_drawn_only_on_a_terminal() -> None:
+    pytest.importorskip("rich")
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    with _progress("x", io.StringIO()) as quiet:
+        assert quiet is None
+    tty = Tty()
+    with _progress("reading", tty) as bar:
+        assert bar is not None
+        bar(1, 2)
+        bar(2, 2)
+
+
+def test_import_normalize_loads_no_optional_dependency() -> None:
+    code = (
+        "import sys, normalize, normalize.analytics, normalize.analytics._cli;"
+        "print(sorted(m for m in ('duckdb', 'pyarrow', 'rich', 'opentelemetry') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+# --------------------------------------------------------------------------
+# export
+
+
+def _counts(con: Any) -> dict[str, int]:
+    return {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+
+
+def test_export_duckdb_is_queryable_and_idempotent(mixed: Path, tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    pytest.importorskip("pyarrow")
+    db = tmp_path / "sessions.duckdb"
+    assert _run(["export", str(mixed), "--duckdb", str(db), "-j", "1"]) == 0
+    con = duckdb.connect(str(db))
+    first = _counts(con)
+    con.close()
+    assert first["sessions"] > 0 and first["tool_calls"] > 0 and first["events"] > 0
+    assert _run(["export", str(mixed), "--duckdb", str(db), "-j", "1"]) == 0
+    con = duckdb.connect(str(db), read_only=True)
+    assert _counts(con) == first
+    rows = con.execute(
+        "SELECT agent, count(*), sum(input_tokens), sum(output_tokens) FROM sessions "
+        "WHERE parent_key IS NULL GROUP BY agent ORDER BY agent"
+    ).fetchall()
+    for agent, sessions, inp, out in rows:
+        assert sessions == len(_native_sessions(MIXED[agent]))
+        assert (inp, out) == _native_tokens(MIXED[agent])
+    # the tables join on their keys: every tool call's turn exists, every row's root is a session
+    orphans = con.execute(
+        "SELECT count(*) FROM tool_calls c LEFT JOIN turns t ON c.turn_key = t.turn_key "
+        "WHERE c.turn_key IS NOT NULL AND t.turn_key IS NULL"
+    ).fetchone()[0]
+    assert orphans == 0
+    for table in TABLES:
+        missing = con.execute(
+            f"SELECT count(*) FROM {table} x WHERE x.root_key NOT IN (SELECT session_key FROM sessions)"
+        ).fetchone()[0]
+        assert missing == 0, table
+    assert con.execute("SELECT value FROM analytics_meta WHERE name = 'schema_version'").fetchone()[0] == "1"
+    con.close()
+
+
+def test_stats_and_sql_agree(mixed: Path, tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    loaded = load([mixed])
+    summary = summarize(loaded.sessions.values()).as_json()["total"]
+    db = tmp_path / "s.duckdb"
+    export_duckdb(loaded, db)
+    con = duckdb.connect(str(db), read_only=True)
+    calls = dict(con.execute("SELECT category, count(*) FROM tool_calls GROUP BY 1").fetchall())
+    assert calls == summary["toolCallsByCategory"]
+    turns = con.execute("SELECT sum(turns) FROM sessions WHERE parent_key IS NULL").fetchone()[0]
+    assert turns == summary["turns"] == con.execute("SELECT count(*) FROM turns").fetchone()[0]
+    con.close()
+
+
+def test_export_is_incremental(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    db = tmp_path / "s.duckdb"
+    part = ADAPTERS / "hm-json" / "captures" / "hm-handwritten" / "01_plain_answer.jsonl"
+    first = export_duckdb(load([part]), db)
+    assert first == {"added": 1, "replaced": 0, "skipped": 0}
+    everything = load([ADAPTERS / "hm-json"])
+    second = export_duckdb(everything, db)
+    assert second == {"added": len(everything.sessions) - 1, "replaced": 0, "skipped": 1}
+
+
+def test_a_richer_input_replaces_a_stored_session(tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    live = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.332" / "28-resume-pre.jsonl"
+    stored = ADAPTERS / "claude-transcript" / "captures" / "claude-code-2.1.332" / "28-resume"
+    if not live.exists() or not stored.exists():
+        pytest.skip("resume captures absent")
+    db = tmp_path / "s.duckdb"
+    export_duckdb(load([live]), db)
+    assert export_duckdb(load([stored]), db) == {"added": 0, "replaced": 1, "skipped": 0}
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT count(*), max(turns) FROM sessions").fetchone() == (1, 2)
+    assert con.execute("SELECT count(*) FROM turns").fetchone()[0] == 2
+    con.close()
+
+
+def test_export_parquet_is_partitioned_queryable_and_idempotent(mixed: Path, tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    pytest.importorskip("pyarrow")
+    out = tmp_path / "dataset"
+    assert _run(["export", str(mixed), "--parquet", str(out), "-j", "1"]) == 0
+    files = sorted(p.relative_to(out) for p in out.rglob("*.parquet"))
+    assert files
+    for f in files:
+        table, agent, date = f.parts[:3]
+        assert table in TABLES
+        assert agent.startswith("agent=") and date.startswith("date=")
+    assert _run(["export", str(mixed), "--parquet", str(out), "-j", "1"]) == 0
+    assert sorted(p.relative_to(out) for p in out.rglob("*.parquet")) == files
+    con = duckdb.connect()
+    rows = con.execute(
+        f"SELECT agent, count(*), sum(input_tokens), sum(output_tokens) "
+        f"FROM read_parquet('{out}/sessions/**/*.parquet', hive_partitioning = true) "
+        "WHERE parent_key IS NULL GROUP BY agent ORDER BY agent"
+    ).fetchall()
+    assert [r[0] for r in rows] == sorted(MIXED)
+    for agent, sessions, inp, outp in rows:
+        assert sessions == len(_native_sessions(MIXED[agent]))
+        assert (inp, outp) == _native_tokens(MIXED[agent])
+    # the partition columns come back with every table
+    calls = f"read_parquet('{out}/tool_calls/**/*.parquet', hive_partitioning = true)"
+    by_agent = con.execute(f"SELECT agent, count(*) FROM {calls} GROUP BY 1").fetchall()
+    assert {a for a, _ in by_agent} <= set(MIXED)
+
+
+def test_parquet_replacement_rewrites_the_old_rows(tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    live = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.332" / "28-resume-pre.jsonl"
+    stored = ADAPTERS / "claude-transcript" / "captures" / "claude-code-2.1.332" / "28-resume"
+    if not live.exists() or not stored.exists():
+        pytest.skip("resume captures absent")
+    export_parquet(load([live]), tmp_path)
+    assert export_parquet(load([stored]), tmp_path)["replaced"] == 1
+    n = duckdb.sql(f"SELECT count(*) FROM read_parquet('{tmp_path}/turns/**/*.parquet')").fetchall()[0][0]
+    assert n == 2
+
+
+def test_export_needs_a_target() -> None:
+    with pytest.raises(UsageError):
+        _run(["export", str(ADAPTERS / "hm-json")])
