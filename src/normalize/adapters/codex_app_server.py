@@ -101,6 +101,7 @@ from normalize import (
     Warning as WarningBody,
 )
 from normalize.adapters import _codex_items as ci
+from normalize.adapters._limits import OPEN_CALLS, PENDING_REQUESTS, Bounded, Recent, reports_evictions
 
 __all__ = ["CodexAppServerAdapter"]
 
@@ -484,14 +485,24 @@ _DECISION = _decoder(_Decision)
 _ANY = msgspec.json.Decoder()
 
 
-def _ms_ts(ms: int) -> str:
-    """Unix milliseconds as RFC 3339 UTC with milliseconds (exact, no float rounding)."""
-    dt = datetime.fromtimestamp(ms // 1000, tz=UTC)
+def _ms_ts(ms: int) -> str | None:
+    """Unix milliseconds as RFC 3339 UTC with milliseconds (exact, no float rounding).
+
+    None for a time no calendar date holds (past year 9999): the event then takes the
+    capture's time, and the native payload keeps the number as sent.
+    """
+    try:
+        dt = datetime.fromtimestamp(ms // 1000, tz=UTC)
+    except (OverflowError, ValueError, OSError):
+        return None
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
-def _s_ts(seconds: int) -> str:
-    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+def _s_ts(seconds: int) -> str | None:
+    try:
+        return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    except (OverflowError, ValueError, OSError):
+        return None
 
 
 def _tokens(b: _Breakdown) -> Tokens:
@@ -640,10 +651,10 @@ class CodexAppServerAdapter(Adapter):
 
     def __init__(self) -> None:
         super().__init__()
-        self._pending: dict[tuple[Direction, int | str], _Pending] = {}
-        self._answered: set[str] = set()
-        self._open: dict[str, _Open] = {}
-        self._threads: set[str] = set()
+        self._pending: Bounded[tuple[Direction, int | str], _Pending] = Bounded("request", PENDING_REQUESTS)
+        self._answered: Recent[str] = Recent()
+        self._open: Bounded[str, _Open] = Bounded("item", OPEN_CALLS)
+        self._threads: Recent[str] = Recent()
         self._version: str | None = None
         # the running turn
         self._turn_id: str | None = None
@@ -672,6 +683,7 @@ class CodexAppServerAdapter(Adapter):
                 return 0.9
         return 0.0
 
+    @reports_evictions
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         try:
