@@ -17,7 +17,9 @@ from normalize import (
     EventEnvelope,
     Passthrough,
     Reasoning,
+    SessionCreated,
     SessionEvent,
+    SessionInfo,
     SessionInput,
     SessionUpdate,
     Subagent,
@@ -63,6 +65,19 @@ def test_no_error_unless_the_cli_reported_one(capture: Path) -> None:
         assert errors[0].message.startswith("API Error:")
     else:
         assert errors == []
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_case)
+def test_the_session_record_has_the_version_and_cwd_of_the_file(capture: Path) -> None:
+    lines = [json.loads(x) for x in capture.read_bytes().splitlines() if x.strip()]
+    (created,) = [e for e in convert_capture(capture) if isinstance(e, SessionCreated)]
+    rec = created.record
+    assert rec.agent_version == next(x["version"] for x in lines if "version" in x)
+    assert rec.cwd == next(x["cwd"] for x in lines if "cwd" in x)
+    assert rec.native_session_id == lines[0]["sessionId"]
+    assert rec.created_at == lines[0]["timestamp"]
+    # the cwd is in the record: no session-info repeats it
+    assert not any(isinstance(e.body, SessionInfo) and e.body.cwd is not None for e in _events(capture))
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_case)
@@ -236,6 +251,23 @@ def test_a_rewind_is_reported_as_a_branch() -> None:
     items = a.feed(_line(type="user", uuid="u2", parentUuid="u1", message={"role": "user", "content": "two"}))
     warnings = [b for b in _bodies(items) if isinstance(b, WarningBody)]
     assert len(warnings) == 1 and "u1" in warnings[0].message
+
+
+def test_the_session_is_announced_at_the_first_conversation_line() -> None:
+    a = ClaudeTranscriptAdapter()
+    first = a.feed(_line(type="queue-operation", operation="enqueue", content="hi"))
+    assert not any(isinstance(i, SessionCreated) for i in first)
+    prompt = _line(type="user", uuid="u1", parentUuid=None, version="2.1.332", cwd="/w", message={"content": "hi"})
+    (created,) = [i for i in a.feed(prompt) if isinstance(i, SessionCreated)]
+    assert created.record.agent_version == "2.1.332" and created.record.cwd == "/w"
+    assert created.record.native_session_id == "s1" and created.record.created_at == "2026-01-01T00:00:00.000Z"
+
+
+def test_a_file_of_bookkeeping_lines_is_still_announced() -> None:
+    a = ClaudeTranscriptAdapter()
+    assert not any(isinstance(i, SessionCreated) for i in a.feed(_line(type="queue-operation")))
+    (created,) = [i for i in a.close() if isinstance(i, SessionCreated)]
+    assert created.record.native_session_id == "s1" and created.record.agent_version is None
 
 
 def test_bookkeeping_lines_are_kept_with_their_type() -> None:

@@ -27,6 +27,9 @@ Facts (seen in Claude Code 2.1.332 files unless said otherwise):
   ``toolEndsTurn: true`` (``--json-schema``).  An interrupt writes a ``user``
   text line ``[Request interrupted by user]`` after an assistant line with
   ``isAbortedMidStream: true`` and ``stop_reason: null``.
+* The first lines of a file (``queue-operation`` in 2.1.332) carry ``sessionId``
+  and ``timestamp`` but no ``version`` or ``cwd``; every conversation line
+  (``user``, ``assistant``, ``system``, ``attachment``) carries both.
 * ``cost-state`` is written when the CLI process ends (twice in a resumed
   session's file, once per run): it closes a turn left open, e.g. one stopped
   by ``--max-turns`` right after a tool result.
@@ -71,7 +74,7 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar, Literal
 
 import msgspec
-from msgspec import Raw, Struct
+from msgspec import Raw, Struct, structs
 
 from normalize import (
     Adapter,
@@ -206,6 +209,11 @@ _SNIFF = msgspec.json.Decoder(_Sniff)
 # Tables
 
 _MESSAGE_TYPES = frozenset({"user", "assistant"})
+#: The session is announced at the first conversation line (it has a ``uuid`` and,
+#: in real files, ``version`` and ``cwd``: the third line of a 2.1.332 file), or
+#: after this many lines without one, well within the Session's hold limit
+#: (``normalize.HOLD_LIMIT``), or at close.
+_ANNOUNCE_WITHIN = 8
 _INTERRUPTS = frozenset({"[Request interrupted by user]", "[Request interrupted by user for tool use]"})
 #: stop reasons after which the turn goes on (the model called a tool)
 _CONTINUES = frozenset({"tool_use", "pause_turn"})
@@ -241,6 +249,9 @@ class ClaudeTranscriptAdapter(Adapter):
     def __init__(self) -> None:
         super().__init__()
         self._created = False
+        #: what the lines read so far say about the session, until it is announced
+        self._record = SessionRecord(id="", agent="", protocol="")
+        self._unannounced = 0
         self._cwd_known = False
         self._mode: str | None = None
         self._in_turn = False
@@ -288,18 +299,9 @@ class ClaudeTranscriptAdapter(Adapter):
             raise MalformedMessage(f"not a Claude transcript line: {exc}", kept=kept) from None
         items: list[Item] = []
         if not self._created:
-            self._created = True
-            record = SessionRecord(
-                id="",
-                agent="",
-                protocol="",
-                native_session_id=line.sessionId,
-                cwd=line.cwd,
-                created_at=line.timestamp,
-                agent_version=line.version,
-            )
-            items.append(SessionCreated(session_id="", record=record))
-            self._cwd_known = line.cwd is not None
+            self._learn(line)
+            if line.version is not None or line.uuid is not None or self._unannounced >= _ANNOUNCE_WITHIN:
+                items.append(self._announce())
         method = line.type if line.subtype is None else f"{line.type}/{line.subtype}"
         if line.type == "attachment":
             method = f"attachment/{self._attachment(line).type}"
@@ -319,7 +321,7 @@ class ClaudeTranscriptAdapter(Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
-        items: list[Item] = []
+        items: list[Item] = [] if self._created else [self._announce()]
         if self._ending is not None:
             self._end_turn(items, synthetic=True)
         for call_id, call in self._calls.items():
@@ -329,6 +331,23 @@ class ClaudeTranscriptAdapter(Adapter):
         return items
 
     # ------------------------------------------------------------- helpers
+
+    def _learn(self, line: _Line) -> None:
+        """Keep what a line says about the session (the first value of each field wins)."""
+        r = self._record
+        self._unannounced += 1
+        self._record = structs.replace(
+            r,
+            native_session_id=r.native_session_id or line.sessionId,
+            cwd=r.cwd or line.cwd,
+            created_at=r.created_at or line.timestamp,
+            agent_version=r.agent_version or line.version,
+        )
+
+    def _announce(self) -> SessionCreated:
+        self._created = True
+        self._cwd_known = self._record.cwd is not None
+        return SessionCreated(session_id="", record=self._record)
 
     def _thread(self, line: _Line) -> str | None:
         """The sub-agent a line belongs to (None: the main thread)."""
