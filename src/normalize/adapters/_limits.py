@@ -17,7 +17,7 @@ Defaults (docs/reliability.md):
 * :data:`OPEN_ITEMS`: other open things (sub-agents, prompts, streamed blocks, threads);
 * :data:`SEEN_IDS`: memory of finished ids, used to recognise duplicates (evicted
   silently: forgetting a finished id loses nothing open);
-* :data:`BUFFER_BYTES`: text buffered for one message while it streams.
+* :data:`BUFFER_TEXT`: text buffered for one message while it streams.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from normalize import Emit, Item
 from normalize import Warning as WarningBody
 
 __all__ = [
-    "BUFFER_BYTES",
+    "BUFFER_TEXT",
     "OPEN_CALLS",
     "OPEN_ITEMS",
     "PENDING_REQUESTS",
@@ -52,9 +52,9 @@ PENDING_REQUESTS = 10_000
 OPEN_ITEMS = 10_000
 #: Finished ids remembered to recognise a duplicate or a late message.
 SEEN_IDS = 100_000
-#: Text buffered for one message while it streams: 16 MiB, the default line bound, so a
-#: message may hold as much as one line can carry.
-BUFFER_BYTES = 16 * 1024 * 1024
+#: Text buffered for one message while it streams, in characters: 16 Mi, as the default line
+#: bound, so a message may hold as much as one line can carry.
+BUFFER_TEXT = 16 * 1024 * 1024
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -141,9 +141,9 @@ def evictions(tables: Iterable[Bounded[Any, Any]]) -> list[Item]:
     return out
 
 
-def buffer_warning(what: str, key: object, limit: int = BUFFER_BYTES) -> Item:
+def buffer_warning(what: str, key: object, limit: int = BUFFER_TEXT) -> Item:
     """The warning for a message whose buffered text reached ``limit`` bytes."""
-    message = f"{what} {key} holds more than {limit} bytes of text; the rest of it is not buffered"
+    message = f"{what} {key} holds more than {limit} characters of text; its complete text keeps the first {limit}"
     return Emit(body=WarningBody(message=message, source="normalize"), synthetic=True)
 
 

@@ -107,6 +107,17 @@ from normalize import (
     Warning as WarningBody,
 )
 
+from ._limits import (
+    BUFFER_TEXT,
+    OPEN_CALLS,
+    OPEN_ITEMS,
+    PENDING_REQUESTS,
+    Bounded,
+    Recent,
+    buffer_warning,
+    reports_evictions,
+)
+
 __all__ = ["AcpAdapter"]
 
 _NONE = Raw(b"")
@@ -640,12 +651,13 @@ class _Call:
 class _Buffer:
     """An assistant message or reasoning being streamed."""
 
-    __slots__ = ("native_id", "parts", "the_id")
+    __slots__ = ("native_id", "parts", "size", "the_id")
 
     def __init__(self, the_id: str, native_id: str | None) -> None:
         self.the_id = the_id
         self.native_id = native_id
         self.parts: list[str] = []
+        self.size = 0  # characters streamed, kept in parts up to BUFFER_TEXT
 
 
 _Kind = Literal["message", "thought"]
@@ -662,13 +674,13 @@ class AcpAdapter(Adapter):
 
     def __init__(self) -> None:
         super().__init__()
-        self._pending: dict[tuple[Direction, int | str | None], _Pending] = {}
-        self._prompts: dict[int | str | None, _Prompt] = {}  # open prompts, oldest first
+        self._pending: Bounded[tuple[Direction, int | str | None], _Pending] = Bounded("request", PENDING_REQUESTS)
+        self._prompts: Bounded[int | str | None, _Prompt] = Bounded("prompt", OPEN_ITEMS)  # open, oldest first
         self._current: _Prompt | None = None  # the prompt whose turn is open
-        self._loads: set[int | str | None] = set()
-        self._calls: dict[str, _Call] = {}
-        self._terminals: dict[str, str] = {}  # terminal id -> call id
-        self._terminal_seen: dict[str, str] = {}  # client terminal id -> output already reported
+        self._loads: Recent[int | str | None] = Recent(PENDING_REQUESTS)
+        self._calls: Bounded[str, _Call] = Bounded("tool call", OPEN_CALLS)
+        self._terminals: Bounded[str, str] = Bounded("terminal", OPEN_CALLS)  # terminal id -> call id
+        self._terminal_seen: Bounded[str, str] = Bounded("client terminal", OPEN_CALLS)  # -> output reported
         self._buffers: dict[_Kind, _Buffer | None] = {"message": None, "thought": None}
         self._last_variant: str | None = None
         self._last_user_id: str | None = None
@@ -710,6 +722,7 @@ class AcpAdapter(Adapter):
 
     # ------------------------------------------------------------------ feeding
 
+    @reports_evictions
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         try:
@@ -1107,7 +1120,11 @@ class AcpAdapter(Adapter):
         if buf is None:
             buf = _Buffer(view.message_id or self._new_id(kind), view.message_id)
             self._buffers[kind] = buf
-        buf.parts.append(text)
+        buf.size += len(text)
+        if buf.size <= BUFFER_TEXT:
+            buf.parts.append(text)
+        elif buf.size - len(text) <= BUFFER_TEXT:  # the limit is crossed now: said once
+            out.append(buffer_warning(kind, buf.the_id))
         if kind == "thought":
             out.append(ReasoningDelta(reasoning_id=buf.the_id, text=text))
         else:
