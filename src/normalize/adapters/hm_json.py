@@ -103,6 +103,17 @@ from normalize import (
     Warning,  # noqa: A004 - the spec's kind name
 )
 
+from ._limits import (
+    BUFFER_TEXT,
+    OPEN_CALLS,
+    OPEN_ITEMS,
+    PENDING_REQUESTS,
+    Bounded,
+    Recent,
+    buffer_warning,
+    reports_evictions,
+)
+
 __all__ = ["HmJsonAdapter"]
 
 # ------------------------------------------------------------------ wire views
@@ -322,6 +333,7 @@ class _Reply:
     message_id: str
     reasoning_id: str
     thinking: list[str] = field(default_factory=list)
+    size: int = 0  # characters of thinking streamed, kept up to BUFFER_TEXT
 
 
 @dataclass
@@ -403,26 +415,26 @@ class HmJsonAdapter(Adapter):
     def __init__(self) -> None:
         super().__init__()
         self._main: str | None = None  # the session hm works in (changes at a fork)
-        self._mains: set[str] = set()
+        self._mains: Recent[str] = Recent()
         self._created = False
         self._ended = False  # session_end seen
         self._turn: _Turn | None = None
-        self._subs: dict[str, _Sub] = {}
+        self._subs: Bounded[str, _Sub] = Bounded("sub-agent", OPEN_ITEMS)
         self._unlinked_agents: list[_Call] = []
-        self._calls: dict[str, _Call] = {}
-        self._last_call: dict[str, str] = {}  # session -> its latest call id (for blocked)
-        self._requests: dict[str, str | None] = {}  # open request id -> sub-agent id
-        self._approves: dict[str, _Command] = {}  # approve commands sent, not yet decided
+        self._calls: Bounded[str, _Call] = Bounded("tool call", OPEN_CALLS)
+        self._last_call: Bounded[str, str] = Bounded("session", OPEN_ITEMS)  # -> its latest call id (for blocked)
+        self._requests: Bounded[str, str | None] = Bounded("request", PENDING_REQUESTS)  # -> sub-agent id
+        self._approves: Bounded[str, _Command] = Bounded("approve command", PENDING_REQUESTS)  # not yet decided
         self._aborting = False
         self._pending: list[_Pending] = []
         self._queued: list[tuple[str, str, bool]] = []  # accepted messages: (id, text, queued)
-        self._replies: dict[str, _Reply] = {}
-        self._used_ids: set[str] = set()
+        self._replies: Bounded[str, _Reply] = Bounded("reply", OPEN_ITEMS)
+        self._used_ids: Recent[str] = Recent()
         self._n_commands = 0
         self._n_replies = 0
         self._n_users = 0
         self._n_compactions = 0
-        self._compaction: dict[str, str] = {}  # session -> open compaction id
+        self._compaction: Bounded[str, str] = Bounded("compaction", OPEN_ITEMS)  # session -> open compaction id
         self._lines: dict[str, Handler] = {
             "session_start": self._session_start,
             "message_start": self._message_start,
@@ -482,6 +494,7 @@ class HmJsonAdapter(Adapter):
 
     # ------------------------------------------------------------ feed
 
+    @reports_evictions
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         if from_ == "client":
@@ -631,8 +644,14 @@ class HmJsonAdapter(Adapter):
 
     def _thinking_delta(self, line: _Line, sub: str | None) -> list[Item]:
         reply = self._reply(line.session)
-        reply.thinking.append(line.text or "")
-        return [self._emit(ReasoningDelta(reasoning_id=reply.reasoning_id, text=line.text or ""), sub)]
+        text = line.text or ""
+        reply.size += len(text)
+        out: list[Item] = [self._emit(ReasoningDelta(reasoning_id=reply.reasoning_id, text=text), sub)]
+        if reply.size <= BUFFER_TEXT:
+            reply.thinking.append(text)
+        elif reply.size - len(text) <= BUFFER_TEXT:  # the limit is crossed now: said once
+            out.append(buffer_warning("reasoning", reply.reasoning_id))
+        return out
 
     def _message_end(self, line: _Line, sub: str | None) -> list[Item]:
         if line.role == "user":
@@ -710,6 +729,8 @@ class HmJsonAdapter(Adapter):
         self._last_call[line.session] = call_id
         if tool == AGENT_TOOL:
             self._unlinked_agents.append(call)
+            if len(self._unlinked_agents) > OPEN_ITEMS:  # still open in _calls: only the link is lost
+                del self._unlinked_agents[0]
         body = ToolCall(
             call_id=call_id,
             tool=tool,
@@ -977,11 +998,17 @@ class HmJsonAdapter(Adapter):
         if cmd.type in MESSAGE_COMMANDS:
             mid = self._message_id(cmd.id, key)
         self._pending.append(_Pending(key=key, command=cmd, message_id=mid))
+        out: list[Item] = [Source(method=cmd.type or None), Passthrough(method=cmd.type or None)]
+        if len(self._pending) > PENDING_REQUESTS:
+            old = self._pending.pop(0)
+            text = f"command {old.key} forgotten: more than {PENDING_REQUESTS} unanswered"
+            warn = Warning(message=text, source="normalize")
+            out.append(Emit(body=warn, synthetic=True))
         if cmd.type == "approve" and cmd.call_id:
             self._approves[cmd.call_id] = cmd
         elif cmd.type == "abort":
             self._aborting = True
-        return [Source(method=cmd.type or None), Passthrough(method=cmd.type or None)]
+        return out
 
     @staticmethod
     def _key(raw: Raw) -> str | None:
@@ -1039,7 +1066,14 @@ class HmJsonAdapter(Adapter):
             return []
         cmd = pending.command
         self._queued.append((pending.message_id, cmd.text or "", cmd.type == "follow_up"))
-        return [MessageAccepted(session_id="", message_id=pending.message_id)]
+        out: list[Item] = [MessageAccepted(session_id="", message_id=pending.message_id)]
+        if len(self._queued) > OPEN_ITEMS:
+            old = self._queued.pop(0)[0]
+            warn = Warning(
+                message=f"accepted message {old} forgotten: more than {OPEN_ITEMS} waiting", source="normalize"
+            )
+            out.append(Emit(body=warn, synthetic=True))
+        return out
 
     def _answered(self, line: _Line, pending: _Pending | None) -> list[Item]:
         if pending is None or not pending.command.call_id:
