@@ -54,7 +54,7 @@ def _case(capture: Path) -> str:
 
 
 def test_kit_has_every_case() -> None:
-    assert len(CAPTURES) == 26
+    assert len(CAPTURES) == 27  # 26 shared runs with claude-stream-json, one extra
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_case)
@@ -152,7 +152,7 @@ def test_interrupt_ends_the_turn() -> None:
 
 def test_find_inputs_gives_one_session_per_file_with_subagent_companions() -> None:
     inputs = [i for i in find_inputs([KIT]) if isinstance(i, SessionInput)]
-    assert len(inputs) == 26
+    assert len(inputs) == 27
     assert {i.protocol for i in inputs} == {"claude-transcript"}
     with_agents = {i.main.parent.name: [p.name for p in i.companions] for i in inputs if i.companions}
     assert sorted(with_agents) == [
@@ -170,7 +170,7 @@ def test_convert_folder_writes_one_file_per_session(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()  # an existing folder: "-o out/" is taken as a file name when the folder is missing
     assert main(["convert", str(KIT), "-o", str(out)]) == 0
-    assert len(list(out.rglob("*.jsonl"))) == 26
+    assert len(list(out.rglob("*.jsonl"))) == 27
 
 
 # ----------------------------------------------------------------- by hand
@@ -241,6 +241,59 @@ def test_open_call_is_reported_at_close() -> None:
     (warning,) = a.close()
     assert isinstance(warning, Emit) and warning.synthetic
     assert isinstance(warning.body, WarningBody) and "toolu_9" in warning.body.message
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_case)
+def test_no_capture_is_reported_as_branching(capture: Path) -> None:
+    # none of the runs rewinds or forks; 40-parallel-tools answers two calls of one message
+    branches = [e.body for e in _events(capture) if isinstance(e.body, WarningBody) and "branches" in e.body.message]
+    assert branches == []
+
+
+def test_parallel_tool_calls_are_not_a_branch() -> None:
+    (capture,) = [c for c in CAPTURES if _case(c) == "40-parallel-tools"]
+    calls = [(e.body.call_id, e.body.phase) for e in _events(capture) if isinstance(e.body, ToolCall)]
+    assert calls == [
+        ("toolu_01FAKE000100", "started"),
+        ("toolu_01FAKE000101", "started"),
+        ("toolu_01FAKE000100", "completed"),
+        ("toolu_01FAKE000101", "completed"),
+    ]
+
+
+def _parallel_lines() -> dict[str, bytes]:
+    """One API message with two tool_use blocks (two lines), each answered by its own line."""
+    use1 = {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/a"}}
+    use2 = {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "ls"}}
+
+    def result(uuid: str, parent: str, call: str) -> bytes:
+        block = {"type": "tool_result", "tool_use_id": call, "content": "x"}
+        return _line(type="user", uuid=uuid, parentUuid=parent, message={"role": "user", "content": [block]})
+
+    return {
+        "prompt": _line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "go"}),
+        "a1": _assistant("a1", "u1", use1, "tool_use"),
+        "a2": _assistant("a2", "a1", use2, "tool_use", idx=1),
+        "r1": result("r1", "a1", "t1"),
+        "r2": result("r2", "a2", "t2"),
+        "again": result("r3", "a1", "t1"),  # t1 answered a second time: a real branch
+    }
+
+
+@pytest.mark.parametrize(
+    "order", [["a1", "a2", "r1", "r2"], ["a1", "r1", "a2", "r2"]], ids=["blocks-first", "result-between"]
+)
+def test_parallel_tool_results_by_hand_are_not_a_branch(order: list[str]) -> None:
+    a = ClaudeTranscriptAdapter()
+    lines = _parallel_lines()
+    out = [b for name in ["prompt", *order] for b in _bodies(a.feed(lines[name]))]
+    assert [b for b in out if isinstance(b, WarningBody)] == []
+    assert [(b.call_id, b.phase) for b in out if isinstance(b, ToolCall) and b.phase != "started"] == [
+        ("t1", "completed"),
+        ("t2", "completed"),
+    ]
+    (warning,) = [b for b in _bodies(a.feed(lines["again"])) if isinstance(b, WarningBody)]
+    assert "branches at a1" in warning.message
 
 
 def test_a_rewind_is_reported_as_a_branch() -> None:

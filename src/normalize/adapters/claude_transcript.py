@@ -65,6 +65,13 @@ fork point; what was already emitted for the abandoned branch stays (the core
 gives no way to attach a buffered line's own payload to a later event, so
 holding lines back until the branch is known would lose their ``native``).
 State kept for this: one uuid per message line.
+
+Parallel tool calls are not branches (2.1.332, ``40-parallel-tools``): one API
+message with two ``tool_use`` blocks is two ``assistant`` lines (A2's parent is
+A1), and each block's ``tool_result`` line points to the line of its own block
+(R1's parent is A1, beside A2).  A tool result answering a call still open, and
+an ``assistant`` line continuing its parent's API message, are the expected
+children of a line, never the start of a branch.
 """
 
 from __future__ import annotations
@@ -266,6 +273,8 @@ class ClaudeTranscriptAdapter(Adapter):
         self._first_text: dict[str | None, tuple[str, int]] = {}
         #: uuids that already have a conversation line (user/assistant) as a child
         self._parents: set[str] = set()
+        #: the last assistant line: (uuid, message.id), to tell a message's next block
+        self._last_block: tuple[str, str] | None = None
 
     # ------------------------------------------------------------ detection
 
@@ -383,13 +392,28 @@ class ClaudeTranscriptAdapter(Adapter):
         parent = line.parentUuid
         if line.uuid is None or parent is None or line.type not in _MESSAGE_TYPES:
             return
-        if parent in self._parents:
+        if parent in self._parents and not self._expected_child(line, parent):
             warning = WarningBody(
                 message=f"the conversation branches at {parent}: the messages first written after it are abandoned",
                 source="normalize",
             )
             items.append(Emit(body=warning, subagent_id=self._thread(line), synthetic=True))
         self._parents.add(parent)
+        msg = line.message
+        if line.type == "assistant" and msg is not None and msg.id is not None:
+            self._last_block = (line.uuid, msg.id)
+
+    def _expected_child(self, line: _Line, parent: str) -> bool:
+        """A line every message of parallel tool calls has beside its first child (see Branches)."""
+        msg = line.message
+        if msg is None:
+            return False
+        if line.type == "assistant":  # the next block of the parent's API message
+            return msg.id is not None and self._last_block == (parent, msg.id)
+        if not isinstance(msg.content, list):
+            return False
+        answers = [b.tool_use_id for b in msg.content if b.type == "tool_result"]
+        return bool(answers) and all(a is not None and a in self._calls for a in answers)
 
     @staticmethod
     def _attachment(line: _Line) -> _Attachment:
