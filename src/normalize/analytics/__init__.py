@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._load import InputSpec, Loaded, discover, load, read_input
+from ._load import InputSpec, Loaded, Scan, discover, load, read_input
 from ._schema import ANALYTICS_SCHEMA_VERSION, TABLES, column_names
 from ._stats import Line, Summary, summarize
 from ._tables import UNKNOWN_TS, SessionRows, TableBuilder, key_of, session_key, tables_of, unknown_clock
@@ -28,6 +28,7 @@ __all__ = [
     "InputSpec",
     "Line",
     "Loaded",
+    "Scan",
     "SessionRows",
     "Summary",
     "TableBuilder",

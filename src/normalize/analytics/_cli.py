@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from normalize import UsageError
 
-from ._load import Loaded, load
+from ._load import Loaded, Scan, load
 from ._stats import Line, Summary, summarize
 
 __all__ = ["add_commands", "cmd_export", "cmd_otel", "cmd_stats"]
@@ -55,20 +55,29 @@ def _progress(label: str, stream: TextIO | None = None) -> Iterator[Progress | N
         yield update
 
 
-def _load(args: argparse.Namespace, label: str) -> Loaded:
-    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+def _jobs(args: argparse.Namespace) -> int:
+    return int(args.jobs) if args.jobs is not None else (os.cpu_count() or 1)
+
+
+def _load(args: argparse.Namespace, label: str, tables: tuple[str, ...]) -> Loaded:
     with _progress(label) as progress:
-        loaded = load([Path(p) for p in args.inputs], protocol=args.protocol, jobs=jobs, progress=progress)
-    for problem in loaded.problems:
-        print(f"normalize: skipped: {problem}", file=sys.stderr)
+        loaded = load(
+            [Path(p) for p in args.inputs], protocol=args.protocol, jobs=_jobs(args), progress=progress, tables=tables
+        )
+    _tell(loaded.problems)
     return loaded
 
 
-def _status(loaded: Loaded) -> int:
-    if not loaded.sessions:
+def _tell(problems: list[str]) -> None:
+    for problem in problems:
+        print(f"normalize: skipped: {problem}", file=sys.stderr)
+
+
+def _status(found: int, problems: list[str]) -> int:
+    if not found:
         print("normalize: no session found in the input", file=sys.stderr)
         return 1
-    return 1 if loaded.problems else 0
+    return 1 if problems else 0
 
 
 # --------------------------------------------------------------------------
@@ -142,7 +151,7 @@ def render_stats(summary: Summary, out: TextIO, *, width: int | None = None) -> 
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    loaded = _load(args, "reading sessions")
+    loaded = _load(args, "reading sessions", ("sessions", "tool_calls", "permissions"))
     summary = summarize(loaded.sessions[k] for k in sorted(loaded.sessions))
     if args.json:
         doc = summary.as_json()
@@ -152,7 +161,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
     else:
         render_stats(summary, sys.stdout)
-    return _status(loaded)
+    return _status(len(loaded.sessions), loaded.problems)
 
 
 # --------------------------------------------------------------------------
@@ -164,25 +173,34 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.duckdb is None and args.parquet is None:
         raise UsageError("say where: --duckdb FILE and/or --parquet DIR")
-    loaded = _load(args, "converting sessions")
-    sessions = [loaded.sessions[k] for k in sorted(loaded.sessions)]
-    report: dict[str, Any] = {"sessions": len(sessions), "inputs": loaded.inputs}
+    stores: dict[str, DuckDBStore | ParquetStore] = {}
     if args.duckdb is not None:
-        store = DuckDBStore(Path(args.duckdb))
-        try:
-            report["duckdb"] = store.write_all(sessions).as_json()
-        finally:
-            store.close()
+        stores["duckdb"] = DuckDBStore(Path(args.duckdb))
     if args.parquet is not None:
-        report["parquet"] = ParquetStore(Path(args.parquet)).write_all(sessions).as_json()
-    for target in ("duckdb", "parquet"):
-        if target in report:
-            r = report[target]
-            print(
-                f"normalize: {target}: {r['added']} added, {r['replaced']} replaced, {r['skipped']} already there",
-                file=sys.stderr,
-            )
-    return _status(loaded)
+        stores["parquet"] = ParquetStore(Path(args.parquet))
+    found = 0
+    try:
+        with _progress("converting sessions") as progress:
+            scan = Scan([Path(p) for p in args.inputs], protocol=args.protocol, jobs=_jobs(args), progress=progress)
+            # each session goes to the stores as soon as its worker is done: memory is the stores' buffers
+            for rows in scan:
+                found += 1
+                for store in stores.values():
+                    store.offer(rows)
+        for store in stores.values():
+            store.flush()
+    finally:
+        duck = stores.get("duckdb")
+        if isinstance(duck, DuckDBStore):
+            duck.close()
+    _tell(scan.problems)
+    for target, store in stores.items():
+        r = store.result
+        print(
+            f"normalize: {target}: {r.added} added, {r.replaced} replaced, {r.skipped} already there",
+            file=sys.stderr,
+        )
+    return _status(found, scan.problems)
 
 
 # --------------------------------------------------------------------------
@@ -220,14 +238,14 @@ def cmd_otel(args: argparse.Namespace) -> int:
         except ImportError:
             raise UsageError("this needs the OpenTelemetry SDK: pip install 'normalize[otel]'") from None
         exporter = memory = InMemorySpanExporter()
-    loaded = _load(args, "reading sessions")
+    loaded = _load(args, "reading sessions", ("sessions", "turns", "tool_calls"))
     sessions = [loaded.sessions[k] for k in sorted(loaded.sessions)]
     count = emit_spans(sessions, exporter, batch=args.endpoint is not None, service_name=args.service_name)
     if memory is not None:
         for line in _tree(list(memory.get_finished_spans())):
             print(line)
     print(f"normalize: {count} spans from {len(sessions)} sessions", file=sys.stderr)
-    return _status(loaded)
+    return _status(len(sessions), loaded.problems)
 
 
 # --------------------------------------------------------------------------

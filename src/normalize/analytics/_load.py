@@ -33,7 +33,7 @@ from normalize import (
 
 from ._tables import SessionRows, TableBuilder, unknown_clock
 
-__all__ = ["InputSpec", "Loaded", "discover", "is_normalized", "load", "read_input"]
+__all__ = ["InputSpec", "Loaded", "Scan", "discover", "is_normalized", "load", "prefer", "read_all", "read_input"]
 
 
 @dataclass(frozen=True)
@@ -125,11 +125,18 @@ def read_input(spec: InputSpec) -> list[SessionRows]:
     return out
 
 
-def _read_safely(spec: InputSpec) -> list[SessionRows] | InputError:
+def _read_safely(spec: InputSpec, keep: frozenset[str] | None = None) -> list[SessionRows] | InputError:
+    """One input's rows, in a worker; only the tables in ``keep`` (all when None) travel back."""
     try:
-        return read_input(spec)
+        out = read_input(spec)
     except InputError as exc:
         return exc
+    if keep is not None:
+        for rows in out:
+            rows.tables = {
+                name: (table if name in keep or name == "sessions" else []) for name, table in rows.tables.items()
+            }
+    return out
 
 
 @dataclass
@@ -163,25 +170,72 @@ Progress = Callable[[int, int], None]
 
 
 def read_all(
-    specs: Sequence[InputSpec], *, jobs: int | None = None, progress: Progress | None = None
+    specs: Sequence[InputSpec],
+    *,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    tables: Iterable[str] | None = None,
 ) -> Iterator[tuple[InputSpec, list[SessionRows] | InputError]]:
-    """Each input's rows, in input order; on ``jobs`` worker processes (all cores by default)."""
+    """Each input's rows as soon as it is read, on ``jobs`` worker processes (all cores by default).
+
+    With several workers the order is the order they finish in; every consumer here
+    decides by key and :func:`prefer`, never by order, so the outcome is the same.
+    """
+    keep = None if tables is None else frozenset(tables)
     n = len(specs)
     workers = min(jobs or os.cpu_count() or 1, n)
     if workers <= 1:
         for i, spec in enumerate(specs):
-            result = _read_safely(spec)
+            result = _read_safely(spec, keep)
             if progress is not None:
                 progress(i + 1, n)
             yield spec, result
         return
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_read_safely, spec) for spec in specs]
-        for done, _ in enumerate(concurrent.futures.as_completed(futures), 1):
+        futures = {pool.submit(_read_safely, spec, keep): spec for spec in specs}
+        for done, fut in enumerate(concurrent.futures.as_completed(futures), 1):
             if progress is not None:
                 progress(done, n)
-        for spec, fut in zip(specs, futures, strict=True):
-            yield spec, fut.result()
+            yield futures[fut], fut.result()
+
+
+class Scan:
+    """Every session under some paths, as rows, one input at a time (nothing kept: the caller decides).
+
+    After iterating, ``inputs`` is the number of session inputs found and
+    ``problems`` says which could not be detected or read.
+    """
+
+    def __init__(
+        self,
+        paths: Iterable[Path],
+        *,
+        protocol: str | None = None,
+        jobs: int | None = 1,
+        progress: Progress | None = None,
+        tables: Iterable[str] | None = None,
+    ) -> None:
+        self.paths = list(paths)
+        self.protocol = protocol
+        self.jobs = jobs
+        self.progress = progress
+        self.tables = None if tables is None else tuple(tables)
+        self.inputs = 0
+        self.problems: list[str] = []
+
+    def __iter__(self) -> Iterator[SessionRows]:
+        specs: list[InputSpec] = []
+        for item in discover(self.paths, protocol=self.protocol):
+            if isinstance(item, InputError):
+                self.problems.append(item.message)
+            else:
+                specs.append(item)
+        self.inputs = len(specs)
+        for spec, result in read_all(specs, jobs=self.jobs, progress=self.progress, tables=self.tables):
+            if isinstance(result, InputError):
+                self.problems.append(f"{spec.main}: {result.message}")
+            else:
+                yield from result
 
 
 def load(
@@ -190,20 +244,13 @@ def load(
     protocol: str | None = None,
     jobs: int | None = 1,
     progress: Progress | None = None,
+    tables: Iterable[str] | None = None,
 ) -> Loaded:
-    """Every session under ``paths`` as table rows, each session once."""
+    """Every session under ``paths`` as table rows, each session once (``tables``: the ones to keep, default all)."""
     loaded = Loaded()
-    specs: list[InputSpec] = []
-    for item in discover(paths, protocol=protocol):
-        if isinstance(item, InputError):
-            loaded.problems.append(item.message)
-        else:
-            specs.append(item)
-    loaded.inputs = len(specs)
-    for spec, result in read_all(specs, jobs=jobs, progress=progress):
-        if isinstance(result, InputError):
-            loaded.problems.append(f"{spec.main}: {result.message}")
-            continue
-        for rows in result:
-            loaded.offer(rows)
+    scan = Scan(paths, protocol=protocol, jobs=jobs, progress=progress, tables=tables)
+    for rows in scan:
+        loaded.offer(rows)
+    loaded.inputs = scan.inputs
+    loaded.problems = scan.problems
     return loaded

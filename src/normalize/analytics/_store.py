@@ -22,7 +22,7 @@ from typing import Any
 from normalize import UsageError
 
 from ._load import prefer
-from ._schema import ANALYTICS_SCHEMA_VERSION, TABLES, ColumnType, column_names
+from ._schema import ANALYTICS_SCHEMA_VERSION, TABLES, ColumnType
 from ._tables import Row, SessionRows, key_of
 
 __all__ = ["FLUSH_SESSIONS", "ExportResult", "DuckDBStore", "ParquetStore"]
@@ -288,7 +288,3 @@ class ParquetStore(_Buffered):
                     f.unlink()
                 else:
                     self.pq.write_table(kept, f)
-
-
-def columns_sql(table: str) -> str:
-    return ", ".join(column_names(table))
