@@ -94,19 +94,26 @@ class LineSplitter:
         """Complete lines in ``data`` (with earlier leftovers), numbered from 1."""
         out: list[tuple[int, bytes] | LineProblem] = []
         buf = self._buf
-        buf += data
-        start = 0
-        while True:
-            nl = buf.find(b"\n", start)
-            if nl < 0:
-                break
-            if self._discarding:  # the end of a line already reported as too long
-                self._discarding = False
-            else:
+        if b"\n" not in data:
+            buf += data
+        else:
+            # One split per chunk: each line is copied once, straight into its bytes object.
+            lines = bytes(data).split(b"\n")
+            if buf:  # the start of the first line came with an earlier chunk
+                buf += lines[0]
+                lines[0] = bytes(buf)
+                buf.clear()
+            buf += lines.pop()
+            for line in lines:
+                if self._discarding:  # the end of a line already reported as too long
+                    self._discarding = False
+                    continue
                 self._lineno += 1
-                self._emit(out, bytes(buf[start:nl]))
-            start = nl + 1
-        del buf[:start]
+                if self._started and len(line) <= self.max_line and not line.endswith(b"\r"):
+                    if line.strip():  # the common case, without _emit's checks
+                        out.append((self._lineno, line))
+                else:
+                    self._emit(out, line)
         # A line that cannot fit any more is reported now, so memory stays bounded; the
         # allowance of one byte is for a "\r" that would be dropped at its end.
         bom = 3 if not self._started and buf.startswith(_BOM) else 0
@@ -193,6 +200,8 @@ class CaptureParser:
         return self._parse(self._splitter.close(), last=True)
 
     def _parse(self, lines: list[tuple[int, bytes] | LineProblem], last: bool) -> list[Record]:
+        if self.fmt == "plain" and not last:  # the common case: every line is a message
+            return [i if isinstance(i, LineProblem) else Message(i[1], "agent", None, i[0]) for i in lines]
         out: list[Record] = []
         n = len(lines)
         for i, item in enumerate(lines):

@@ -31,6 +31,7 @@ here knows any native protocol.  Rules (docs/events.md, "Envelope rules"):
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -79,10 +80,31 @@ HOLD_LIMIT = 32
 Clock = Callable[[], float]
 
 
+#: The last whole second formatted by :func:`format_ts` and its text, replaced as one tuple.
+_ts_cache: tuple[int, str] = (-1, "")
+
+
 def format_ts(seconds: float) -> str:
-    """RFC 3339 in UTC with milliseconds, the form normalize writes."""
-    dt = datetime.fromtimestamp(seconds, tz=UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    """RFC 3339 in UTC with milliseconds, the form normalize writes.
+
+    Called for every event without a native time, so the text of the whole
+    second is cached; the microseconds are rounded as ``datetime.fromtimestamp``
+    rounds them (half to even), so the result is the same as formatting it.
+    """
+    global _ts_cache
+    if seconds < 0:
+        dt = datetime.fromtimestamp(seconds, tz=UTC)
+        return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    frac, whole = math.modf(seconds)
+    us = round(frac * 1e6)
+    sec = int(whole)
+    if us >= 1_000_000:
+        sec += 1
+        us -= 1_000_000
+    cached = _ts_cache
+    if cached[0] != sec:
+        cached = _ts_cache = (sec, datetime.fromtimestamp(sec, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S."))
+    return f"{cached[1]}{us // 1000:03d}Z"
 
 
 _validator = msgspec.json.Decoder(msgspec.Raw)
@@ -107,6 +129,18 @@ def _utf8_error(message: bytes) -> MalformedMessage | None:
 
 def _kept_text(message: bytes, limit: int = 4096) -> str:
     return message[:limit].decode("utf-8", errors="replace")
+
+
+# The roles a body plays in the turn state machine, by its exact type.
+_OTHER, _START, _COMPLETE, _ASK, _RESOLVED, _SUBAGENT = range(6)
+_ROLES: dict[type[Body], int] = {
+    TurnStart: _START,
+    TurnComplete: _COMPLETE,
+    PermissionRequest: _ASK,
+    UserQuestion: _ASK,
+    RequestResolved: _RESOLVED,
+    Subagent: _SUBAGENT,
+}
 
 
 class Session:
@@ -340,20 +374,25 @@ class Session:
         *,
         text_payload: bool = False,
     ) -> None:
-        # The turn state machine: see the module docstring.
-        if isinstance(body, TurnStart):
+        # The turn state machine: see the module docstring.  Bodies are never
+        # subclassed (docs/events.md), so their exact type says their role.
+        role = _ROLES.get(type(body), _OTHER)
+        if role == _START:
             if self._turn_id is not None:
                 self._synth(out, TurnComplete(reason="interrupt"), "turn-start-while-open")
             self._turns += 1
             self._turn_id = f"turn:{self._turns}"
-        elif isinstance(body, TurnComplete) and self._turn_id is None:
-            self._synth(out, TurnStart(), "turn-complete-without-start")
-        if isinstance(body, Subagent):
+        elif role == _COMPLETE:
+            if self._turn_id is None:
+                self._synth(out, TurnStart(), "turn-complete-without-start")
+        elif role == _SUBAGENT:
             subagent_id = None  # the body's own subagentId names it (docs/events.md)
         if synthetic or message is None:
             native = Native(protocol="core", method=method, payload=None)
+        elif text_payload:
+            native = Native(protocol=self._protocol, method=method, payload=_kept_text(message))
         else:
-            native = self._native(message, method, text_payload)
+            native = Native(protocol=self._protocol, method=method, payload=Raw(message))
         self._seq += 1
         sid = self.session_id
         assert sid is not None
@@ -369,20 +408,21 @@ class Session:
             subagent_id=subagent_id,
         )
         out.append(SessionEvent(session_id=sid, event=env))
-        if isinstance(body, TurnComplete):
+        if role in (_OTHER, _SUBAGENT):
+            if self._state == "starting":
+                self._set_state(out, "idle")
+        elif role == _COMPLETE:
             self._turn_id = None
             self._set_state(out, "waiting" if self._pending else "idle")
-        elif isinstance(body, TurnStart):
+        elif role == _START:
             self._set_state(out, "running")
-        elif isinstance(body, PermissionRequest | UserQuestion):
-            self._pending.add(body.request_id)
+        elif role == _ASK:
+            self._pending.add(cast(PermissionRequest | UserQuestion, body).request_id)
             self._set_state(out, "waiting")
-        elif isinstance(body, RequestResolved):
-            self._pending.discard(body.request_id)
+        else:  # _RESOLVED
+            self._pending.discard(cast(RequestResolved, body).request_id)
             if not self._pending:
                 self._set_state(out, "running" if self._turn_id is not None else "idle")
-        elif self._state == "starting":
-            self._set_state(out, "idle")
 
     def _set_state(self, out: list[_Core], state: SessionState) -> None:
         if state != self._state:

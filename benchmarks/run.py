@@ -1,0 +1,342 @@
+"""normalize's performance harness: throughput against the msgspec floor and the
+upstream SDK parsers, peak memory, import time, streaming of a big file.
+
+    .venv/bin/python benchmarks/run.py            # the full report (several minutes)
+    .venv/bin/python benchmarks/run.py --write    # ... and put it into docs/performance.md
+    .venv/bin/python benchmarks/run.py --quick    # regression guard against baseline.json (seconds)
+    .venv/bin/python benchmarks/run.py --quick --record   # write a new baseline.json
+
+Everything is measured in one process and one run, so the ratios (normalize
+against the floor, normalize against a peer) hold on any machine even when the
+absolute times do not.  Each timing is the best of several rounds, the paths
+interleaved round by round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import _gen
+import _peers
+import msgspec
+
+HERE = Path(__file__).resolve().parent
+BASELINE = HERE / "baseline.json"
+DOC = _gen.ROOT / "docs" / "performance.md"
+MARK_START = "<!-- results:start -->"
+MARK_END = "<!-- results:end -->"
+#: a quick-mode ratio may fall this far below the recorded one before the guard fails
+MARGIN = 0.35
+
+
+# ----------------------------------------------------------------- the paths
+
+
+def floor(data: bytes, out: BinaryIO) -> None:
+    """Decode each line and encode it again with msgspec: nothing else."""
+    dec = msgspec.json.Decoder()
+    enc = msgspec.json.Encoder()
+    write = out.write
+    for line in io.BytesIO(data):
+        write(enc.encode(dec.decode(line)) + b"\n")
+
+
+def convert(stream: Any, protocol: str, out: BinaryIO) -> None:
+    """What ``normalize convert -p PROTOCOL`` does for one file: records -> Session -> JSONL."""
+    from normalize import encode, events, iter_records
+    from normalize._codec import encode_header
+    from normalize._version import __version__
+
+    write = out.write
+    write(encode_header(library_version=__version__, input="bench", protocol=protocol) + b"\n")
+    for ev in events(iter_records(stream), protocol=protocol):
+        write(encode(ev) + b"\n")
+
+
+def _best(rounds: int, fns: dict[str, Callable[[], object]]) -> dict[str, float]:
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
+def throughput(protocol: str, lines: int, max_bytes: int, rounds: int) -> dict[str, Any]:
+    template = _gen.load(protocol)
+    data, n = _gen.blob(template, lines, max_bytes)
+    sink = open(os.devnull, "wb")  # noqa: SIM115 - closed below
+    fns: dict[str, Callable[[], object]] = {
+        "floor": lambda: floor(data, sink),
+        "normalize": lambda: convert(io.BytesIO(data), protocol, sink),
+    }
+    peer_name = None
+    peer_failed = None
+    if protocol in _peers.PEERS:
+        peer_name, factory = _peers.PEERS[protocol]
+        peer = factory()
+        peer_failed = peer(data.splitlines())  # warm up, and count what it rejects
+        fns["peer"] = lambda: peer(io.BytesIO(data))
+    try:
+        times = _best(rounds, fns)
+    finally:
+        sink.close()
+    res: dict[str, Any] = {
+        "protocol": protocol,
+        "format": template.fmt,
+        "captures": len(template.files),
+        "capture_lines": template.size,
+        "lines": n,
+        "mb": len(data) / 1e6,
+        "times": times,
+        "floor_ratio": times["floor"] / times["normalize"],
+    }
+    if peer_name is not None:
+        res["peer"] = peer_name
+        res["peer_rejected"] = peer_failed
+        res["peer_ratio"] = times["peer"] / times["normalize"]
+    return res
+
+
+# ----------------------------------------------------------------- memory
+
+
+def _rss_kb() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def rss_child(protocol: str, n: int) -> None:
+    """In a fresh interpreter: convert ``n`` generated lines, never holding the input."""
+    template = _gen.load(protocol)
+    with open(os.devnull, "wb") as sink:
+        convert(_gen.Stream(template, template.size), protocol, sink)  # warm: imports, lazy tables
+        base = _rss_kb()
+        stream = _gen.Stream(template, n)
+        t0 = time.perf_counter()
+        convert(stream, protocol, sink)
+        secs = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"base_kb": base, "peak_kb": peak, "lines": n, "mb": stream.bytes / 1e6, "seconds": secs}))
+
+
+def rss(protocol: str, n: int) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, __file__, "_rss", protocol, str(n)], capture_output=True, text=True, check=True
+    )
+    res: dict[str, Any] = json.loads(proc.stdout)
+    res["above_mb"] = (res["peak_kb"] - res["base_kb"]) / 1024
+    return res
+
+
+def _wait_rss(cmd: list[str]) -> tuple[int, float, float]:
+    """Run ``cmd``; its exit status, peak RSS (MB) and wall time."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_maxrss / 1024, time.perf_counter() - t0
+
+
+def big_folder(protocol: str, mb: int) -> dict[str, Any]:
+    """``normalize convert`` on a folder holding one generated file of ``mb`` MB: peak RSS."""
+    template = _gen.load(protocol)
+    normalize_cli = str(Path(sys.executable).with_name("normalize"))
+    with tempfile.TemporaryDirectory(prefix="normalize-bench-") as tmp:
+        folder = Path(tmp) / "sessions"
+        folder.mkdir()
+        path = folder / "big.jsonl"
+        size = 0
+        with path.open("wb") as f:
+            for line in _gen.lines(template, 1 << 40):
+                f.write(line)
+                size += len(line)
+                if size >= mb * 1_000_000:
+                    break
+        small = folder / "small.jsonl"
+        small.write_bytes(b"".join(_gen.lines(template, template.size)))
+        status_s, rss_small, _ = _wait_rss([normalize_cli, "convert", str(small), "-o", os.devnull])
+        status, rss_big, secs = _wait_rss([normalize_cli, "convert", str(folder), "-o", os.devnull])
+    return {
+        "protocol": protocol,
+        "mb": size / 1e6,
+        "status": status,
+        "small_status": status_s,
+        "peak_mb": rss_big,
+        "small_peak_mb": rss_small,
+        "seconds": secs,
+    }
+
+
+def import_time(runs: int) -> dict[str, float]:
+    def best(code: str) -> float:
+        out = float("inf")
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True)
+            out = min(out, time.perf_counter() - t0)
+        return out
+
+    bare = best("pass")
+    full = best("import normalize")
+    return {"bare_ms": bare * 1000, "import_ms": (full - bare) * 1000}
+
+
+# ----------------------------------------------------------------- report
+
+
+def _machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (
+        f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, msgspec {msgspec.__version__}, "
+        f"{platform.system()} {platform.release()}"
+    )
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    rows = [
+        "| adapter | format | lines | MB | floor MB/s | normalize MB/s | normalize/floor | peer | peer MB/s "
+        "| normalize/peer |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
+    ]
+    for r in results:
+        t = r["times"]
+        peer = f"{r['peer']} | {r['mb'] / t['peer']:.1f} | {r['peer_ratio']:.2f}x" if "peer" in r else "none | | "
+        rows.append(
+            f"| {r['protocol']} | {r['format']} | {r['lines']:,} | {r['mb']:.1f} | {r['mb'] / t['floor']:.1f} "
+            f"| {r['mb'] / t['normalize']:.1f} | {r['floor_ratio']:.2f} | {peer} |"
+        )
+    return "\n".join(rows)
+
+
+def report(args: argparse.Namespace) -> str:
+    started = datetime.now(UTC)
+    names = args.protocols or _gen.protocols()
+    parts = []
+    results = []
+    for p in names:
+        r = throughput(p, args.lines, args.max_mb * 1_000_000, args.rounds)
+        results.append(r)
+        peer = f", peer ratio {r['peer_ratio']:.2f}" if "peer_ratio" in r else ""
+        print(f"{p}: floor ratio {r['floor_ratio']:.2f}{peer}", flush=True)
+    parts.append("### Throughput\n\n" + table(results))
+    mem = ["| adapter | " + " | ".join(f"{n:,} lines: RSS above baseline" for n in args.rss_lines) + " | time |"]
+    mem.append("| --- |" + " ---: |" * (len(args.rss_lines) + 1))
+    for p in names:
+        cells = []
+        secs = 0.0
+        for n in args.rss_lines:
+            r = rss(p, n)
+            cells.append(f"{r['above_mb']:.1f} MB ({r['mb']:,.0f} MB in)")
+            secs = r["seconds"]
+            print(f"{p}: {n} lines, {r['above_mb']:.1f} MB above baseline", flush=True)
+        mem.append(f"| {p} | " + " | ".join(cells) + f" | {secs:.1f} s |")
+    parts.append("### Peak memory (RSS above interpreter + imports, input generated on the fly)\n\n" + "\n".join(mem))
+    imp = import_time(args.import_runs)
+    parts.append(
+        f"### Import\n\n`import normalize`: {imp['import_ms']:.0f} ms "
+        f"(min of {args.import_runs} fresh interpreters, minus a bare interpreter's {imp['bare_ms']:.0f} ms)"
+    )
+    if args.big_mb:
+        b = big_folder(args.big_protocol, args.big_mb)
+        parts.append(
+            f"### Streaming a big folder\n\n`normalize convert FOLDER -o /dev/null` over a folder holding a "
+            f"{b['mb']:,.0f} MB {b['protocol']} session: peak RSS {b['peak_mb']:.0f} MB in {b['seconds']:.0f} s "
+            f"(exit {b['status']}); the same command on one copy of the captures: {b['small_peak_mb']:.0f} MB."
+        )
+        print(parts[-1], flush=True)
+    finished = datetime.now(UTC)
+    head = (
+        f"Run {started:%Y-%m-%d %H:%M}-{finished:%H:%M} UTC on {_machine()}.\n"
+        f"Command: `.venv/bin/python benchmarks/run.py --write` "
+        f"(throughput over at most {args.lines:,} lines or {args.max_mb} MB per adapter, best of {args.rounds}).\n"
+        "Ratios are throughput ratios: above 1 means normalize is faster."
+    )
+    return head + "\n\n" + "\n\n".join(parts) + "\n"
+
+
+def write_doc(text: str) -> None:
+    doc = DOC.read_text()
+    start, end = doc.index(MARK_START) + len(MARK_START), doc.index(MARK_END)
+    DOC.write_text(doc[:start] + "\n" + text + doc[end:])
+
+
+# ----------------------------------------------------------------- quick guard
+
+
+def quick(args: argparse.Namespace) -> int:
+    ratios: dict[str, float] = {}
+    for p in args.protocols or _gen.protocols():
+        r = throughput(p, 20_000, 2_000_000, 5)
+        ratios[f"{p}/floor"] = round(r["floor_ratio"], 3)
+        if "peer_ratio" in r:
+            ratios[f"{p}/peer"] = round(r["peer_ratio"], 3)
+    if args.record:
+        BASELINE.write_text(json.dumps({"margin": MARGIN, "ratios": ratios}, indent=2, sort_keys=True) + "\n")
+        print(f"recorded {len(ratios)} ratios in {BASELINE}")
+        return 0
+    base = json.loads(BASELINE.read_text())
+    margin = base.get("margin", MARGIN)
+    bad = 0
+    for key, was in sorted(base["ratios"].items()):
+        now = ratios.get(key)
+        if now is None:
+            continue
+        ok = now >= was * (1 - margin)
+        bad += not ok
+        verdict = "ok  " if ok else "SLOW"
+        print(f"{verdict} {key:36} {now:6.2f} (baseline {was:.2f}, lowest accepted {was * (1 - margin):.2f})")
+    if bad:
+        print(f"{bad} ratio(s) fell more than {margin:.0%} below benchmarks/baseline.json", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["_rss"]:
+        rss_child(argv[1], int(argv[2]))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("protocols", nargs="*", help="adapters to measure (default: all with captures)")
+    ap.add_argument("--quick", action="store_true", help="ratios only, compared with baseline.json")
+    ap.add_argument("--record", action="store_true", help="with --quick: write baseline.json")
+    ap.add_argument("--write", action="store_true", help="put the report into docs/performance.md")
+    ap.add_argument("--lines", type=int, default=100_000, help="throughput: lines per adapter")
+    ap.add_argument("--max-mb", type=int, default=48, help="throughput: at most this many MB per adapter")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rss-lines", type=int, nargs="*", default=[100_000, 1_000_000])
+    ap.add_argument("--import-runs", type=int, default=15)
+    ap.add_argument("--big-mb", type=int, default=1024, help="size of the big-folder file (0: skip)")
+    ap.add_argument("--big-protocol", default="claude-transcript")
+    args = ap.parse_args(argv)
+    if args.quick:
+        return quick(args)
+    text = report(args)
+    print(text)
+    if args.write:
+        write_doc(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
