@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from native_totals import READERS, messages
 
-from helpers import ADAPTERS, capture_files, protocol_of
+from helpers import ADAPTERS, GOLDEN, capture_files, protocol_of
 from normalize import UsageError
 from normalize.analytics import TABLES, export_duckdb, export_parquet, load, summarize
 from normalize.analytics._cli import _progress, add_commands
@@ -207,6 +207,15 @@ def test_export_is_incremental(tmp_path: Path) -> None:
     everything = load([ADAPTERS / "hm-json"])
     second = export_duckdb(everything, db)
     assert second == {"added": len(everything.sessions) - 1, "replaced": 0, "skipped": 1}
+
+
+def test_normalized_copies_of_stored_sessions_add_nothing(tmp_path: Path) -> None:
+    """The goldens are the captures' normalized streams: the same sessions, already stored."""
+    pytest.importorskip("duckdb")
+    db = tmp_path / "s.duckdb"
+    first = export_duckdb(load([ADAPTERS / "hm-json"]), db)
+    again = export_duckdb(load([GOLDEN / "hm-json"]), db)
+    assert again == {"added": 0, "replaced": 0, "skipped": first["added"]}
 
 
 def test_a_richer_input_replaces_a_stored_session(tmp_path: Path) -> None:

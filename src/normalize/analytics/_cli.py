@@ -10,6 +10,7 @@ command runs.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -32,7 +33,7 @@ Progress = Callable[[int, int], None]
 def _progress(label: str, stream: TextIO | None = None) -> Iterator[Progress | None]:
     """A rich progress bar on stderr, only when stderr is a terminal."""
     err = stream if stream is not None else sys.stderr
-    if not err.isatty():
+    if not err.isatty() or importlib.util.find_spec("rich") is None:
         yield None
         return
     from rich.console import Console
@@ -98,6 +99,8 @@ def _approvals(line: Line) -> str:
 
 def render_stats(summary: Summary, out: TextIO, *, width: int | None = None) -> None:
     """The summary as a rich table."""
+    if importlib.util.find_spec("rich") is None:
+        raise UsageError("the stats table needs rich: pip install 'normalize[analytics]' (or use --json)")
     from rich.console import Console
     from rich.table import Table
 

@@ -108,23 +108,27 @@ class _Buffered:
         self.replace: set[str] = set()
 
     def offer(self, rows: SessionRows) -> None:
-        old = self.known.get(rows.key)
-        if old is not None:
-            richness, source = old
-            if not (rows.richness > richness or (rows.richness == richness and rows.source < source)):
+        """Buffer a session's rows unless the store already holds as much of it.
+
+        Within one run the richer of two inputs wins (:func:`prefer`); against what is
+        stored, only a strictly richer input replaces (the same session from another path
+        is left alone).
+        """
+        have = self.buffer.get(rows.key)
+        if have is not None:
+            if prefer(rows, have):
+                self.buffer[rows.key] = rows
+            self.result.skipped += 1
+            return
+        stored = self.known.get(rows.key)
+        if stored is not None:
+            if rows.richness <= stored[0]:
                 self.result.skipped += 1
                 return
-            if rows.key in self.buffer:
-                if not prefer(rows, self.buffer[rows.key]):
-                    self.result.skipped += 1
-                    return
-                self.result.skipped += 1  # the buffered one is superseded before it was written
-            else:
-                self.replace.add(rows.key)
-                self.result.replaced += 1
+            self.replace.add(rows.key)
+            self.result.replaced += 1
         else:
             self.result.added += 1
-        self.known[rows.key] = (rows.richness, rows.source)
         self.buffer[rows.key] = rows
         if len(self.buffer) >= FLUSH_SESSIONS:
             self.flush()
@@ -138,6 +142,8 @@ class _Buffered:
     def flush(self) -> None:
         if self.buffer or self.replace:
             self._write(list(self.buffer.values()), set(self.replace))
+        for rows in self.buffer.values():
+            self.known[rows.key] = (rows.richness, rows.source)
         self.buffer.clear()
         self.replace.clear()
 
