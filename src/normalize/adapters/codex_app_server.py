@@ -40,6 +40,7 @@ Facts (codex-cli 0.169.0 captures unless marked otherwise):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -491,11 +492,18 @@ def _ms_ts(ms: int) -> str | None:
     None for a time no calendar date holds (past year 9999): the event then takes the
     capture's time, and the native payload keeps the number as sent.
     """
+    second = _second(ms // 1000)
+    return None if second is None else f"{second}{ms % 1000:03d}Z"
+
+
+@functools.lru_cache(maxsize=256)
+def _second(seconds: int) -> str | None:
+    """The text of one whole second (memoized: consecutive messages share their second)."""
     try:
-        dt = datetime.fromtimestamp(ms // 1000, tz=UTC)
+        dt = datetime.fromtimestamp(seconds, tz=UTC)
     except (OverflowError, ValueError, OSError):
         return None
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.")
 
 
 def _s_ts(seconds: int) -> str | None:
