@@ -27,7 +27,6 @@ ONLY_ONE_SIDE = {
     "session-info": "stream-json's system/init (per turn) vs the transcript's first cwd",
     "mode-update": "system/init's permissionMode vs the prompt line's permissionMode",
     "commands-update": "only system/init lists commands",
-    "permission-auto": "stream-json's tool_result_meta decisions (the transcript's permissionDecision is not mapped)",
     "permission-request": "only the live control protocol asks",
     "request-resolved": "only the live control protocol answers",
     "task": "task lines (system/task_*) exist only in stream-json",
@@ -62,12 +61,19 @@ def _key(e: EventEnvelope) -> tuple[Any, ...]:
         "mcp-tool": ("call_id", "phase"),
         "web-search": ("call_id", "phase"),
         "plan": ("entries",),
+        "permission-auto": ("tool_call", "option_id"),
     }.get(e.kind, ())
     return (e.kind, *(getattr(b, f) for f in fields))
 
 
+#: compared in their own order, not among the other bodies: both formats say the decision on
+#: the tool result line, but stream-json reports a sub-agent's end earlier, from its task line,
+#: so the decision sits after `subagent completed` live and before it in the transcript
+UNORDERED = {"permission-auto"}
+
+
 def _compared(e: EventEnvelope) -> bool:
-    if e.kind in ONLY_ONE_SIDE:
+    if e.kind in ONLY_ONE_SIDE or e.kind in UNORDERED:
         return False
     if e.kind == "tool-call" and e.body.phase == "updated":  # type: ignore[union-attr]
         return False  # stream-json's partial tool input
@@ -81,6 +87,10 @@ def _threads(evs: list[EventEnvelope]) -> dict[str | None, list[tuple[Any, ...]]
     for e in evs:
         if _compared(e):
             out.setdefault(e.subagent_id, []).append(_key(e))
+    # the unordered kinds, per thread, after the rest
+    for e in evs:
+        if e.kind in UNORDERED:
+            out.setdefault(e.subagent_id, []).append(("unordered", *_key(e)))
     return out
 
 

@@ -16,6 +16,7 @@ from normalize import (
     Error,
     EventEnvelope,
     Passthrough,
+    PermissionAuto,
     Reasoning,
     SessionCreated,
     SessionEvent,
@@ -24,6 +25,7 @@ from normalize import (
     SessionUpdate,
     Subagent,
     ToolCall,
+    ToolCallRef,
     TurnComplete,
     TurnStart,
     Usage,
@@ -241,6 +243,53 @@ def test_open_call_is_reported_at_close() -> None:
     (warning,) = a.close()
     assert isinstance(warning, Emit) and warning.synthetic
     assert isinstance(warning.body, WarningBody) and "toolu_9" in warning.body.message
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_case)
+def test_a_permission_decided_without_asking_is_permission_auto(capture: Path) -> None:
+    lines = [json.loads(x) for x in capture.read_bytes().splitlines() if x.strip()]
+    for sub in sorted((capture.parent / capture.stem / "subagents").glob("agent-*.jsonl")):
+        lines += [json.loads(x) for x in sub.read_bytes().splitlines() if x.strip()]
+    expected = [
+        (block["tool_use_id"], "allow" if line["permissionDecision"]["decision"] == "accept" else "deny")
+        for line in lines
+        if line.get("permissionDecision", {}).get("source") == "config"
+        for block in line["message"]["content"]
+        if block["type"] == "tool_result"
+    ]
+    autos = [e.body for e in _events(capture) if isinstance(e.body, PermissionAuto)]
+    assert [(a.tool_call.call_id, a.option_id) for a in autos] == expected
+
+
+def test_permission_auto_names_the_call_as_its_start_did() -> None:
+    a = ClaudeTranscriptAdapter()
+    a.feed(_line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "ls"}))
+    use = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls -1"}}
+    a.feed(_assistant("a1", "u1", use, "tool_use"))
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}
+    denied = _line(
+        type="user",
+        uuid="u2",
+        parentUuid="a1",
+        message={"role": "user", "content": [result]},
+        toolDenialKind="user-rejected",
+        permissionDecision={"decision": "reject", "source": "config", "reasonCode": "unknown"},
+    )
+    auto = _bodies(a.feed(denied))[0]
+    ref = ToolCallRef(call_id="toolu_1", tool="Bash", title="ls -1", category="execute")
+    assert auto == PermissionAuto(tool_call=ref, option_id="deny")
+    # someone was asked: not automatic (the live control protocol reports the request)
+    b = ClaudeTranscriptAdapter()
+    b.feed(_line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "ls"}))
+    b.feed(_assistant("a1", "u1", use, "tool_use"))
+    asked = _line(
+        type="user",
+        uuid="u2",
+        parentUuid="a1",
+        message={"role": "user", "content": [result]},
+        permissionDecision={"decision": "accept", "source": "user_temporary"},
+    )
+    assert not any(isinstance(x, PermissionAuto) for x in _bodies(b.feed(asked)))
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_case)

@@ -18,6 +18,8 @@ Stable API (keep signatures; add, do not change):
   ``tool_result`` block (plus its raw ``tool_use_result``) gives;
 * :func:`text_of`: the text of a string-or-blocks ``content``;
 * :func:`tokens_of`: Anthropic ``usage`` -> :class:`~normalize.Tokens`;
+* :class:`PermissionDecision`, :func:`permission_auto`: the permission decision a
+  tool result carries -> ``permission-auto`` when no one was asked;
 * :func:`block_message_id`, :func:`block_reasoning_id`: ids of the
   ``assistant-message`` / ``reasoning`` bodies made from content blocks;
 * :data:`SUBAGENT_TOOLS`: the names of the sub-agent tool.
@@ -47,11 +49,13 @@ from normalize import (
     FileDiff,
     Location,
     McpTool,
+    PermissionAuto,
     Plan,
     PlanEntry,
     Subagent,
     Tokens,
     ToolCall,
+    ToolCallRef,
     WebSearch,
 )
 
@@ -59,6 +63,7 @@ __all__ = [
     "SUBAGENT_TOOLS",
     "NULL",
     "ContentBlock",
+    "PermissionDecision",
     "ToolInput",
     "ToolResultView",
     "Usage",
@@ -72,6 +77,7 @@ __all__ = [
     "is_shell_tool",
     "is_subagent_tool",
     "mcp_name",
+    "permission_auto",
     "present",
     "text_of",
     "tokens_of",
@@ -503,6 +509,37 @@ def call_finished(
         )
     )
     return out
+
+
+# --------------------------------------------------------------------------
+# Permissions
+
+
+class PermissionDecision(Struct, frozen=True, kw_only=True):
+    """How a tool call's permission was decided, as its tool result records it.
+
+    ``tool_result_meta[].permission_decision`` on stdout, ``permissionDecision``
+    beside the ``tool_result`` line on disk (2.1.332); the two keys read here are
+    spelled the same in both: ``decision`` (``accept`` | ``reject``) and
+    ``source`` (``config``: a permission mode or rule decided without asking;
+    ``user_temporary``, ``user_reject``, ...: someone was asked).
+    """
+
+    decision: str | None = None
+    source: str | None = None
+
+
+def permission_auto(call_id: str, tool: str, title: str, decided: PermissionDecision | None) -> PermissionAuto | None:
+    """``permission-auto`` for a permission decided by a mode or rule (``source: "config"``).
+
+    ``None`` when someone was asked: the live control protocol reports that as
+    ``permission-request`` / ``request-resolved``.  ``optionId`` is ``allow`` or
+    ``deny``, the ids of the options stream-json's ``can_use_tool`` requests offer.
+    """
+    if decided is None or decided.source != "config":
+        return None
+    ref = ToolCallRef(call_id=call_id, tool=tool, title=title, category=tool_category(tool))
+    return PermissionAuto(tool_call=ref, option_id="allow" if decided.decision == "accept" else "deny")
 
 
 # --------------------------------------------------------------------------

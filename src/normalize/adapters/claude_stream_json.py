@@ -113,6 +113,7 @@ from normalize import Warning as WarningBody
 from ._claude_common import (
     NULL,
     ContentBlock,
+    PermissionDecision,
     Usage,
     block_message_id,
     block_reasoning_id,
@@ -120,6 +121,7 @@ from ._claude_common import (
     call_started,
     decode_input,
     decode_tool_result,
+    permission_auto,
     present,
     text_of,
     tokens_of,
@@ -198,15 +200,9 @@ class _Conversation(Struct, frozen=True, kw_only=True, rename={"is_replay": "isR
     tool_result_meta: list[_ResultMeta] = []
 
 
-class _Decision(Struct, frozen=True, kw_only=True):
-    decision: str | None = None
-    source: str | None = None
-    reason_type: str | None = None
-
-
 class _ResultMeta(Struct, frozen=True, kw_only=True):
     id: str = ""
-    permission_decision: _Decision | None = None
+    permission_decision: PermissionDecision | None = None
     non_execution_kind: str | None = None
 
 
@@ -1055,7 +1051,7 @@ class ClaudeStreamJsonAdapter(Adapter):
             tool = call.tool if call else "unknown"
             meta = decided.get(call_id)
             if meta is not None and call_id not in self._auto_decided:
-                auto = _auto_decision(call_id, tool, call.title if call else tool, meta)
+                auto = permission_auto(call_id, tool, call.title if call else tool, meta.permission_decision)
                 if auto is not None:
                     out.append(Emit(body=auto, subagent_id=sub))
             self._auto_decided.discard(call_id)
@@ -1194,15 +1190,6 @@ class ClaudeStreamJsonAdapter(Adapter):
 
 # --------------------------------------------------------------------------
 # Helpers
-
-
-def _auto_decision(call_id: str, tool: str, title: str, meta: _ResultMeta) -> PermissionAuto | None:
-    """A permission decided by a mode or rule without asking (``source: "config"``)."""
-    d = meta.permission_decision
-    if d is None or d.source != "config":
-        return None
-    ref = ToolCallRef(call_id=call_id, tool=tool, title=title, category=tool_category(tool))
-    return PermissionAuto(tool_call=ref, option_id="allow" if d.decision == "accept" else "deny")
 
 
 def _sum_model_usage(usage: dict[str, _ModelUsage]) -> Tokens:

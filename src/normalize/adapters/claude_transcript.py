@@ -41,7 +41,9 @@ Facts (seen in Claude Code 2.1.332 files unless said otherwise):
   ``{stdout, stderr, interrupted}``, Write ``{type, filePath, content,
   structuredPatch}``, Agent ``{status, agentId, prompt, content, ...}``) or, on
   an error or refusal, the string ``"Error: ..."``.  Sub-agent tool results
-  have no ``toolUseResult``.
+  have no ``toolUseResult``.  The line also carries ``permissionDecision
+  {decision, source, reasonType}``: stream-json's ``tool_result_meta``
+  ``permission_decision`` in camelCase (``source: "config"``: no one was asked).
 * Sub-agents: a separate file per agent; every line has ``isSidechain: true``
   and ``agentId``; ``sessionId`` is the parent's.  The link to the spawning
   ``Agent`` call is only in ``agent-<id>.meta.json`` (``toolUseId``, not a
@@ -105,6 +107,7 @@ from normalize import (
     Source,
     Subagent,
     Tokens,
+    ToolCall,
     ToolChangeApplied,
     TurnComplete,
     TurnStart,
@@ -115,12 +118,14 @@ from normalize import Warning as WarningBody
 from normalize.adapters._claude_common import (
     NULL,
     ContentBlock,
+    PermissionDecision,
     ToolResultView,
     block_message_id,
     block_reasoning_id,
     call_finished,
     call_started,
     decode_tool_result,
+    permission_auto,
     present,
     tokens_of,
 )
@@ -169,6 +174,7 @@ class _Line(Struct, frozen=True):
     toolUseResult: Raw = NULL
     toolEndsTurn: bool = False
     toolDenialKind: str | None = None
+    permissionDecision: PermissionDecision | None = None
     isMeta: bool = False
     isCompactSummary: bool = False
     isApiErrorMessage: bool = False
@@ -238,6 +244,8 @@ _SUBAGENT_PHASES: dict[str, Literal["completed", "failed", "cancelled"]] = {
 class _Call(Struct):
     tool: str
     subagent: str | None
+    #: the started tool-call's title (a permission-auto names the call the same way)
+    title: str
 
 
 # --------------------------------------------------------------------------
@@ -491,6 +499,11 @@ class ClaudeTranscriptAdapter(Adapter):
         if isinstance(result, ToolResultView) and result.agent_id is not None:
             self._agents[result.agent_id] = call_id
         thread = self._thread(line)
+        if single:  # the line's permission decision (one tool result per line in 2.1.332)
+            title = call.title if call is not None else tool
+            auto = permission_auto(call_id, tool, title, line.permissionDecision)
+            if auto is not None:
+                self._put(items, auto, thread)
         # a refused call (``toolDenialKind``) never ran: no command output, no diff
         executed = line.toolDenialKind is None
         content = present(block.content)
@@ -539,8 +552,10 @@ class ClaudeTranscriptAdapter(Adapter):
             self._put(items, reasoning, thread)
         elif block.type in ("tool_use", "server_tool_use") and block.id is not None:
             tool = block.name or "unknown"
-            self._calls[block.id] = _Call(tool, thread)
-            for started in call_started(block.id, tool, present(block.input)):
+            bodies = call_started(block.id, tool, present(block.input))
+            title = next((b.title for b in bodies if isinstance(b, ToolCall) and b.title is not None), tool)
+            self._calls[block.id] = _Call(tool, thread, title)
+            for started in bodies:
                 self._put(items, started, thread)
         elif block.type.endswith("_tool_result") and block.tool_use_id is not None:
             call = self._calls.pop(block.tool_use_id, None)
