@@ -335,3 +335,35 @@ def test_permissions_link_to_their_tool_calls() -> None:
                     assert p["decision"] in ("allow", "deny")
                     linked += 1
     assert linked > 0
+
+
+def test_a_rule_deciding_an_asked_call_gives_the_rules_decision() -> None:
+    """hm asks, then its rules allow (permission-auto) and the request is withdrawn (cancelled)."""
+    from normalize import PermissionAuto, PermissionRequest, RequestResolved, ToolCallRef
+
+    ref = ToolCallRef(call_id="c1", tool="shell", title="ls", category="execute")
+    options = [PermissionOption(id="allow", kind="allow_once", label="Allow")]
+    events = [
+        _created(),
+        _env(1, TurnStart(), turn=1),
+        _env(2, ToolCall(call_id="c1", tool="shell", phase="started", category="execute"), turn=1),
+        _env(3, PermissionRequest(request_id="c1", tool_call=ref, options=options), turn=1),
+        _env(4, PermissionAuto(tool_call=ref, option_id="allow"), turn=1),
+        _env(5, RequestResolved(request_id="c1", outcome="cancelled"), turn=1),
+        _env(6, ToolCall(call_id="c1", tool="shell", phase="completed", exit_code=0), turn=1),
+    ]
+    (rows,) = tables_of(events)
+    (call,) = dicts(rows, "tool_calls")
+    assert (call["permission"], call["decision"], call["status"], call["exit_code"]) == (
+        "asked",
+        "allow",
+        "completed",
+        0,
+    )
+    assert call["duration_ms"] == 4000.0
+    perms = dicts(rows, "permissions")
+    assert [(p["mode"], p["outcome"], p["decision"]) for p in perms] == [
+        ("asked", "cancelled", "cancelled"),
+        ("auto", "auto", "allow"),
+    ]
+    assert perms[0]["latency_ms"] == 2000.0

@@ -722,8 +722,10 @@ def _rows(o: _Open, source: str, baseline: Figure) -> tuple[SessionRows, Figure]
             perms_by_call.setdefault(p.call_id, []).append(p)
     for c in o.calls.values():
         linked = perms_by_call.get(c.call_id, [])
-        asked = [p for p in linked if p.mode == "asked"]
-        chosen_perm = asked[-1] if asked else (linked[-1] if linked else None)
+        # the last decision taken wins; a request cancelled because a rule decided (hm) is no decision
+        decided = [p for p in linked if p.decision not in (None, "cancelled")]
+        chosen_perm = decided[-1] if decided else (linked[-1] if linked else None)
+        asked = any(p.mode == "asked" for p in linked)
         tables["tool_calls"].append(
             _row(
                 "tool_calls",
@@ -744,7 +746,7 @@ def _rows(o: _Open, source: str, baseline: Figure) -> tuple[SessionRows, Figure]
                     "duration_ms": _ms(c.started_at, c.ended_at),
                     "status": c.status,
                     "exit_code": c.exit_code,
-                    "permission": chosen_perm.mode if chosen_perm else None,
+                    "permission": ("asked" if asked else "auto") if chosen_perm else None,
                     "decision": (chosen_perm.decision or "unanswered") if chosen_perm else None,
                 },
             )
