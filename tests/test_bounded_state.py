@@ -1,0 +1,135 @@
+"""Bounded state: a stream that opens tool calls and never finishes them keeps an adapter's
+memory flat, and every entry forgotten on the way is reported as a warning naming it.
+
+The suite feeds 200,000 unfinished calls per adapter (a few seconds each) and compares the
+process's resident memory once every table is full with the memory at the end; set
+NORMALIZE_BOUNDED_N=1000000 to run the million by hand (docs/reliability.md has the numbers).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+import normalize
+from normalize import Session, SessionEvent
+from normalize import Warning as WarningBody
+from normalize.adapters import _limits
+
+N = int(os.environ.get("NORMALIZE_BOUNDED_N", "200000"))
+
+#: One message opening a tool call, per protocol; ``%d`` is the call's number.
+OPEN_CALL = {
+    "claude-stream-json": b'{"type":"assistant","message":{"id":"msg_%d","type":"message","role":"assistant",'
+    b'"model":"m","content":[{"type":"tool_use","id":"toolu_%d","name":"Bash","input":{"command":"ls"}}],'
+    b'"stop_reason":null},"parent_tool_use_id":null,"session_id":"s1"}',
+    "codex-app-server": b'{"method":"item/started","params":{"item":{"type":"commandExecution","id":"call_%d",'
+    b'"command":"ls","cwd":"/w","status":"inProgress","commandActions":[]},"threadId":"t1","turnId":"u1"}}',
+    "acp": b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":'
+    b'"tool_call","toolCallId":"call_%d","title":"ls","kind":"execute","status":"pending"}}}',
+    "hm-json": b'{"v":1,"type":"tool_call","session":"s1","tool":"shell","call_id":"c%d","summary":"ls",'
+    b'"input":{"command":"ls"}}',
+}
+
+#: The adapter module of each protocol (where its limits are read at construction).
+MODULES = {
+    "claude-stream-json": "claude_stream_json",
+    "codex-app-server": "codex_app_server",
+    "acp": "acp",
+    "hm-json": "hm_json",
+}
+
+#: How each adapter names an evicted call in its warning (the id follows).
+EVICTED = {
+    "claude-stream-json": "tool call toolu_",
+    "codex-app-server": "item call_",
+    "acp": "tool call call_",
+    "hm-json": "tool call c",
+}
+
+#: RSS an adapter's process may grow by between the checkpoint (every table full and turned
+#: over) and the end.  Unbounded, 160,000 more open calls take 40 MiB or more.
+SLACK = 8 * 1024 * 1024
+CHECKPOINT = 40_000
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _lines(protocol: str, start: int, stop: int) -> Iterator[bytes]:
+    template = OPEN_CALL[protocol]
+    k = template.count(b"%d")
+    for i in range(start, stop):
+        yield template % ((i,) * k)
+
+
+def _warnings(items: list[normalize.Item]) -> int:
+    return sum(isinstance(i, normalize.Emit) and isinstance(i.body, WarningBody) for i in items)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="RSS is read from /proc")
+@pytest.mark.parametrize("protocol", sorted(OPEN_CALL))
+def test_a_flood_of_unfinished_calls_keeps_memory_flat(protocol: str) -> None:
+    assert CHECKPOINT >= 2 * _limits.OPEN_CALLS  # every table has turned over before measuring
+    adapter = normalize.adapter_class(protocol)()
+    feed = adapter.feed
+    warnings = sum(_warnings(feed(line)) for line in _lines(protocol, 0, CHECKPOINT))
+    base = _rss()
+    warnings += sum(_warnings(feed(line)) for line in _lines(protocol, CHECKPOINT, N))
+    grown = _rss() - base
+    assert grown < SLACK, f"{protocol}: RSS grew {grown} bytes over {N - CHECKPOINT} more open calls"
+    # every call beyond the limit pushed an older one out, and said so
+    assert warnings == N - _limits.OPEN_CALLS
+    # the calls still remembered are the newest ones, each reported at close
+    assert _warnings(adapter.close()) == _limits.OPEN_CALLS
+
+
+@pytest.mark.parametrize("protocol", sorted(OPEN_CALL))
+def test_an_evicted_call_is_named_in_a_synthesized_warning(protocol: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(f"normalize.adapters.{MODULES[protocol]}.OPEN_CALLS", 3)
+    session = Session(normalize.adapter_class(protocol)(), clock=lambda: 0.0)
+    events = [e.event for line in _lines(protocol, 0, 5) for e in session.feed(line) if isinstance(e, SessionEvent)]
+    events += [e.event for e in session.close() if isinstance(e, SessionEvent)]
+    evicted = [e for e in events if isinstance(e.body, WarningBody) and "forgotten" in e.body.message]
+    assert len(evicted) == 2
+    for n, event in enumerate(evicted):
+        body = event.body
+        assert isinstance(body, WarningBody)
+        assert body.source == "normalize"
+        assert event.native.protocol == "core"
+        assert body.message.startswith(f"{EVICTED[protocol]}{n} forgotten: more than 3 open at once")
+    # the three newest are still open, and reported as such at close
+    never = [e for e in events if isinstance(e.body, WarningBody) and "forgotten" not in e.body.message]
+    assert len(never) == 3
+
+
+def test_bounded_table_keeps_the_newest_and_queues_what_it_evicts() -> None:
+    table: _limits.Bounded[str, int] = _limits.Bounded("tool call", 2)
+    table["a"] = 1
+    table["b"] = 2
+    table["a"] = 10  # an update is not an insertion: nothing evicted
+    assert table.evicted == []
+    table["c"] = 3
+    assert list(table) == ["b", "c"]
+    (warning,) = _limits.evictions([table])
+    assert isinstance(warning, normalize.Emit)
+    assert warning.synthetic
+    assert isinstance(warning.body, WarningBody)
+    assert warning.body.message.startswith("tool call a forgotten: more than 2 open at once")
+    assert table.evicted == []
+    assert _limits.evictions([table]) == []
+
+
+def test_recent_ids_forget_the_oldest_silently() -> None:
+    seen: _limits.Recent[str] = _limits.Recent(2)
+    for key in ("a", "b", "a", "c"):
+        seen.add(key)
+    assert "a" not in seen
+    assert list(seen) == ["b", "c"]
+    seen.discard("b")
+    seen.discard("zz")
+    assert list(seen) == ["c"]
