@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import fnmatch
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Literal
 
 from ._contract import Adapter, Sample
 from ._errors import DetectionError, UsageError
-from ._lines import DEFAULT_MAX_LINE, CaptureParser, LineProblem, Message, Record
+from ._lines import DEFAULT_MAX_LINE, CaptureParser, Message, Record
 from ._model import Origin, _Core
 from ._registry import adapter_class, detect_protocol
 from ._session import Clock, Session
@@ -69,17 +70,13 @@ def events(
             protocol = detect_protocol(sample)
         adapter = adapter_class(protocol)()
     session = Session(adapter, session_id=session_id, origin=origin, clock=clock, strict=strict)
-    for rec in _chain(head, it):
-        if isinstance(rec, LineProblem):
-            yield from session.feed_problem(rec.error, t=rec.t)
+    feed = session.feed
+    for rec in itertools.chain(head, it):
+        if isinstance(rec, Message):
+            yield from feed(rec.data, rec.from_, t=rec.t)
         else:
-            yield from session.feed(rec.data, rec.from_, t=rec.t)
+            yield from session.feed_problem(rec.error, t=rec.t)
     yield from session.close()
-
-
-def _chain(head: list[Record], rest: Iterator[Record]) -> Iterator[Record]:
-    yield from head
-    yield from rest
 
 
 class SessionInput:
