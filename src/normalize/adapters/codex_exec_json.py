@@ -57,6 +57,7 @@ from normalize import (
 )
 from normalize import Warning as WarningBody
 from normalize.adapters import _codex_items as ci
+from normalize.adapters._limits import OPEN_CALLS, OPEN_ITEMS, Bounded, reports_evictions
 
 __all__ = ["CodexExecJsonAdapter"]
 
@@ -161,11 +162,11 @@ class CodexExecJsonAdapter(Adapter):
     def __init__(self) -> None:
         super().__init__()
         #: the last plan each todo_list item showed (its completion repeats it)
-        self._plans: dict[str, list[PlanEntry]] = {}
+        self._plans: Bounded[str, list[PlanEntry]] = Bounded("plan", OPEN_ITEMS)
         #: the message of the last fatal ``error`` line of the open turn (turn.failed repeats it)
         self._last_error: str | None = None
         #: calls started and not finished: their started bodies
-        self._open_calls: dict[str, list[Body]] = {}
+        self._open_calls: Bounded[str, list[Body]] = Bounded("tool call", OPEN_CALLS)
         self._lines: dict[str, Callable[[_Line], list[Item]]] = {
             "thread.started": self._thread_started,
             "turn.started": self._turn_started,
@@ -204,6 +205,7 @@ class CodexExecJsonAdapter(Adapter):
 
     # ------------------------------------------------------------------ feed
 
+    @reports_evictions
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         try:
