@@ -82,6 +82,7 @@ from normalize import (
     WebSearch,
 )
 from normalize.adapters import _codex_items as ci
+from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent, reports_evictions
 
 __all__ = ["CodexRolloutAdapter"]
 
@@ -404,10 +405,10 @@ class CodexRolloutAdapter(Adapter):
         #: whether the file has the envelope; without it the response items are the source
         self._enveloped = True
         #: calls started and not finished, by call id
-        self._open: dict[str, _Call] = {}
+        self._open: Bounded[str, _Call] = Bounded("tool call", OPEN_CALLS)
         #: calls finished in the open turn (their later outputs repeat them)
-        self._done: set[str] = set()
-        self._searches: set[str] = set()
+        self._done: Recent[str] = Recent()
+        self._searches: Recent[str] = Recent()
         self._compacted = False
         self._total: _Tok | None = None
         self._snapshot: tuple[_Tok, _Tok | None] | None = None
@@ -483,6 +484,7 @@ class CodexRolloutAdapter(Adapter):
 
     # ------------------------------------------------------------------ feed
 
+    @reports_evictions
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         self._n += 1
@@ -891,6 +893,9 @@ class CodexRolloutAdapter(Adapter):
     def _core_command(self, item: _CoreItem) -> list[Item]:
         if ci.phase_of(item.status) == "started":
             return [Passthrough()]
+        # the call started with the model's `cmd` ("ls"); the item has the argv that ran
+        # (["/bin/bash", "-lc", "ls"]): the call keeps the title it started with
+        title = _started_title(self._open.get(item.id))
         self._finish_id(item.id)
         cwd = item.cwd[len("file://") :] if item.cwd and item.cwd.startswith("file://") else item.cwd
         return list(
@@ -902,6 +907,7 @@ class CodexRolloutAdapter(Adapter):
                 item.aggregated_output,
                 item.exit_code,
                 output_streamed=False,
+                title=title,
             )
         )
 
@@ -936,6 +942,13 @@ class CodexRolloutAdapter(Adapter):
 
     def _core_compaction(self, item: _CoreItem) -> list[Item]:
         return [ci.compaction(item.id, "completed")]
+
+
+def _started_title(call: _Call | None) -> str | None:
+    """The title a call started with (None: not seen starting)."""
+    if call is None:
+        return None
+    return next((b.title for b in call.started if isinstance(b, ToolCall)), None)
 
 
 class _Call:
