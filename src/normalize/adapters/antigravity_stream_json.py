@@ -97,6 +97,8 @@ from normalize import (
     Warning as WarningBody,
 )
 
+from ._limits import OPEN_CALLS, OPEN_ITEMS, Bounded, reports_evictions
+
 __all__ = ["AntigravityStreamJsonAdapter"]
 
 # --------------------------------------------------------------------------
@@ -353,9 +355,9 @@ class AntigravityStreamJsonAdapter(Adapter):
         #: prompts written on stdin that the CLI has not taken yet: (id, started its turn)
         self._queued: deque[tuple[str, bool]] = deque()
         self._turn: _Turn | None = None
-        self._calls: dict[int, _Call] = {}
-        self._replies: dict[int, list[str]] = {}
-        self._subagents: dict[str, str] = {}  # child conversation id -> spawning call id
+        self._calls: Bounded[int, _Call] = Bounded("tool call at step", OPEN_CALLS)
+        self._replies: Bounded[int, list[str]] = Bounded("reply at step", OPEN_ITEMS)
+        self._subagents: Bounded[str, str] = Bounded("sub-agent", OPEN_ITEMS)  # child conversation -> spawning call
         self._cumulative: Tokens | None = None
 
     # ---------------------------------------------------------------- contract
@@ -375,6 +377,7 @@ class AntigravityStreamJsonAdapter(Adapter):
                 return 0.9
         return 0.0
 
+    @reports_evictions
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         first = not self._fed
