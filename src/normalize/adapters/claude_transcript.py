@@ -131,6 +131,8 @@ from normalize.adapters._claude_common import (
 )
 from normalize.adapters._claude_common import Usage as UsageView
 
+from ._limits import OPEN_CALLS, OPEN_ITEMS, Bounded, Recent, reports_evictions
+
 __all__ = ["ClaudeTranscriptAdapter"]
 
 
@@ -273,14 +275,14 @@ class ClaudeTranscriptAdapter(Adapter):
         #: the stop_reason of the main thread's last message, once it ended the turn
         self._ending: str | None = None
         self._ending_msg: str | None = None
-        self._calls: dict[str, _Call] = {}
+        self._calls: Bounded[str, _Call] = Bounded("tool call", OPEN_CALLS)
         #: sub-agent ``agentId`` -> the spawning call id (from the parent's tool result)
-        self._agents: dict[str, str] = {}
+        self._agents: Bounded[str, str] = Bounded("sub-agent", OPEN_ITEMS)
         #: per thread: the message whose usage was given and the index of its first text block
-        self._usage_msg: dict[str | None, str] = {}
-        self._first_text: dict[str | None, tuple[str, int]] = {}
+        self._usage_msg: Bounded[str | None, str] = Bounded("thread (usage)", OPEN_ITEMS)
+        self._first_text: Bounded[str | None, tuple[str, int]] = Bounded("thread (text)", OPEN_ITEMS)
         #: uuids that already have a conversation line (user/assistant) as a child
-        self._parents: set[str] = set()
+        self._parents: Recent[str] = Recent()
         #: the last assistant line: (uuid, message.id), to tell a message's next block
         self._last_block: tuple[str, str] | None = None
 
@@ -307,6 +309,7 @@ class ClaudeTranscriptAdapter(Adapter):
 
     # ------------------------------------------------------------- feeding
 
+    @reports_evictions
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         try:
