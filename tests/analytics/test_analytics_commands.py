@@ -88,6 +88,60 @@ def test_stats_on_a_mixed_folder_gives_the_native_totals_per_agent(
     assert total["toolCalls"] == sum(total["toolCallsByCategory"].values())
 
 
+def _native_session_id(protocol: str, capture: Path) -> str | None:
+    """The agent's own session id, as the capture states it."""
+    for m in messages(capture):
+        if protocol == "claude-stream-json" and isinstance(m.get("session_id"), str):
+            return str(m["session_id"])
+        if protocol == "claude-transcript" and isinstance(m.get("sessionId"), str):
+            return str(m["sessionId"])
+        if protocol == "codex-app-server" and isinstance((m.get("params") or {}).get("threadId"), str):
+            return str(m["params"]["threadId"])
+        if protocol == "codex-rollout" and m.get("type") == "session_meta":
+            return str(m["payload"].get("session_id") or m["payload"]["id"])
+        if protocol == "codex-exec-json" and m.get("type") == "thread.started":
+            return str(m["thread_id"])
+    return None
+
+
+LIVE_AND_STORED = {
+    "claude-code": ("claude-stream-json", "claude-transcript"),
+    "codex": ("codex-app-server", "codex-exec-json", "codex-rollout"),
+}
+
+
+def test_live_recordings_and_stored_files_of_the_same_sessions_count_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Claude stream-json runs next to their transcripts, Codex app-server and exec runs next to their rollouts."""
+    expected: dict[str, dict[str, tuple[int, int]]] = {}
+    for agent, protocols in LIVE_AND_STORED.items():
+        for protocol in protocols:
+            src = ADAPTERS / protocol / "captures"
+            if not src.is_dir():
+                continue
+            shutil.copytree(src, tmp_path / protocol, ignore=lambda d, names: [n for n in names if n.startswith("35-")])
+            for capture in capture_files():
+                if protocol_of(capture) != protocol or capture.name.startswith("35-"):
+                    continue
+                sid = _native_session_id(protocol, capture)
+                totals = READERS[protocol](capture)
+                if sid is None:
+                    continue
+                seen = expected.setdefault(agent, {})
+                figure = (int(totals["input"]), int(totals["output"])) if totals else (0, 0)
+                # cumulative counters only grow: the input holding most of a session says the most
+                seen[sid] = max(seen.get(sid, (0, 0)), figure)
+    assert _run(["stats", str(tmp_path), "--json", "-j", "2"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["duplicates"] > 0
+    for agent, sessions in expected.items():
+        groups = [g for g in doc["groups"] if g["agent"] == agent]
+        assert sum(g["sessions"] for g in groups) == len(sessions), agent
+        assert sum(g["tokens"]["input"] for g in groups) == sum(i for i, _ in sessions.values()), agent
+        assert sum(g["tokens"]["output"] for g in groups) == sum(o for _, o in sessions.values()), agent
+
+
 def test_stats_table_names_every_agent(mixed: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("rich")
     assert _run(["stats", str(mixed), "-j", "1"]) == 0
@@ -277,3 +331,10 @@ def test_parquet_replacement_rewrites_the_old_rows(tmp_path: Path) -> None:
 def test_export_needs_a_target() -> None:
     with pytest.raises(UsageError):
         _run(["export", str(ADAPTERS / "hm-json")])
+
+
+def test_the_public_names_exist() -> None:
+    import normalize.analytics as analytics
+
+    assert [n for n in analytics.__all__ if not hasattr(analytics, n)] == []
+    assert analytics.ANALYTICS_SCHEMA_VERSION == "1"
