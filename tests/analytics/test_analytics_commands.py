@@ -338,3 +338,11 @@ def test_the_public_names_exist() -> None:
 
     assert [n for n in analytics.__all__ if not hasattr(analytics, n)] == []
     assert analytics.ANALYTICS_SCHEMA_VERSION == "1"
+
+
+def test_a_file_that_is_not_duckdb_is_a_clear_error(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    bad = tmp_path / "notes.duckdb"
+    bad.write_text("not a database\n")
+    with pytest.raises(UsageError, match=r"notes\.duckdb"):
+        export_duckdb(load([ADAPTERS / "hm-json"]), bad)

@@ -162,7 +162,10 @@ class DuckDBStore(_Buffered):
         super().__init__()
         duckdb = _import_duckdb()
         self.path = path
-        self.con = duckdb.connect(str(path))
+        try:
+            self.con = duckdb.connect(str(path))
+        except duckdb.Error as exc:  # locked by another process, not a DuckDB file, ...
+            raise UsageError(f"{path}: {exc}") from None
         self._create()
         known = self.con.execute(
             "SELECT session_key, turns, events, source FROM sessions WHERE parent_key IS NULL"
