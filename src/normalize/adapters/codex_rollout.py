@@ -60,6 +60,7 @@ from normalize import (
     ContextUpdated,
     ContextWindow,
     Direction,
+    Emit,
     Error,
     FileDiff,
     Item,
@@ -81,6 +82,7 @@ from normalize import (
     Usage,
     WebSearch,
 )
+from normalize import Warning as WarningBody
 from normalize.adapters import _codex_items as ci
 from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent, reports_evictions
 
@@ -525,7 +527,13 @@ class CodexRolloutAdapter(Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
-        return []
+        # a file cut before its turn ended: the calls it left open are reported, not forgotten
+        out: list[Item] = [
+            Emit(body=WarningBody(message=f"tool call {call_id} never finished", source="normalize"), synthetic=True)
+            for call_id in self._open
+        ]
+        self._open.clear()
+        return out
 
     # ------------------------------------------------------------ line types
 
@@ -917,6 +925,11 @@ class CodexRolloutAdapter(Adapter):
         call = self._open.get(item.id)
         self._finish_id(item.id)
         changes = [_change(path, change) for path, change in (item.changes or {}).items()]
+        if call is not None and call.changes:
+            # the item's `changes` is a map in its own order; keep the patch's order, so the
+            # call's title (its paths) and its diffs read as they did when it started
+            order = {c.path: i for i, c in enumerate(call.changes)}
+            changes.sort(key=lambda c: order.get(c.path, len(order)))
         seen = call.seen if call is not None else set()
         return list(ci.file_change_finished(item.id, changes, item.status, seen))
 
