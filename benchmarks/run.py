@@ -19,7 +19,6 @@ import io
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import tempfile
@@ -115,9 +114,18 @@ def throughput(protocol: str, lines: int, max_bytes: int, rounds: int) -> dict[s
 # ----------------------------------------------------------------- memory
 
 
+def _status_kb(field: str) -> int:
+    """A memory figure of this process from /proc/self/status, in KiB.
+
+    ``VmHWM`` is the peak RSS of this process image; ``ru_maxrss`` is not used because
+    Linux carries the parent's peak into a child across fork and exec.
+    """
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+
+
 def _rss_kb() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+    return _status_kb("VmRSS")
 
 
 def rss_child(protocol: str, n: int) -> None:
@@ -130,7 +138,7 @@ def rss_child(protocol: str, n: int) -> None:
         t0 = time.perf_counter()
         convert(stream, protocol, sink)
         secs = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = _status_kb("VmHWM")
     print(json.dumps({"base_kb": base, "peak_kb": peak, "lines": n, "mb": stream.bytes / 1e6, "seconds": secs}))
 
 
@@ -143,19 +151,30 @@ def rss(protocol: str, n: int) -> dict[str, Any]:
     return res
 
 
-def _wait_rss(cmd: list[str]) -> tuple[int, float, float]:
-    """Run ``cmd``; its exit status, peak RSS (MB) and wall time."""
+#: ``normalize ARGS...``, then the process's own peak RSS (KiB) on the last line of stderr
+_CLI_WITH_HWM = (
+    "import sys\n"
+    "from normalize._cli import main\n"
+    "status = main(sys.argv[1:])\n"
+    "hwm = next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:'))\n"
+    "print(hwm, file=sys.stderr)\n"
+    "sys.exit(status)\n"
+)
+
+
+def _cli_rss(args: list[str]) -> tuple[int, float, float]:
+    """Run ``normalize ARGS``; its exit status, peak RSS (MB) and wall time."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, usage.ru_maxrss / 1024, time.perf_counter() - t0
+    proc = subprocess.run(
+        [sys.executable, "-c", _CLI_WITH_HWM, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    secs = time.perf_counter() - t0
+    return proc.returncode, int(proc.stderr.split()[-1]) / 1024, secs
 
 
 def big_folder(protocol: str, mb: int) -> dict[str, Any]:
     """``normalize convert`` on a folder holding one generated file of ``mb`` MB: peak RSS."""
     template = _gen.load(protocol)
-    normalize_cli = str(Path(sys.executable).with_name("normalize"))
     with tempfile.TemporaryDirectory(prefix="normalize-bench-") as tmp:
         folder = Path(tmp) / "sessions"
         folder.mkdir()
@@ -169,8 +188,8 @@ def big_folder(protocol: str, mb: int) -> dict[str, Any]:
                     break
         small = folder / "small.jsonl"
         small.write_bytes(b"".join(_gen.lines(template, template.size)))
-        status_s, rss_small, _ = _wait_rss([normalize_cli, "convert", str(small), "-o", os.devnull])
-        status, rss_big, secs = _wait_rss([normalize_cli, "convert", str(folder), "-o", os.devnull])
+        status_s, rss_small, _ = _cli_rss(["convert", str(small), "-o", os.devnull])
+        status, rss_big, secs = _cli_rss(["convert", str(folder), "-o", os.devnull])
     return {
         "protocol": protocol,
         "mb": size / 1e6,
