@@ -317,6 +317,54 @@ def test_compacted_then_context_compacted_is_one_compaction() -> None:
     assert [(b["kind"], b.get("summary")) for b in out] == [("compaction", "summary of the chat")]
 
 
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_a_call_keeps_one_title_in_every_phase(capture: Path) -> None:
+    titles: dict[str, set[str | None]] = defaultdict(set)
+    for b in bodies(convert_capture(capture)):
+        if b["kind"] == "tool-call":
+            titles[b["callId"]].add(b.get("title"))
+    assert {k: v for k, v in titles.items() if len(v) != 1} == {}
+
+
+def _command_item(call_id: str, argv: list[str]) -> dict[str, Any]:
+    return {
+        "type": "CommandExecution",
+        "id": call_id,
+        "command": argv,
+        "cwd": "file:///w",
+        "status": "completed",
+        "aggregated_output": "a.py\n",
+        "exit_code": 0,
+    }
+
+
+def test_a_command_s_title_is_the_model_s_cmd_at_start_and_end() -> None:
+    t = "2026-11-29T19:00:00.000Z"
+    out = convert_lines(
+        env(t, "event_msg", type="task_started", turn_id="t1"),
+        env(t, "response_item", type="function_call", name="exec_command", arguments='{"cmd": "ls"}', call_id="c1"),
+        env(t, "event_msg", type="item_completed", turn_id="t1", item=_command_item("c1", ["/bin/bash", "-lc", "ls"])),
+    )
+    calls = [(b["phase"], b["title"], b["input"]["command"]) for b in out if b["kind"] == "tool-call"]
+    assert calls == [("started", "ls", "ls"), ("completed", "ls", ["/bin/bash", "-lc", "ls"])]
+
+
+def test_a_command_seen_only_at_its_end_is_titled_like_the_app_server_s() -> None:
+    t = "2026-11-29T19:00:00.000Z"
+    out = convert_lines(
+        env(t, "event_msg", type="task_started", turn_id="t1"),
+        env(
+            t,
+            "event_msg",
+            type="item_completed",
+            turn_id="t1",
+            item=_command_item("c2", ["/bin/bash", "-lc", "cat a.py"]),
+        ),
+    )
+    (call,) = [b for b in out if b["kind"] == "tool-call"]
+    assert call["title"] == "/bin/bash -lc 'cat a.py'"  # the app-server's `command` string for this argv
+
+
 def test_an_aborted_turn_closes_its_open_calls_as_failed() -> None:
     t = "2026-11-29T19:00:00.000Z"
     out = convert_lines(

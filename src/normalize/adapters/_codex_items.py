@@ -33,6 +33,8 @@ Decisions (documented in ``adapters/codex-app-server/README.md``):
 * a command's output is ``command-output`` (stream ``merged``: Codex merges
   stdout and stderr) only when no output delta was seen; the completed
   ``tool-call`` always carries the whole output, so nothing is sent twice;
+* a tool call keeps one title in every phase: a command's is its command line
+  (an argv shell-quoted), a patch's its paths sorted;
 * a declined or failed item ends ``failed``; an item still open when its turn
   ends is closed ``failed`` by the adapter;
 * a retry notice (Codex retries the model request itself and the turn goes on)
@@ -43,6 +45,7 @@ Decisions (documented in ``adapters/codex-app-server/README.md``):
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -211,7 +214,9 @@ def _command_input(command: str | Sequence[str], cwd: str | None) -> dict[str, A
 
 
 def _command_title(command: str | Sequence[str]) -> str:
-    return command if isinstance(command, str) else " ".join(command)
+    """The command as one line: a string as given; an argv shell-quoted, as the app-server
+    writes its ``command`` (``["/bin/bash", "-lc", "cat a.py"]`` -> ``/bin/bash -lc 'cat a.py'``)."""
+    return command if isinstance(command, str) else shlex.join(command)
 
 
 def command_started(call_id: str, command: str | Sequence[str], cwd: str | None) -> ToolCall:
@@ -234,9 +239,15 @@ def command_finished(
     exit_code: int | None,
     *,
     output_streamed: bool,
+    title: str | None = None,
 ) -> list[Body]:
     """The end of a command: its output (unless deltas already streamed it) and
-    one terminal ``tool-call`` carrying the whole output and exit code."""
+    one terminal ``tool-call`` carrying the whole output and exit code.
+
+    ``title``: the title the call started with, when the end names the command
+    differently (a rollout's start has the model's ``cmd``, its end the argv that
+    ran); a call keeps one title in every phase.
+    """
     out: list[Body] = []
     if output and not output_streamed:
         out.append(CommandOutput(call_id=call_id, stream="merged", delta=output))
@@ -246,7 +257,7 @@ def command_finished(
             call_id=call_id,
             tool=COMMAND_TOOL,
             phase=phase if phase != "started" else "completed",
-            title=_command_title(command),
+            title=title if title is not None else _command_title(command),
             category="execute",
             input=_command_input(command, cwd),
             output=output,
@@ -304,7 +315,9 @@ def _patch_call(call_id: str, changes: Sequence[Change], phase: Phase, status: s
         call_id=call_id,
         tool=PATCH_TOOL,
         phase=phase,
-        title=", ".join(paths) or None,
+        # sorted: a patch's text lists files in the model's order, Codex's change maps in
+        # their own; the title must not depend on which one a phase was read from
+        title=", ".join(sorted(paths)) or None,
         category=_patch_category(changes),
         locations=[Location(path=p) for p in paths] or None,
         input={"changes": [{"path": c.path, "kind": _change_kind(c)} for c in changes]},

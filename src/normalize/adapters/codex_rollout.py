@@ -925,11 +925,6 @@ class CodexRolloutAdapter(Adapter):
         call = self._open.get(item.id)
         self._finish_id(item.id)
         changes = [_change(path, change) for path, change in (item.changes or {}).items()]
-        if call is not None and call.changes:
-            # the item's `changes` is a map in its own order; keep the patch's order, so the
-            # call's title (its paths) and its diffs read as they did when it started
-            order = {c.path: i for i, c in enumerate(call.changes)}
-            changes.sort(key=lambda c: order.get(c.path, len(order)))
         seen = call.seen if call is not None else set()
         return list(ci.file_change_finished(item.id, changes, item.status, seen))
 
