@@ -346,3 +346,16 @@ def test_a_file_that_is_not_duckdb_is_a_clear_error(tmp_path: Path) -> None:
     bad.write_text("not a database\n")
     with pytest.raises(UsageError, match=r"notes\.duckdb"):
         export_duckdb(load([ADAPTERS / "hm-json"]), bad)
+
+
+def test_a_broken_normalized_file_is_reported_and_the_rest_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    golden = sorted((GOLDEN / "hm-json").rglob("*.jsonl"))
+    shutil.copy(golden[0], tmp_path / "good.jsonl")
+    lines = golden[1].read_text().splitlines()
+    (tmp_path / "bad.jsonl").write_text("\n".join([*lines[:3], '{"type": "session.event", "oops": 1}', *lines[3:]]))
+    assert _run(["stats", str(tmp_path), "--json", "-j", "1"]) == 1
+    captured = capsys.readouterr()
+    assert "bad.jsonl:4" in captured.err
+    assert json.loads(captured.out)["total"]["sessions"] == 1

@@ -131,6 +131,8 @@ def _read_safely(spec: InputSpec, keep: frozenset[str] | None = None) -> list[Se
         out = read_input(spec)
     except InputError as exc:
         return exc
+    except OSError as exc:  # one unreadable file is reported like an undetectable one; the rest goes on
+        return InputError(exc.strerror or str(exc))
     if keep is not None:
         for rows in out:
             rows.tables = {
