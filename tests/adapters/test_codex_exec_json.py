@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from helpers import ADAPTERS, capture_files, convert_capture, convert_records
-from normalize import CaptureParser, SessionEvent, SessionUpdate, detect_protocol, encode
+from normalize import CaptureParser, SessionCreated, SessionEvent, SessionUpdate, detect_protocol, encode
 from normalize._model import _Core
 from normalize.adapters.codex_exec_json import CodexExecJsonAdapter
 
@@ -109,6 +109,23 @@ def test_a_failed_turn_reports_its_error_once(capture: Path) -> None:
         ("error", None, None),
         ("turn-complete", "interrupt", "failed"),
     ]
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda c: f"{c.parent.name}/{c.name}")
+def test_the_session_is_codex_s_without_a_version(capture: Path) -> None:
+    out = convert_capture(capture)
+    (created,) = [e for e in out if isinstance(e, SessionCreated)]
+    # `codex exec --json` never says its version: left unset, not guessed
+    assert created.record.agent == "codex" and created.record.agent_version is None
+    thread = next(json.loads(x)["thread_id"] for x in capture.read_text().splitlines() if "thread.started" in x)
+    assert created.record.native_session_id == thread
+    assert {e.event.agent for e in out if isinstance(e, SessionEvent)} == {"codex"}
+
+
+def test_a_stream_without_thread_started_is_still_codex_s() -> None:
+    out = convert_lines({"type": "turn.started"}, {"type": "turn.completed"})
+    (created,) = [e for e in out if isinstance(e, SessionCreated)]
+    assert created.record.agent == "codex" and created.record.native_session_id is None
 
 
 def test_turn_failed_alone_is_an_error() -> None:
