@@ -178,3 +178,52 @@ READERS: dict[str, Callable[[Path], Totals | None]] = {
     "antigravity-stream-json": antigravity,
     "acp": acp,
 }
+
+
+# --------------------------------------------------------------------------
+# Tool calls: the ids the agent gave its calls
+
+
+def _claude_tool_ids(files: list[Path]) -> set[str]:
+    ids: set[str] = set()
+    for f in files:
+        for m in messages(f):
+            msg = m.get("message")
+            if m.get("type") == "assistant" and isinstance(msg, dict) and isinstance(msg.get("content"), list):
+                ids.update(b["id"] for b in msg["content"] if isinstance(b, dict) and b.get("type") == "tool_use")
+    return ids
+
+
+def claude_transcript_tools(path: Path) -> set[str]:
+    return _claude_tool_ids([path, *sorted((path.parent / path.name.removesuffix(".jsonl")).rglob("*.jsonl"))])
+
+
+def claude_stream_json_tools(path: Path) -> set[str]:
+    return _claude_tool_ids([path])
+
+
+def hm_json_tools(path: Path) -> set[str]:
+    return {str(m["call_id"]) for m in messages(path) if m.get("type") == "tool_call" and "call_id" in m}
+
+
+TOOL_READERS: dict[str, Callable[[Path], set[str]]] = {
+    "claude-transcript": claude_transcript_tools,
+    "claude-stream-json": claude_stream_json_tools,
+    "hm-json": hm_json_tools,
+}
+
+
+# --------------------------------------------------------------------------
+# Turns: how many the agent ran
+
+
+TURN_READERS: dict[str, Callable[[Path], int]] = {
+    # one ``result`` line closes each prompt's run
+    "claude-stream-json": lambda p: sum(1 for m in messages(p) if m.get("type") == "result"),
+    # one ``task_started`` opens each turn, whether it completes or is aborted
+    "codex-rollout": lambda p: sum(
+        1
+        for m in messages(p)
+        if m.get("type") == "event_msg" and (m.get("payload") or {}).get("type") == "task_started"
+    ),
+}

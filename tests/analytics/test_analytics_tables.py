@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from native_totals import READERS, claude_transcript_calls
+from native_totals import READERS, TOOL_READERS, TURN_READERS, claude_transcript_calls
 
 from helpers import ADAPTERS, GOLDEN, capture_files, golden_path, protocol_of
 from normalize import (
@@ -88,6 +88,22 @@ def test_claude_transcript_calls_match_the_assistant_lines(capture: Path) -> Non
     calls = [u for rows in native_rows(capture) for u in dicts(rows, "usage") if u["scope"] == "call"]
     assert sum(u["input_tokens"] for u in calls) == expected["input"]
     assert sum(u["output_tokens"] for u in calls) == expected["output"]
+
+
+@pytest.mark.parametrize("capture", [c for c in CAPTURES if protocol_of(c) in TOOL_READERS], ids=_id)
+def test_tool_calls_are_the_calls_the_agent_made(capture: Path) -> None:
+    """One ``tool_calls`` row per call id the native capture holds, sub-agents' included."""
+    expected = TOOL_READERS[protocol_of(capture)](capture)
+    got = [c["call_id"] for rows in native_rows(capture) for c in dicts(rows, "tool_calls")]
+    assert sorted(got) == sorted(expected)
+
+
+@pytest.mark.parametrize("capture", [c for c in CAPTURES if protocol_of(c) in TURN_READERS], ids=_id)
+def test_turns_are_the_turns_the_agent_ran(capture: Path) -> None:
+    expected = TURN_READERS[protocol_of(capture)](capture)
+    rows = native_rows(capture)
+    assert sum(len(r.tables["turns"]) for r in rows) == expected
+    assert sum(r.session["turns"] for r in rows) == expected
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
