@@ -93,8 +93,8 @@ class Recent(Generic[K]):
 
     __slots__ = ("_keys", "limit")
 
-    def __init__(self, limit: int = SEEN_IDS) -> None:
-        self.limit = limit
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = SEEN_IDS if limit is None else limit
         self._keys: dict[K, None] = {}
 
     def add(self, key: K) -> None:
