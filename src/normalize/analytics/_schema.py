@@ -69,6 +69,7 @@ TABLES: dict[str, tuple[tuple[str, ColumnType], ...]] = {
         ("root_key", "str"),
         ("ordinal", "int"),
         ("native_turn_id", "str"),
+        ("origin", "str"),
         ("started_at", "ts"),
         ("ended_at", "ts"),
         ("duration_ms", "float"),

@@ -174,6 +174,7 @@ def decision_of(answer: Any, options: list[PermissionOption]) -> tuple[str | Non
 @dataclass
 class _Turn:
     ordinal: int
+    origin: str
     started_at: str | None = None
     ended_at: str | None = None
     end_reason: str | None = None
@@ -429,13 +430,13 @@ class TableBuilder:
     def _on_turn_start(self, env: EventEnvelope, body: TurnStart, turn: int | None) -> None:
         if turn is None or env.subagent_id is not None:
             return
-        self._cur.turns[turn] = _Turn(turn, started_at=self._ts)
+        self._cur.turns[turn] = _Turn(turn, env.origin, started_at=self._ts)
         self._cur.last_turn = turn
 
     def _on_turn_complete(self, env: EventEnvelope, body: TurnComplete, turn: int | None) -> None:
         if turn is None or env.subagent_id is not None:
             return
-        t = self._cur.turns.setdefault(turn, _Turn(turn, started_at=self._ts))
+        t = self._cur.turns.setdefault(turn, _Turn(turn, env.origin, started_at=self._ts))
         t.ended_at = self._ts
         t.end_reason = body.reason
         t.native_stop_reason = body.stop_reason
@@ -701,6 +702,7 @@ def _rows(o: _Open, source: str, baseline: Figure) -> tuple[SessionRows, Figure]
                     "root_key": root,
                     "ordinal": n,
                     "native_turn_id": t.native_turn_id,
+                    "origin": t.origin,
                     "started_at": t.started_at,
                     "ended_at": t.ended_at,
                     "duration_ms": _ms(t.started_at, t.ended_at),
