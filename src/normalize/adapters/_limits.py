@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import wraps
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
-from normalize import Emit, Item
+from normalize import Emit, Item, MalformedMessage
 from normalize import Warning as WarningBody
 
 __all__ = [
@@ -38,8 +38,8 @@ __all__ = [
     "Bounded",
     "Recent",
     "buffer_warning",
+    "bounded_feed",
     "evictions",
-    "reports_evictions",
 ]
 
 #: A real session has a handful of calls open at once (parallel tool use reaches tens);
@@ -151,14 +151,27 @@ P = ParamSpec("P")
 A = TypeVar("A")
 
 
-def reports_evictions(feed: Callable[Concatenate[A, P], list[Item]]) -> Callable[Concatenate[A, P], list[Item]]:
-    """Decorate ``feed``: warnings for the entries it evicted from any :class:`Bounded`
-    attribute of the adapter follow the items it returns."""
+def bounded_feed(feed: Callable[Concatenate[A, P], list[Item]]) -> Callable[Concatenate[A, P], list[Item]]:
+    """Decorate ``feed`` with the two bounds every adapter shares.
+
+    * Warnings for the entries it evicted from any :class:`Bounded` attribute of the
+      adapter follow the items it returns.
+    * A message nested deeper than the decoder's recursion allows (about a thousand
+      levels; real messages stay under twenty) is :class:`~normalize.MalformedMessage`,
+      not the ``RecursionError`` msgspec raises for it.
+    """
 
     @wraps(feed)
     def wrapper(self: A, /, *args: P.args, **kwargs: P.kwargs) -> list[Item]:
-        items = feed(self, *args, **kwargs)
+        try:
+            items = feed(self, *args, **kwargs)
+        except RecursionError:
+            raise MalformedMessage("JSON nested too deeply to decode") from None
         full = [t for t in vars(self).values() if type(t) is Bounded and t.evicted]
         return items + evictions(full) if full else items
 
     return wrapper
+
+
+#: the former name, until every adapter uses :func:`bounded_feed`
+reports_evictions = bounded_feed
