@@ -114,8 +114,8 @@ from ._limits import (
     PENDING_REQUESTS,
     Bounded,
     Recent,
+    bounded_feed,
     buffer_warning,
-    reports_evictions,
 )
 
 __all__ = ["AcpAdapter"]
@@ -722,7 +722,7 @@ class AcpAdapter(Adapter):
 
     # ------------------------------------------------------------------ feeding
 
-    @reports_evictions
+    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         try:
