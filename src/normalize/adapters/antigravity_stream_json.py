@@ -97,7 +97,7 @@ from normalize import (
     Warning as WarningBody,
 )
 
-from ._limits import OPEN_CALLS, OPEN_ITEMS, Bounded, reports_evictions
+from ._limits import OPEN_CALLS, OPEN_ITEMS, Bounded, bounded_feed
 
 __all__ = ["AntigravityStreamJsonAdapter"]
 
@@ -377,7 +377,7 @@ class AntigravityStreamJsonAdapter(Adapter):
                 return 0.9
         return 0.0
 
-    @reports_evictions
+    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         first = not self._fed
