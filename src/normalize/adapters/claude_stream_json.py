@@ -128,7 +128,7 @@ from ._claude_common import (
     tool_category,
     tool_title,
 )
-from ._limits import OPEN_CALLS, OPEN_ITEMS, PENDING_REQUESTS, Bounded, Recent, reports_evictions
+from ._limits import OPEN_CALLS, OPEN_ITEMS, PENDING_REQUESTS, Bounded, Recent, bounded_feed
 
 __all__ = ["ClaudeStreamJsonAdapter"]
 
@@ -591,7 +591,7 @@ class ClaudeStreamJsonAdapter(Adapter):
 
     # -------------------------------------------------------------------- feed
 
-    @reports_evictions
+    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         head: _Head = _decode(_HEAD, message)
