@@ -131,7 +131,7 @@ from normalize.adapters._claude_common import (
 )
 from normalize.adapters._claude_common import Usage as UsageView
 
-from ._limits import OPEN_CALLS, OPEN_ITEMS, Bounded, Recent, reports_evictions
+from ._limits import OPEN_CALLS, OPEN_ITEMS, Bounded, Recent, bounded_feed
 
 __all__ = ["ClaudeTranscriptAdapter"]
 
@@ -309,7 +309,7 @@ class ClaudeTranscriptAdapter(Adapter):
 
     # ------------------------------------------------------------- feeding
 
-    @reports_evictions
+    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         try:
