@@ -102,7 +102,7 @@ from normalize import (
     Warning as WarningBody,
 )
 from normalize.adapters import _codex_items as ci
-from normalize.adapters._limits import OPEN_CALLS, PENDING_REQUESTS, Bounded, Recent, reports_evictions
+from normalize.adapters._limits import OPEN_CALLS, PENDING_REQUESTS, Bounded, Recent, bounded_feed
 
 __all__ = ["CodexAppServerAdapter"]
 
@@ -691,7 +691,7 @@ class CodexAppServerAdapter(Adapter):
                 return 0.9
         return 0.0
 
-    @reports_evictions
+    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         try:
