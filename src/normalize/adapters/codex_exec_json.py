@@ -57,7 +57,7 @@ from normalize import (
 )
 from normalize import Warning as WarningBody
 from normalize.adapters import _codex_items as ci
-from normalize.adapters._limits import OPEN_CALLS, OPEN_ITEMS, Bounded, reports_evictions
+from normalize.adapters._limits import OPEN_CALLS, OPEN_ITEMS, Bounded, bounded_feed
 
 __all__ = ["CodexExecJsonAdapter"]
 
@@ -205,7 +205,7 @@ class CodexExecJsonAdapter(Adapter):
 
     # ------------------------------------------------------------------ feed
 
-    @reports_evictions
+    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         try:
