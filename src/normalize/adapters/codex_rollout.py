@@ -84,7 +84,7 @@ from normalize import (
 )
 from normalize import Warning as WarningBody
 from normalize.adapters import _codex_items as ci
-from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent, reports_evictions
+from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent, bounded_feed
 
 __all__ = ["CodexRolloutAdapter"]
 
@@ -486,7 +486,7 @@ class CodexRolloutAdapter(Adapter):
 
     # ------------------------------------------------------------------ feed
 
-    @reports_evictions
+    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         self._n += 1
