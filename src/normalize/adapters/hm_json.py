@@ -110,8 +110,8 @@ from ._limits import (
     PENDING_REQUESTS,
     Bounded,
     Recent,
+    bounded_feed,
     buffer_warning,
-    reports_evictions,
 )
 
 __all__ = ["HmJsonAdapter"]
@@ -494,7 +494,7 @@ class HmJsonAdapter(Adapter):
 
     # ------------------------------------------------------------ feed
 
-    @reports_evictions
+    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         if from_ == "client":
