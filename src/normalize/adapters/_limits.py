@@ -171,7 +171,3 @@ def bounded_feed(feed: Callable[Concatenate[A, P], list[Item]]) -> Callable[Conc
         return items + evictions(full) if full else items
 
     return wrapper
-
-
-#: the former name, until every adapter uses :func:`bounded_feed`
-reports_evictions = bounded_feed
