@@ -2,21 +2,25 @@
 
     python tools/record/record.py --install --all --out adapters
 
-runs every scenario of ``scenarios.py`` with Claude Code (stream-json) and
-Codex (``exec --json``), each in a fresh scratch HOME and working directory
-(holding one file, ``hello.txt``), against a fake server on 127.0.0.1, and
-writes:
+runs every scenario of ``scenarios.py``, each in a fresh scratch HOME and working
+directory (holding one file, ``hello.txt``), against a fake model server on 127.0.0.1:
 
-* ``<out>/claude-stream-json/captures/claude-code-<version>/<case>.jsonl`` (stdout,
-  byte for byte) or ``<case>.tap.jsonl`` (both directions, for stdin-driven runs);
-* ``<out>/claude-transcript/captures/claude-code-<version>/<case>/`` (the session
-  files under ``~/.claude/projects/<project>/``);
-* ``<out>/codex-exec-json/captures/codex-<version>/<case>.jsonl`` and
-  ``<out>/codex-rollout/captures/codex-<version>/exec-<case>.jsonl``.
+* Claude Code (``-p`` stream-json, or stream-json on stdin):
+  ``<out>/claude-stream-json/captures/claude-code-<version>/<case>.jsonl`` (stdout, byte for
+  byte) or ``<case>.tap.jsonl``, and its session files in
+  ``<out>/claude-transcript/captures/claude-code-<version>/<case>/``;
+* Codex ``exec --json``: ``<out>/codex-exec-json/captures/codex-<version>/<case>.jsonl`` and
+  ``<out>/codex-rollout/captures/codex-<version>/exec-<case>.jsonl``;
+* Codex ``app-server`` (a JSON-RPC client on its stdio):
+  ``<out>/codex-app-server/captures/codex-<version>/<case>.tap.jsonl`` and
+  ``<out>/codex-rollout/captures/codex-<version>/app-server-<case>.jsonl``;
+* the npm ACP adapters ``claude-agent-acp`` and ``codex-acp`` (a recording ACP client):
+  ``<out>/acp/captures/<adapter>-<version>/<case>.tap.jsonl``.
 
 Tap lines splice the wire line into ``{"t":…,"from":…,"msg":<line>}`` as is.
 The scratch paths are rewritten to ``/home/user/project`` and ``/home/user``
-(also in Claude's encoded project name); nothing else is edited.
+(also in Claude's encoded project name); nothing else is edited.  A capture
+folder that exists before the run is never written to (``--overwrite`` to do so).
 
 Only 127.0.0.1 is contacted, plus the npm registry with ``--install``.
 """
@@ -24,6 +28,7 @@ Only 127.0.0.1 is contacted, plus the npm registry with ``--install``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import queue
@@ -36,18 +41,19 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scenarios import CLAUDE, CODEX, Scenario, dumps, fill, with_cwd
+from scenarios import ACP_CLAUDE, ACP_CODEX, APP_SERVER, CLAUDE, CODEX, Scenario, dumps, fill, with_cwd
 from servers import AnthropicHandler, FakeServer, ResponsesHandler
 
 HOME = b"/home/user"
 NL = b"\n"
 PROJECT = b"/home/user/project"
-PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
+KEEP = False  # --keep: leave the scratch folders (requests.jsonl, stderr) for debugging
 
 
 def now() -> str:
@@ -77,6 +83,9 @@ class Scratch:
         return data
 
     def remove(self) -> None:
+        if KEEP:
+            print(f"scratch kept: {self.root}", file=sys.stderr)
+            return
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -86,10 +95,15 @@ class Scratch:
 class TapWire:
     """Drives a CLI over stdin/stdout and keeps every line in wire order, as tap lines."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], scratch: Scratch) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], scratch: Scratch, state: dict[str, Any]) -> None:
         self.proc = proc
         self.scratch = scratch
+        self.state = state  # shared by the runs of one chain (a session id to resume)
+        self.cwd = scratch.cwd
+        self.on_request: Callable[[dict[str, Any]], None] | None = None
         self.lines: list[bytes] = []
+        self.received: list[dict[str, Any]] = []
+        self._taken: set[int] = set()
         self._lock = threading.Lock()
         self._inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -121,42 +135,87 @@ class TapWire:
         self.proc.stdin.flush()
 
     def wait(self, pred: Callable[[dict[str, Any]], bool], timeout: float = 60.0) -> dict[str, Any]:
+        """The first agent message, in wire order, that matches and no earlier wait returned.
+
+        Messages read while waiting for something else are kept, so a notification that
+        overtakes the response awaited first is still found.  Agent requests are answered
+        by ``on_request`` (when set) as soon as they are read.
+        """
+        for i, msg in enumerate(self.received):
+            if i not in self._taken and pred(msg):
+                self._taken.add(i)
+                return msg
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError("the agent did not send the awaited line in time")
-            msg = self._inbox.get(timeout=left)
+            try:
+                msg = self._inbox.get(timeout=left)
+            except queue.Empty:
+                raise TimeoutError("the agent did not send the awaited line in time") from None
             if msg is None:
                 raise EOFError("the agent closed its stdout")
+            self.received.append(msg)
+            if self.on_request is not None and "method" in msg and "id" in msg:
+                self.on_request(msg)
             if pred(msg):
+                self._taken.add(len(self.received) - 1)
                 return msg
+
+    def drain(self, seconds: float) -> None:
+        """Keep reading (and answering) for a while: late notifications end up in the capture."""
+        with contextlib.suppress(TimeoutError, EOFError):
+            self.wait(lambda m: False, seconds)
 
     def finish(self, timeout: float = 60.0) -> int:
         assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        rc = self.proc.wait(timeout)
+        with contextlib.suppress(BrokenPipeError):
+            self.proc.stdin.close()
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()  # an agent that outlives its stdin
+            try:
+                rc = self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                rc = self.proc.wait()
         self._reader.join(timeout)
         return rc
 
 
-def run_cli(argv: list[str], sc: Scenario, scratch: Scratch, env: dict[str, str]) -> tuple[int, bytes, bool]:
+def run_cli(
+    argv: list[str], sc: Scenario, scratch: Scratch, env: dict[str, str], state: dict[str, Any]
+) -> tuple[int, bytes, bool]:
     """Run one scenario: (exit code, capture bytes, is a tap file)."""
     if sc.drive is None:
         proc = subprocess.run(
             argv, cwd=scratch.cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=300, check=False
         )
         if proc.stderr:
-            (scratch.root / "stderr.txt").write_bytes(proc.stderr)
+            (scratch.root / f"stderr-{sc.case}.txt").write_bytes(proc.stderr)
+        for line in proc.stdout.splitlines():
+            with contextlib.suppress(ValueError):
+                obj = json.loads(line)
+                if isinstance(obj, dict) and isinstance(obj.get("session_id"), str):
+                    state.setdefault("session", obj["session_id"])
+                    break
         return proc.returncode, scratch.rewrite(proc.stdout), False
-    with subprocess.Popen(
-        argv, cwd=scratch.cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-    ) as p:
-        wire = TapWire(p, scratch)
+    with (
+        (scratch.root / f"stderr-{sc.case}.txt").open("wb") as err,
+        subprocess.Popen(
+            argv, cwd=scratch.cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err
+        ) as p,
+    ):
+        wire = TapWire(p, scratch, state)
         try:
             sc.drive(wire)
         finally:
             rc = wire.finish()
+            closer = state.pop("close", None)
+            if closer is not None:
+                closer()
     return rc, b"".join(line + b"\n" for line in wire.lines), True
 
 
@@ -173,36 +232,149 @@ def version_of(binary: Path) -> str:
     return m.group(0)
 
 
+def package_version(npm_dir: Path, package: str) -> str:
+    meta = json.loads((npm_dir / "node_modules" / package / "package.json").read_text())
+    return str(meta["version"])
+
+
+class Output:
+    """Where captures go: a capture folder that existed before this run is never written to.
+
+    A folder holds the captures a golden was reviewed against, so a re-recording of the same
+    agent version goes elsewhere (``--out /tmp/rec-out``) unless ``--overwrite`` says otherwise.
+    """
+
+    def __init__(self, root: Path, overwrite: bool, log: Callable[[str], None]) -> None:
+        self.root = root
+        self.overwrite = overwrite
+        self.log = log
+        self._mine: set[Path] = set()
+        self._refused: set[Path] = set()
+
+    def folder(self, protocol: str, name: str) -> Path | None:
+        path = self.root / protocol / "captures" / name
+        if path in self._mine:
+            return path
+        if path.exists() and any(path.iterdir()) and not self.overwrite and path not in self._refused:
+            self._refused.add(path)
+            self.log(f"skip {path}: it exists (record with --out elsewhere to compare, or --overwrite)")
+        if path in self._refused:
+            return None
+        path.mkdir(parents=True, exist_ok=True)
+        self._mine.add(path)
+        return path
+
+    def any_writable(self, *targets: tuple[str, str]) -> bool:
+        """Whether a run would write anything; when not, it says so and the run is skipped."""
+        for protocol, name in targets:
+            path = self.root / protocol / "captures" / name
+            if self.overwrite or path in self._mine or not (path.exists() and any(path.iterdir())):
+                return True
+        for protocol, name in targets:
+            self.folder(protocol, name)  # logs the skip
+        return False
+
+    def write(self, protocol: str, name: str, file: str, data: bytes) -> bool:
+        folder = self.folder(protocol, name)
+        if folder is None:
+            return False
+        target = folder / file
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        return True
+
+
+Setup = Callable[[Scenario, Scratch, str], tuple[dict[str, str], list[str]]]
+Collect = Callable[[Scenario, Scratch], None]
+
+
+def run_chains(
+    scenarios: list[Scenario],
+    cases: set[str] | None,
+    handler: type[BaseHTTPRequestHandler],
+    setup: Setup,
+    write: Callable[[Scenario, bytes, bool], None],
+    collect: Collect,
+    log: Callable[[str], None],
+    label: str,
+) -> None:
+    """Run the scenarios in order; a scenario that ``follows`` another reuses its scratch HOME and state.
+
+    ``setup`` gives a run's environment and argv (with the fake server's URL), ``write`` stores its
+    capture, ``collect`` copies the agent's own session files once a chain's last run is over.
+    """
+    wanted = _with_predecessors(scenarios, cases)
+    scratch: Scratch | None = None
+    state: dict[str, Any] = {}
+    chain: list[Scenario] = []
+    for k, sc in enumerate(scenarios):
+        if sc.case not in wanted:
+            continue
+        if scratch is None or sc.follows != (chain[-1].case if chain else None):
+            scratch, state, chain = Scratch(sc.case), {}, []
+        chain.append(sc)
+        with FakeServer(with_cwd(sc.script(), str(scratch.cwd)), scratch.root / "requests.jsonl", handler) as srv:
+            srv.ids.skip(state.get("ids", 0))  # a continued session gets new message ids
+            env, argv = setup(sc, scratch, srv.url)
+            argv = [a.replace("{session}", str(state.get("session", ""))) for a in fill(argv, str(scratch.cwd))]
+            try:
+                rc, data, tap = run_cli(argv, sc, scratch, env, state)
+            except (TimeoutError, EOFError, subprocess.TimeoutExpired) as e:
+                log(f"{label} {sc.case}: FAILED ({e}); scratch kept in {scratch.root}")
+                scratch = None
+                continue
+        state["ids"] = srv.ids.last
+        write(sc, data, tap)
+        log(f"{label} {sc.case}: exit {rc}, {data.count(NL)} lines")
+        nxt = next((s for s in scenarios[k + 1 :] if s.case in wanted), None)
+        if nxt is None or nxt.follows != sc.case:
+            collect(chain[-1], scratch)
+            scratch.remove()
+            scratch = None
+
+
+def _with_predecessors(scenarios: list[Scenario], cases: set[str] | None) -> set[str]:
+    if cases is None:
+        return {sc.case for sc in scenarios}
+    by_case = {sc.case: sc for sc in scenarios}
+    wanted = set(cases)
+    for case in list(cases):
+        sc = by_case.get(case)
+        while sc is not None and sc.follows is not None:
+            wanted.add(sc.follows)
+            sc = by_case.get(sc.follows)
+    return wanted
+
+
 # ---------------------------------------------------------------- Claude Code
 
 
-def record_claude(binary: Path, out: Path, cases: set[str] | None, log: Callable[[str], None]) -> None:
+def record_claude(binary: Path, out: Output, cases: set[str] | None, log: Callable[[str], None]) -> None:
     version = version_of(binary)
-    stream_dir = out / "claude-stream-json" / "captures" / f"claude-code-{version}"
-    transcript_dir = out / "claude-transcript" / "captures" / f"claude-code-{version}"
-    for sc in CLAUDE:
-        if cases and sc.case not in cases:
-            continue
-        scratch = Scratch(sc.case)
-        with FakeServer(
-            with_cwd(sc.script(), str(scratch.cwd)), scratch.root / "requests.jsonl", AnthropicHandler
-        ) as srv:
-            env = {
-                **base_env(scratch),
-                "ANTHROPIC_BASE_URL": srv.url,
-                "ANTHROPIC_API_KEY": "sk-ant-fake-key",
-                "IS_SANDBOX": "1",  # bypassPermissions as root
-                "DISABLE_AUTOUPDATER": "1",
-                **sc.env,
-            }
-            argv = [str(binary), *fill(sc.args, str(scratch.cwd))]
-            rc, data, tap = run_cli(argv, sc, scratch, env)
-        name = f"{sc.case}.tap.jsonl" if tap else f"{sc.case}.jsonl"
-        stream_dir.mkdir(parents=True, exist_ok=True)
-        (stream_dir / name).write_bytes(data)
-        copied = _claude_transcripts(scratch, transcript_dir / sc.case)
-        log(f"claude-code {version} {sc.case}: exit {rc}, {data.count(NL)} lines, {copied} session file(s)")
-        scratch.remove()
+    name = f"claude-code-{version}"
+    if not out.any_writable(("claude-stream-json", name), ("claude-transcript", name)):
+        return
+
+    def setup(sc: Scenario, scratch: Scratch, url: str) -> tuple[dict[str, str], list[str]]:
+        env = {
+            **base_env(scratch),
+            "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": "sk-ant-fake-key",
+            "IS_SANDBOX": "1",  # bypassPermissions as root
+            "DISABLE_AUTOUPDATER": "1",
+            **sc.env,
+        }
+        return env, [str(binary), *sc.args]
+
+    def write(sc: Scenario, data: bytes, tap: bool) -> None:
+        out.write("claude-stream-json", name, f"{sc.case}.tap.jsonl" if tap else f"{sc.case}.jsonl", data)
+
+    def collect(sc: Scenario, scratch: Scratch) -> None:
+        folder = out.folder("claude-transcript", name)
+        if folder is not None:
+            log(f"claude-code {version} {sc.case}: {_claude_transcripts(scratch, folder / sc.case)} session file(s)")
+
+    run_chains(CLAUDE, cases, AnthropicHandler, setup, write, collect, log, f"claude-code {version}")
 
 
 def _claude_transcripts(scratch: Scratch, dest: Path) -> int:
@@ -236,37 +408,110 @@ stream_max_retries = 1
 """
 
 
-def record_codex(binary: Path, out: Path, cases: set[str] | None, log: Callable[[str], None]) -> None:
-    version = version_of(binary)
-    exec_dir = out / "codex-exec-json" / "captures" / f"codex-{version}"
-    rollout_dir = out / "codex-rollout" / "captures" / f"codex-{version}"
-    for sc in CODEX:
-        if cases and sc.case not in cases:
-            continue
-        scratch = Scratch(sc.case)
-        codex_home = scratch.home / ".codex"
-        codex_home.mkdir()
-        with FakeServer(
-            with_cwd(sc.script(), str(scratch.cwd)), scratch.root / "requests.jsonl", ResponsesHandler
-        ) as srv:
-            (codex_home / "config.toml").write_text(CODEX_CONFIG.format(url=srv.url))
-            env = {**base_env(scratch), "CODEX_HOME": str(codex_home), **sc.env}
-            argv = [str(binary), *fill(sc.args, str(scratch.cwd))]
-            rc, data, _ = run_cli(argv, sc, scratch, env)
-        exec_dir.mkdir(parents=True, exist_ok=True)
-        (exec_dir / f"{sc.case}.jsonl").write_bytes(data)
-        rollouts = (
-            sorted((codex_home / "sessions").rglob("rollout-*.jsonl")) if (codex_home / "sessions").is_dir() else []
-        )
+def _codex_home(scratch: Scratch, url: str) -> Path:
+    codex_home = scratch.home / ".codex"
+    codex_home.mkdir(exist_ok=True)
+    (codex_home / "config.toml").write_text(CODEX_CONFIG.format(url=url))
+    return codex_home
+
+
+def _rollouts(scratch: Scratch) -> list[Path]:
+    sessions = scratch.home / ".codex" / "sessions"
+    return sorted(sessions.rglob("rollout-*.jsonl")) if sessions.is_dir() else []
+
+
+def _codex_collect(out: Output, name: str, prefix: str, log: Callable[[str], None]) -> Collect:
+    def collect(sc: Scenario, scratch: Scratch) -> None:
+        rollouts = _rollouts(scratch)
         for i, r in enumerate(rollouts):
-            rollout_dir.mkdir(parents=True, exist_ok=True)
             suffix = "" if i == 0 else f"-{i + 1}"
-            (rollout_dir / f"exec-{sc.case}{suffix}.jsonl").write_bytes(scratch.rewrite(r.read_bytes()))
-        log(f"codex {version} {sc.case}: exit {rc}, {data.count(NL)} lines, {len(rollouts)} rollout file(s)")
-        scratch.remove()
+            out.write("codex-rollout", name, f"{prefix}-{sc.case}{suffix}.jsonl", scratch.rewrite(r.read_bytes()))
+        log(f"codex {name} {sc.case}: {len(rollouts)} rollout file(s)")
+
+    return collect
+
+
+def record_codex(binary: Path, out: Output, cases: set[str] | None, log: Callable[[str], None]) -> None:
+    version = version_of(binary)
+    name = f"codex-{version}"
+    if not out.any_writable(("codex-exec-json", name), ("codex-rollout", name)):
+        return
+
+    def setup(sc: Scenario, scratch: Scratch, url: str) -> tuple[dict[str, str], list[str]]:
+        env = {**base_env(scratch), "CODEX_HOME": str(_codex_home(scratch, url)), **sc.env}
+        return env, [str(binary), *sc.args]
+
+    def write(sc: Scenario, data: bytes, tap: bool) -> None:
+        out.write("codex-exec-json", name, f"{sc.case}.jsonl", data)
+
+    collect = _codex_collect(out, name, "exec", log)
+    run_chains(CODEX, cases, ResponsesHandler, setup, write, collect, log, f"codex {version} exec")
+
+
+def record_app_server(binary: Path, out: Output, cases: set[str] | None, log: Callable[[str], None]) -> None:
+    version = version_of(binary)
+    name = f"codex-{version}"
+    if not out.any_writable(("codex-app-server", name), ("codex-rollout", name)):
+        return
+
+    def setup(sc: Scenario, scratch: Scratch, url: str) -> tuple[dict[str, str], list[str]]:
+        env = {**base_env(scratch), "CODEX_HOME": str(_codex_home(scratch, url)), **sc.env}
+        return env, [str(binary), *sc.args]
+
+    def write(sc: Scenario, data: bytes, tap: bool) -> None:
+        out.write("codex-app-server", name, f"{sc.case}.tap.jsonl", data)
+
+    collect = _codex_collect(out, name, "app-server", log)
+    run_chains(APP_SERVER, cases, ResponsesHandler, setup, write, collect, log, f"codex {version} app-server")
+
+
+# ---------------------------------------------------------------- ACP adapters
+
+
+def record_acp(
+    agent: str, binary: Path, npm_dir: Path, out: Output, cases: set[str] | None, log: Callable[[str], None]
+) -> None:
+    """The npm ACP adapter ``agent`` (claude-agent-acp or codex-acp) driven by a recording ACP client."""
+    version = package_version(npm_dir, PACKAGES[agent])
+    name = f"{agent}-{version}"
+    if not out.any_writable(("acp", name)):
+        return
+    claude = agent == "claude-agent-acp"
+    scenarios = ACP_CLAUDE if claude else ACP_CODEX
+
+    def setup(sc: Scenario, scratch: Scratch, url: str) -> tuple[dict[str, str], list[str]]:
+        env = base_env(scratch)
+        if claude:
+            env |= {
+                "ANTHROPIC_BASE_URL": url,
+                "ANTHROPIC_API_KEY": "sk-ant-fake-key",
+                "IS_SANDBOX": "1",
+                "DISABLE_AUTOUPDATER": "1",
+            }
+        else:
+            env |= {"CODEX_HOME": str(_codex_home(scratch, url))}
+        return env | sc.env, [str(binary), *sc.args]
+
+    def write(sc: Scenario, data: bytes, tap: bool) -> None:
+        out.write("acp", name, f"{sc.case}.tap.jsonl", data)
+
+    def collect(sc: Scenario, scratch: Scratch) -> None:
+        return
+
+    run_chains(scenarios, cases, AnthropicHandler if claude else ResponsesHandler, setup, write, collect, log, name)
 
 
 # ---------------------------------------------------------------- command line
+
+
+PACKAGES = {
+    "claude": "@anthropic-ai/claude-code",
+    "codex": "@openai/codex",
+    "claude-agent-acp": "@agentclientprotocol/claude-agent-acp",
+    "codex-acp": "@agentclientprotocol/codex-acp",
+}
+AGENTS = ["claude", "codex", "codex-app-server", "claude-agent-acp", "codex-acp"]
+PACKAGE_OF = {"claude": "claude", "codex": "codex", "codex-app-server": "codex"}
 
 
 def install(prefix: Path, versions: dict[str, str]) -> None:
@@ -278,36 +523,59 @@ def install(prefix: Path, versions: dict[str, str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--all", action="store_true", help="every agent and scenario")
-    p.add_argument("--agent", action="append", choices=sorted(PACKAGES), help="only this agent (repeatable)")
-    p.add_argument("--case", action="append", help="only this case (repeatable)")
+    p.add_argument("--agent", action="append", choices=AGENTS, help="only this agent (repeatable)")
+    p.add_argument("--case", action="append", help="only this case (repeatable; a resumed case brings its first run)")
     p.add_argument("--out", type=Path, default=Path("adapters"), help="the kits' root (default: adapters)")
+    p.add_argument("--overwrite", action="store_true", help="write into capture folders that already exist")
     p.add_argument("--npm-dir", type=Path, default=Path("/tmp/normalize-record-npm"), help="where the CLIs are")
     p.add_argument("--install", action="store_true", help="npm install the CLIs into --npm-dir first")
     p.add_argument("--claude-version", default="latest", help="npm version of Claude Code to install")
     p.add_argument("--codex-version", default="latest", help="npm version of Codex to install")
+    p.add_argument("--claude-agent-acp-version", default="latest", help="npm version of claude-agent-acp")
+    p.add_argument("--codex-acp-version", default="latest", help="npm version of codex-acp")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    p.add_argument("--keep", action="store_true", help="keep the scratch folders (requests.jsonl, stderr)")
     args = p.parse_args(argv)
+    global KEEP
+    KEEP = args.keep
+    table = {
+        "claude": CLAUDE,
+        "codex": CODEX,
+        "codex-app-server": APP_SERVER,
+        "claude-agent-acp": ACP_CLAUDE,
+        "codex-acp": ACP_CODEX,
+    }
     if args.list:
-        for agent, scs in (("claude", CLAUDE), ("codex", CODEX)):
-            for sc in scs:
+        for agent in AGENTS:
+            for sc in table[agent]:
                 print(f"{agent}\t{sc.case}\t{sc.about}")
         return 0
-    agents = sorted(PACKAGES) if args.all or not args.agent else args.agent
+    agents = AGENTS if args.all or not args.agent else args.agent
+    packages = sorted({PACKAGE_OF.get(a, a) for a in agents})
     if args.install:
-        install(args.npm_dir, {a: getattr(args, f"{a}_version") for a in agents})
+        install(args.npm_dir, {pkg: getattr(args, f"{pkg.replace('-', '_')}_version") for pkg in packages})
     bin_dir = args.npm_dir / "node_modules" / ".bin"
     cases = set(args.case) if args.case else None
 
     def log(line: str) -> None:
         print(line, flush=True)
 
+    out = Output(args.out, args.overwrite, log)
     for agent in agents:
-        binary = bin_dir / agent
+        binary = bin_dir / PACKAGE_OF.get(agent, agent)
         if not binary.exists():
             print(f"record: {binary} not found (use --install)", file=sys.stderr)
             return 2
-        recorder = record_claude if agent == "claude" else record_codex
-        recorder(binary, args.out, cases, log)
+        started = time.monotonic()
+        if agent == "claude":
+            record_claude(binary, out, cases, log)
+        elif agent == "codex":
+            record_codex(binary, out, cases, log)
+        elif agent == "codex-app-server":
+            record_app_server(binary, out, cases, log)
+        else:
+            record_acp(agent, binary, args.npm_dir, out, cases, log)
+        log(f"{agent}: {time.monotonic() - started:.0f} s")
     return 0
 
 

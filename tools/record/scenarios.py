@@ -13,17 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
+from rpc import AcpClientServices, Rpc, Wire, is_method
 from servers import Script, Step, Text, Thinking, Tool
-
-
-class Wire(Protocol):
-    """What a ``drive`` function gets: write a client line, wait for an agent line."""
-
-    def send(self, obj: dict[str, Any]) -> None: ...
-    def wait(self, pred: Callable[[dict[str, Any]], bool], timeout: float = 60.0) -> dict[str, Any]: ...
-
 
 Drive = Callable[[Wire], None]
 
@@ -36,6 +29,7 @@ class Scenario:
     drive: Drive | None = None  # stdin-driven: a tap capture
     env: dict[str, str] = field(default_factory=dict)
     about: str = ""
+    follows: str | None = None  # runs right after this case, in its HOME ({session} = its session id)
 
 
 def _one(marker: str, *steps: Step) -> Callable[[], Script]:
@@ -207,6 +201,19 @@ CLAUDE: list[Scenario] = [
         about="interrupt after the first text delta of a slow reply",
     ),
     Scenario(
+        "28-resume-pre",
+        ["-p", "scenario resume: hello", *STREAM],
+        _one("scenario resume", Step(blocks=(Text("Hello, first run."),))),
+        about="the first run of the session 28-resume continues",
+    ),
+    Scenario(
+        "28-resume",
+        ["--resume", "{session}", "-p", "scenario resume: why?", *STREAM],
+        _one("scenario resume", Step(blocks=(Thinking("Thinking about why."), Text("Because of the first run.")))),
+        follows="28-resume-pre",
+        about="--resume <session of 28-resume-pre> with a new prompt, a separate process",
+    ),
+    Scenario(
         "31-write-file",
         ["-p", "scenario write: create notes.txt", *STREAM, "--permission-mode", "bypassPermissions"],
         _one(
@@ -301,6 +308,369 @@ CODEX: list[Scenario] = [
         about="HTTP 500 on every request",
     ),
 ]
+
+
+# ---------------------------------------------------------------- Codex app-server
+
+APP_ARGS = ["app-server"]
+ASK = {"approvalPolicy": "on-request", "sandbox": "read-only"}
+
+
+def _app_open(w: Wire, thread: dict[str, Any] | None = None) -> tuple[Rpc, str]:
+    """initialize, initialized, thread/start: the client and the new thread's id."""
+    rpc = Rpc(w, jsonrpc=False)
+    info = {"name": "normalize_record", "title": "normalize recorder", "version": "0.1.0"}
+    rpc.call("initialize", {"clientInfo": info})
+    rpc.notify("initialized")
+    res = rpc.call("thread/start", {"cwd": "{cwd}", **(thread or {})})
+    thread_id = str(res["result"]["thread"]["id"])
+    w.state["session"] = thread_id
+    return rpc, thread_id
+
+
+def _app_turn(rpc: Rpc, thread_id: str, text: str, *, wait: bool = True) -> str:
+    """turn/start with one text input; waits for turn/completed unless told not to; the turn id."""
+    params = {"threadId": thread_id, "input": [{"type": "text", "text": text, "text_elements": []}]}
+    res = rpc.call("turn/start", params)
+    turn_id = str(res["result"]["turn"]["id"])
+    if wait:
+        rpc.wire.wait(is_method("turn/completed", turn__id=turn_id), 180)
+    return turn_id
+
+
+def _app_simple(prompt: str, thread: dict[str, Any] | None = None, decisions: tuple[str, ...] = ()) -> Drive:
+    def drive(w: Wire) -> None:
+        answers = list(decisions)
+
+        def decide(params: dict[str, Any]) -> dict[str, Any]:
+            return {"decision": answers.pop(0) if answers else "decline"}
+
+        rpc, thread_id = _app_open(w, thread)
+        rpc.handlers["item/commandExecution/requestApproval"] = decide
+        rpc.handlers["item/fileChange/requestApproval"] = decide
+        _app_turn(rpc, thread_id, prompt)
+        w.drain(1.0)
+
+    return drive
+
+
+def _app_two_turns(w: Wire) -> None:
+    rpc, thread_id = _app_open(w)
+    _app_turn(rpc, thread_id, "scenario twoturns: first question")
+    _app_turn(rpc, thread_id, "scenario twoturns: second question")
+    w.drain(1.0)
+
+
+def _app_interrupt(w: Wire) -> None:
+    rpc, thread_id = _app_open(w)
+    turn_id = _app_turn(rpc, thread_id, "scenario interrupt: tell a long story", wait=False)
+    w.wait(is_method("item/agentMessage/delta", turnId=turn_id), 120)
+    rpc.call("turn/interrupt", {"threadId": thread_id, "turnId": turn_id})
+    w.wait(is_method("turn/completed", turn__id=turn_id), 120)
+    _app_turn(rpc, thread_id, "scenario interrupt: and now briefly")
+    w.drain(1.0)
+
+
+def _app_resume(w: Wire) -> None:
+    rpc = Rpc(w, jsonrpc=False)
+    info = {"name": "normalize_record", "title": "normalize recorder", "version": "0.1.0"}
+    rpc.call("initialize", {"clientInfo": info})
+    rpc.notify("initialized")
+    thread_id = str(w.state["session"])
+    rpc.call("thread/resume", {"threadId": thread_id, "cwd": "{cwd}"})
+    _app_turn(rpc, thread_id, "scenario resume: second question")
+    w.drain(1.0)
+
+
+def _escalated(cmd: str, why: str) -> Tool:
+    return Tool(
+        "exec_command",
+        {"cmd": cmd, "workdir": "{cwd}", "sandbox_permissions": "require_escalated", "justification": why},
+    )
+
+
+_PATCH = (
+    "*** Begin Patch\n*** Update File: hello.txt\n@@\n-hello world\n+hello, world\n"
+    "*** Add File: notes.txt\n+some notes\n*** End Patch"
+)
+
+APP_SERVER: list[Scenario] = [
+    Scenario(
+        "a_simple_text",
+        APP_ARGS,
+        _one(
+            "scenario text",
+            Step(blocks=(Thinking("**Greeting the user**"), Text("Hello from the fake Responses server!"))),
+        ),
+        drive=_app_simple("scenario text: hello"),
+        about="initialize, thread/start, one turn: reasoning and a streamed answer",
+    ),
+    Scenario(
+        "b_command_approval_accept",
+        APP_ARGS,
+        _one(
+            "scenario accept",
+            Step(blocks=(Text("I'll list the files."), _escalated("ls -1", "Do you allow listing the files?"))),
+            Step(blocks=(Text("There is one file: hello.txt."),)),
+        ),
+        drive=_app_simple("scenario accept: list the files", ASK, ("accept",)),
+        about="read-only, on-request: an escalated command, approval answered accept",
+    ),
+    Scenario(
+        "c_command_approval_decline",
+        APP_ARGS,
+        _one(
+            "scenario decline",
+            Step(blocks=(_escalated("rm -f hello.txt", "Do you allow removing hello.txt?"),)),
+            Step(blocks=(Text("Understood, I left hello.txt alone."),)),
+        ),
+        drive=_app_simple("scenario decline: remove hello.txt", ASK, ("decline",)),
+        about="the same, answered decline",
+    ),
+    Scenario(
+        "d_file_change_approval",
+        APP_ARGS,
+        _one(
+            "scenario patch",
+            Step(blocks=(Tool("apply_patch", {"input": _PATCH}, custom=True),)),
+            Step(blocks=(Text("Updated hello.txt and added notes.txt."),)),
+        ),
+        drive=_app_simple("scenario patch: edit hello.txt, add notes.txt", ASK, ("accept",)),
+        about="apply_patch updating one file and adding one, fileChange approval accepted",
+    ),
+    Scenario(
+        "e_two_turns",
+        APP_ARGS,
+        _one(
+            "scenario twoturns",
+            Step(blocks=(Text("First answer."),)),
+            Step(blocks=(Thinking("Thinking about the second question."), Text("Second answer."))),
+        ),
+        drive=_app_two_turns,
+        about="two turns on one thread",
+    ),
+    Scenario(
+        "f_interrupt",
+        APP_ARGS,
+        _one(
+            "scenario interrupt",
+            Step(blocks=(Text(_STORY),), delay=0.7),
+            Step(blocks=(Text("Briefly: done."),)),
+        ),
+        drive=_app_interrupt,
+        about="turn/interrupt after the first agentMessage delta of a slow reply, then a new turn",
+    ),
+    Scenario(
+        "g_resume_pre",
+        APP_ARGS,
+        _one("scenario resume", Step(blocks=(Text("First answer."),))),
+        drive=_app_simple("scenario resume: first question"),
+        about="the first process of the thread g_resume resumes",
+    ),
+    Scenario(
+        "g_resume",
+        APP_ARGS,
+        _one("scenario resume", Step(blocks=(Text("Second answer, after the resume."),))),
+        drive=_app_resume,
+        follows="g_resume_pre",
+        about="a new app-server process: thread/resume of g_resume_pre's thread, then a turn",
+    ),
+    Scenario(
+        "h_api_error",
+        APP_ARGS,
+        _one("scenario http500", Step(status=500, error_type="server_error", repeat=True)),
+        drive=_app_simple("scenario http500: hello"),
+        about="HTTP 500 on every model request: retry notice, failed turn",
+    ),
+]
+
+# ---------------------------------------------------------------- ACP adapters
+
+
+def _acp_open(w: Wire, choose: tuple[str, ...] = ()) -> Rpc:
+    """initialize with fs and terminal; permission requests answered by option kind, in order."""
+    rpc = Rpc(w, jsonrpc=True)
+    services = AcpClientServices(w.cwd, {"PATH": "/usr/bin:/bin", "HOME": str(w.cwd.parent / "home")})
+    rpc.handlers.update(services.handlers())
+    w.state["close"] = services.close
+    kinds = list(choose)
+
+    def permission(params: dict[str, Any]) -> dict[str, Any]:
+        want = kinds.pop(0) if kinds else "reject_once"
+        options = params.get("options") or []
+        pick = next((o for o in options if o.get("kind") == want), None)
+        if pick is None:
+            pick = next((o for o in options if str(o.get("kind", "")).startswith(want.split("_")[0])), None)
+        if pick is None:
+            return {"outcome": {"outcome": "cancelled"}}
+        return {"outcome": {"outcome": "selected", "optionId": pick["optionId"]}}
+
+    rpc.handlers["session/request_permission"] = permission
+    caps = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
+    info = {"name": "normalize-record", "title": "normalize recorder", "version": "0.1.0"}
+    rpc.call("initialize", {"protocolVersion": 1, "clientCapabilities": caps, "clientInfo": info})
+    return rpc
+
+
+def _acp_new(rpc: Rpc) -> str:
+    res = rpc.call("session/new", {"cwd": "{cwd}", "mcpServers": []})
+    session = str(res["result"]["sessionId"])
+    rpc.wire.state["session"] = session
+    return session
+
+
+def _acp_prompt(rpc: Rpc, session: str, text: str) -> dict[str, Any]:
+    return rpc.call("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": text}]}, 240)
+
+
+def _acp(*prompts: str, mode: str | None = None, choose: tuple[str, ...] = ()) -> Drive:
+    def drive(w: Wire) -> None:
+        rpc = _acp_open(w, choose)
+        session = _acp_new(rpc)
+        if mode is not None:
+            rpc.call("session/set_mode", {"sessionId": session, "modeId": mode})
+        for text in prompts:
+            _acp_prompt(rpc, session, text)
+        w.drain(1.0)
+
+    return drive
+
+
+def _acp_cancel(w: Wire) -> None:
+    rpc = _acp_open(w)
+    session = _acp_new(rpc)
+    params = {"sessionId": session, "prompt": [{"type": "text", "text": "scenario cancel: tell a long story"}]}
+    rid = rpc.request("session/prompt", params)
+    w.wait(is_method("session/update", update__sessionUpdate="agent_message_chunk"), 120)
+    rpc.notify("session/cancel", {"sessionId": session})
+    w.wait(lambda m: "method" not in m and m.get("id") == rid, 120)
+    _acp_prompt(rpc, session, "scenario cancel: and now briefly")
+    w.drain(1.0)
+
+
+def _acp_load(w: Wire) -> None:
+    rpc = _acp_open(w)
+    session = str(w.state["session"])
+    rpc.call("session/load", {"sessionId": session, "cwd": "{cwd}", "mcpServers": []})
+    _acp_prompt(rpc, session, "scenario load: and a second question")
+    w.drain(1.0)
+
+
+def _acp_set(prefix: str, agent: str, shell: str, edit: list[Step], cancel_delay: float) -> list[Scenario]:
+    """The ACP scenarios of one adapter; ``shell`` is its shell tool, ``edit`` its edit round trip."""
+    ask_mode = "default" if agent == "claude" else "read-only"
+
+    def shell_call(cmd: str) -> Tool:
+        if agent == "claude":
+            return Tool(shell, {"command": cmd, "description": "Run " + cmd})
+        return _escalated(cmd, f"Do you allow running {cmd}?")
+
+    return [
+        Scenario(
+            f"{prefix}-a-text-thinking",
+            [],
+            _one(
+                "scenario text",
+                Step(blocks=(Text("Hello from the fake model server!"),)),
+                Step(blocks=(Thinking("Two and two make four."), Text("2 + 2 = 4."))),
+            ),
+            drive=_acp("scenario text: hello", "scenario text: please think about 2+2"),
+            about="two prompts: a streamed text answer, then thinking and text",
+        ),
+        Scenario(
+            f"{prefix}-b-shell-allow",
+            [],
+            _one(
+                "scenario allow",
+                Step(blocks=(Text("I'll create it."), shell_call("touch made.txt"))),
+                Step(blocks=(Text("Created made.txt."),)),
+            ),
+            drive=_acp("scenario allow: create made.txt", mode=ask_mode, choose=("allow_once",)),
+            about="a shell command with a permission request, allowed once",
+        ),
+        Scenario(
+            f"{prefix}-c-shell-reject",
+            [],
+            _one(
+                "scenario reject",
+                Step(blocks=(shell_call("rm -f hello.txt"),)),
+                Step(blocks=(Text("Understood, I left hello.txt alone."),)),
+            ),
+            drive=_acp("scenario reject: remove hello.txt", mode=ask_mode, choose=("reject_once",)),
+            about="the same, rejected once",
+        ),
+        Scenario(
+            f"{prefix}-d-edit-diff",
+            [],
+            _one("scenario edit", *edit),
+            drive=_acp("scenario edit: fix hello.txt", mode=ask_mode, choose=("allow_once", "allow_once")),
+            about="a file edit with diff content, allowed",
+        ),
+        Scenario(
+            f"{prefix}-e-cancel-stream",
+            [],
+            _one(
+                "scenario cancel",
+                Step(blocks=(Text(_STORY),), delay=cancel_delay),
+                Step(blocks=(Text("Briefly: done."),)),
+            ),
+            drive=_acp_cancel,
+            about="session/cancel after the first agent_message_chunk of a slow reply, then a new prompt",
+        ),
+        Scenario(
+            f"{prefix}-f-load-pre",
+            [],
+            _one("scenario load", Step(blocks=(Text("First answer."),))),
+            drive=_acp("scenario load: first question"),
+            about="the session f-load loads, in the same HOME",
+        ),
+        Scenario(
+            f"{prefix}-f-load",
+            [],
+            _one("scenario load", Step(blocks=(Text("Second answer, after the load."),))),
+            drive=_acp_load,
+            follows=f"{prefix}-f-load-pre",
+            about="a new adapter process: session/load replays f-load-pre, then a live prompt",
+        ),
+        Scenario(
+            f"{prefix}-x-api-error",
+            [],
+            _one("scenario http500", Step(status=500, error_type="api_error", repeat=True)),
+            drive=_acp("scenario http500: hello"),
+            env={"CLAUDE_CODE_MAX_RETRIES": "1"},
+            about="HTTP 500 on every model request",
+        ),
+    ]
+
+
+ACP_CLAUDE = _acp_set(
+    "claude",
+    "claude",
+    "Bash",
+    [
+        Step(blocks=(Tool("Read", {"file_path": "{cwd}/hello.txt"}),)),
+        Step(
+            blocks=(
+                Tool(
+                    "Edit",
+                    {"file_path": "{cwd}/hello.txt", "old_string": "hello world", "new_string": "hello, world"},
+                ),
+            )
+        ),
+        Step(blocks=(Text("Fixed the comma."),)),
+    ],
+    0.7,
+)
+ACP_CODEX = _acp_set(
+    "codex",
+    "codex",
+    "exec_command",
+    [
+        Step(blocks=(Tool("apply_patch", {"input": _PATCH}, custom=True),)),
+        Step(blocks=(Text("Updated hello.txt and added notes.txt."),)),
+    ],
+    0.7,
+)
 
 
 def fill(obj: Any, cwd: str) -> Any:

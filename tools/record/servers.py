@@ -108,6 +108,15 @@ class _Counter:
             self._n += 1
             return self._n
 
+    def skip(self, n: int) -> None:
+        """Continue after ``n`` (the ids a previous run of the same session used)."""
+        with self._lock:
+            self._n = max(self._n, n)
+
+    @property
+    def last(self) -> int:
+        return self._n
+
 
 class FakeServer(ThreadingHTTPServer):
     daemon_threads = True
@@ -208,7 +217,9 @@ class AnthropicHandler(_Handler):
             return
         msgs = body.get("messages") or []
         first = _user_text(msgs[0].get("content")) if msgs else ""
-        step = self.server.script.next_step(first)
+        # A request offering no tools is a side request (a session title the agent asks for,
+        # quoting the prompt): it gets the default answer and consumes no scripted step.
+        step = self.server.script.next_step(first) if body.get("tools") else self.server.script.default
         if step.status != 200:
             err = {"type": "error", "error": {"type": step.error_type, "message": step.error_message}}
             self._json(step.status, err)
@@ -311,7 +322,8 @@ class ResponsesHandler(_Handler):
         # Codex puts its environment context in a user message first; the prompt is the last user text
         # of the first turn, so look at every user message for the marker.
         text = "\n".join(_user_text(u.get("content")) for u in users)
-        step = self.server.script.next_step(text)
+        # No tools offered: a side request (the thread title), as for Anthropic above.
+        step = self.server.script.next_step(text) if body.get("tools") else self.server.script.default
         if step.status != 200:
             self._json(step.status, {"error": {"type": step.error_type, "message": step.error_message}})
             return
