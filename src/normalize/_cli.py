@@ -214,6 +214,9 @@ def _parser() -> argparse.ArgumentParser:
     v.set_defaults(func=cmd_validate)
 
     from ._doctor import add_doctor_command
+    from .analytics._cli import add_commands as add_analytics_commands
+
+    add_analytics_commands(sub)
 
     add_doctor_command(sub)
 
