@@ -549,9 +549,10 @@ def permission_auto(call_id: str, tool: str, title: str, decided: PermissionDeci
 def tokens_of(usage: Usage) -> Tokens:
     """Anthropic usage -> Tokens.
 
-    ``input`` is the uncached input (``input_tokens``); cache reads and writes are
-    separate (``cacheRead``, ``cacheWrite``); ``total`` adds all four counts;
-    ``reasoning`` is ``output_tokens_details.thinking_tokens`` (part of ``output``).
+    Anthropic counts uncached input (``input_tokens``), cache reads and cache writes
+    apart; normalized ``input`` is all three (docs/events.md), with ``cacheRead`` and
+    ``cacheWrite`` the cached parts; ``total`` is input plus output; ``reasoning`` is
+    ``output_tokens_details.thinking_tokens`` (part of ``output``).
     """
     inp = usage.input_tokens or 0
     out = usage.output_tokens or 0
@@ -559,7 +560,7 @@ def tokens_of(usage: Usage) -> Tokens:
     cw = usage.cache_creation_input_tokens or 0
     details = usage.output_tokens_details
     return Tokens(
-        input=inp,
+        input=inp + cr + cw,
         output=out,
         total=inp + out + cr + cw,
         cache_read=usage.cache_read_input_tokens,

@@ -1197,7 +1197,7 @@ def _sum_model_usage(usage: dict[str, _ModelUsage]) -> Tokens:
     out = sum(m.output_tokens for m in usage.values())
     cr = sum(m.cache_read_input_tokens for m in usage.values())
     cw = sum(m.cache_creation_input_tokens for m in usage.values())
-    return Tokens(input=inp, output=out, total=inp + out + cr + cw, cache_read=cr, cache_write=cw)
+    return Tokens(input=inp + cr + cw, output=out, total=inp + out + cr + cw, cache_read=cr, cache_write=cw)
 
 
 def _stop_reason(

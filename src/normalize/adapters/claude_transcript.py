@@ -624,7 +624,7 @@ class ClaudeTranscriptAdapter(Adapter):
             out = sum(m.outputTokens for m in mu)
             cr = sum(m.cacheReadInputTokens for m in mu)
             cw = sum(m.cacheCreationInputTokens for m in mu)
-            tokens = Tokens(input=inp, output=out, total=inp + out + cr + cw, cache_read=cr, cache_write=cw)
+            tokens = Tokens(input=inp + cr + cw, output=out, total=inp + out + cr + cw, cache_read=cr, cache_write=cw)
         cost = Cost(amount=line.totalCostUSD, currency="USD", source="agent") if line.totalCostUSD is not None else None
         items.append(Usage(tokens=tokens, cost=cost, scope="session"))
 
