@@ -4,7 +4,9 @@ A protocol's stream repeats its captures (``adapters/<protocol>/captures/**``)
 copy after copy; every copy gets fresh ids and times, so nothing an adapter
 keys on (uuids, ``toolu_``/``msg_``/``call_`` ids, JSON-RPC ids, session ids)
 repeats from one copy to the next.  Only captures of the protocol's majority
-format (tap or plain) are used, because a file is one or the other.
+format (tap or plain) are used, because a file is one or the other; the
+``edge-cases`` folders (deliberately broken input) and lines that are not JSON
+are left out, so that every path measured reads the same valid lines.
 
 Each capture line is cut once into literal pieces and id-like tokens; a copy
 is the pieces joined with the tokens rewritten for that copy (cached per copy),
@@ -19,6 +21,8 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+import msgspec
+
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "adapters"
 
@@ -30,6 +34,15 @@ _TOKEN = re.compile(
     rb'|(?P<rpc>"id":\d+(?=[,}]))'
 )
 _KINDS = ("uuid", "pre", "date", "rpc")
+_json = msgspec.json.Decoder(msgspec.Raw)
+
+
+def _is_json(line: bytes) -> bool:
+    try:
+        _json.decode(line)
+    except msgspec.DecodeError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -48,7 +61,11 @@ class Template:
 
 
 def _files(protocol: str) -> tuple[str, list[Path]]:
-    found = sorted(p for p in (CAPTURES / protocol / "captures").rglob("*.jsonl") if p.is_file())
+    found = sorted(
+        p
+        for p in (CAPTURES / protocol / "captures").rglob("*.jsonl")
+        if p.is_file() and "edge-cases" not in p.parts  # deliberately broken input, not sessions
+    )
     taps = [p for p in found if p.name.endswith(".tap.jsonl")]
     plain = [p for p in found if not p.name.endswith(".tap.jsonl")]
     return ("tap", taps) if len(taps) >= len(plain) else ("plain", plain)
@@ -64,7 +81,7 @@ def load(protocol: str) -> Template:
     total = 0
     for path in paths:
         for raw in path.read_bytes().splitlines():
-            if not raw.strip():
+            if not raw.strip() or not _is_json(raw):
                 continue
             total += len(raw) + 1
             parts: list[tuple[int, bytes, bytes]] = []
