@@ -160,3 +160,40 @@ def test_recent_ids_forget_the_oldest_silently() -> None:
     seen.discard("b")
     seen.discard("zz")
     assert list(seen) == ["c"]
+
+
+# ------------------------------------------------------------ one start, one end per call
+
+
+def _call(phase: str, call_id: str = "c1") -> normalize.ToolCall:
+    return normalize.ToolCall(call_id=call_id, tool="Bash", phase=phase)  # type: ignore[arg-type]
+
+
+def test_a_call_starts_once_and_ends_once_whatever_the_input_repeats() -> None:
+    ledger = _limits.CallLedger()
+    assert ledger.check([_call("started")]) == [_call("started")]
+    (again,) = ledger.check([_call("started")])
+    assert isinstance(again, normalize.Problem)
+    assert isinstance(again.error, normalize.ProtocolViolation)
+    assert again.error.message == "tool call c1 already started; a second start is not reported"
+    assert ledger.check([_call("updated"), _call("completed")]) == [_call("updated"), _call("completed")]
+    # ACP agents patch a finished call: an update is kept; a second end is not
+    sub = normalize.Emit(body=_call("failed"), subagent_id="agent-1")
+    kept, refused = ledger.check([_call("updated"), sub])
+    assert kept == _call("updated")
+    assert isinstance(refused, normalize.Problem)
+    assert refused.subagent_id == "agent-1"
+    assert "already finished; a later failed phase" in refused.error.message
+    # an end whose start was never written is believed
+    assert ledger.check([_call("completed", "c2")]) == [_call("completed", "c2")]
+
+
+def test_a_duplicated_line_is_an_error_event_by_default_and_raises_in_strict_mode() -> None:
+    line = OPEN_CALL["claude-stream-json"] % (1, 1)
+    session = Session(normalize.adapter_class("claude-stream-json")(), clock=lambda: 0.0)
+    bodies = [e.event.body for e in session.feed(line) + session.feed(line) if isinstance(e, SessionEvent)]
+    assert [type(b).__name__ for b in bodies] == ["ToolCall", "Error"]
+    strict = Session(normalize.adapter_class("claude-stream-json")(), clock=lambda: 0.0, strict=True)
+    strict.feed(line)
+    with pytest.raises(normalize.ProtocolViolation, match="already started"):
+        strict.feed(line)

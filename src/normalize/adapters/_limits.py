@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import wraps
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
-from normalize import Emit, Item, MalformedMessage
+from normalize import Emit, Item, MalformedMessage, Problem, ProtocolViolation, ToolCall
 from normalize import Warning as WarningBody
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "Bounded",
     "Recent",
     "buffer_warning",
+    "CallLedger",
     "bounded_feed",
     "evictions",
 ]
@@ -147,13 +148,62 @@ def buffer_warning(what: str, key: object, limit: int = BUFFER_TEXT) -> Item:
     return Emit(body=WarningBody(message=message, source="normalize"), synthetic=True)
 
 
+class CallLedger:
+    """Each tool call has one ``started`` and one terminal phase, whatever the input repeats.
+
+    A duplicated line (a reconnect that re-sends, a capture written twice) or a result
+    read before its call would otherwise give a call two starts or two ends, which
+    consumers count twice.  The ledger remembers the calls it saw start and end (the
+    last :data:`SEEN_IDS` of each) and turns a second start, or a start or end after
+    the end, into a :class:`~normalize.ProtocolViolation` problem: an ``error`` event
+    keeping the native message in default mode, raised in strict mode.  ``updated``
+    is never refused (ACP agents patch finished calls), and a call seen ending without
+    a start (its start was never written) is let through: nothing contradicts it yet.
+    """
+
+    __slots__ = ("_ended", "_started")
+
+    def __init__(self) -> None:
+        self._started: Recent[str] = Recent()
+        self._ended: Recent[str] = Recent()
+
+    def check(self, items: list[Item]) -> list[Item]:
+        out: list[Item] = []
+        for item in items:
+            body = item.body if isinstance(item, Emit) else item
+            why = self._why(body) if isinstance(body, ToolCall) else None
+            if why is None:
+                out.append(item)
+            else:
+                subagent = item.subagent_id if isinstance(item, Emit) else None
+                out.append(Problem(error=ProtocolViolation(why), subagent_id=subagent))
+        return out
+
+    def _why(self, call: ToolCall) -> str | None:
+        cid = call.call_id
+        if call.phase == "updated":  # ACP agents patch a call after its end (load replays): kept
+            return None
+        if cid in self._ended:
+            return f"tool call {cid} already finished; a later {call.phase} phase is not reported"
+        if call.phase == "started":
+            if cid in self._started:
+                return f"tool call {cid} already started; a second start is not reported"
+            self._started.add(cid)
+        else:
+            self._ended.add(cid)
+            self._started.discard(cid)
+        return None
+
+
 P = ParamSpec("P")
 A = TypeVar("A")
 
 
 def bounded_feed(feed: Callable[Concatenate[A, P], list[Item]]) -> Callable[Concatenate[A, P], list[Item]]:
-    """Decorate ``feed`` with the two bounds every adapter shares.
+    """Decorate ``feed`` with the guards every adapter shares.
 
+    * A tool call's phases are checked by a :class:`CallLedger`: a second start or a
+      phase after the end is a ``ProtocolViolation`` problem instead.
     * Warnings for the entries it evicted from any :class:`Bounded` attribute of the
       adapter follow the items it returns.
     * A message nested deeper than the decoder's recursion allows (about a thousand
@@ -167,6 +217,11 @@ def bounded_feed(feed: Callable[Concatenate[A, P], list[Item]]) -> Callable[Conc
             items = feed(self, *args, **kwargs)
         except RecursionError:
             raise MalformedMessage("JSON nested too deeply to decode") from None
+        if any(isinstance(i, ToolCall) or (isinstance(i, Emit) and isinstance(i.body, ToolCall)) for i in items):
+            ledger = vars(self).get("_call_ledger")
+            if ledger is None:
+                ledger = vars(self)["_call_ledger"] = CallLedger()
+            items = ledger.check(items)
         full = [t for t in vars(self).values() if type(t) is Bounded and t.evicted]
         return items + evictions(full) if full else items
 
