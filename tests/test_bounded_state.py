@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
+import msgspec
 import pytest
 
 import normalize
-from normalize import Session, SessionEvent
+from helpers import capture_files, protocol_of
+from normalize import Message, Session, SessionEvent, SessionUpdate
 from normalize import Warning as WarningBody
 from normalize.adapters import _limits
 
@@ -197,3 +200,49 @@ def test_a_duplicated_line_is_an_error_event_by_default_and_raises_in_strict_mod
     strict.feed(line)
     with pytest.raises(normalize.ProtocolViolation, match="already started"):
         strict.feed(line)
+
+
+# ------------------------------------------------------------ lines over the bound
+
+#: A bound far below the default 16 MiB, so real captures have lines over it (a golden at
+#: the default would need a 16 MiB file).
+SMALL_LINE = 400
+
+
+def _capture_with_long_lines(protocol: str) -> Path:
+    for capture in capture_files():
+        if protocol_of(capture) != protocol or capture.parent.name == "edge-cases":
+            continue
+        lengths = [len(line) for line in capture.read_bytes().splitlines() if line.strip()]
+        first_long = next((i for i, n in enumerate(lengths) if n > SMALL_LINE), None)
+        if first_long is not None and any(n <= SMALL_LINE for n in lengths[first_long:]):
+            return capture  # a line within the bound follows one over it
+    raise LookupError(protocol)
+
+
+@pytest.mark.parametrize("protocol", sorted(OPEN_CALL))
+def test_a_line_over_the_bound_is_an_error_and_the_stream_goes_on(protocol: str) -> None:
+    capture = _capture_with_long_lines(protocol)
+    lines = [line for line in capture.read_bytes().splitlines() if line.strip()]
+    over = [i for i, line in enumerate(lines) if len(line) > SMALL_LINE]
+    out = list(normalize.events(normalize.read_records([capture], max_line=SMALL_LINE), protocol=protocol))
+    events = [e.event for e in out if isinstance(e, SessionEvent)]
+    too_long = [e for e in events if isinstance(e.body, normalize.Error) and e.body.error_type == "line-too-long"]
+    assert len(too_long) == len(over)
+    assert all(e.body.recoverable for e in too_long)  # type: ignore[union-attr]
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    # every message within the bound, before and after the long lines, is still there
+    messages = {r.data for r in normalize.read_records([capture], max_line=SMALL_LINE) if isinstance(r, Message)}
+    natives = [e.event.native for e in out if isinstance(e, SessionEvent)]
+    natives += [e.update for e in out if isinstance(e, SessionUpdate)]
+    assert {bytes(n.payload) for n in natives if isinstance(n.payload, msgspec.Raw)} == messages
+    first = next(i for i, e in enumerate(out) if isinstance(e, SessionEvent) and e.event is too_long[0])
+    later = [
+        e.update if isinstance(e, SessionUpdate) else e.event.native
+        for e in out[first + 1 :]
+        if isinstance(e, SessionUpdate | SessionEvent)
+    ]
+    assert any(n.protocol == protocol for n in later), "the stream goes on after a line over the bound"
+    # strict mode raises the library's own error for the first long line
+    with pytest.raises(normalize.LineTooLong):
+        list(normalize.events(normalize.read_records([capture], max_line=SMALL_LINE), protocol=protocol, strict=True))
