@@ -1,0 +1,7 @@
+# Invariant: any bytes fed as lines to a Session over the claude-stream-json adapter never raise anything in default mode, and only normalize.NormalizeError in strict mode; every event encodes to valid JSON and seq has no gap.  # noqa: E501
+"""Coverage-guided fuzzing of the claude-stream-json adapter, seeded from its captures (see README.md)."""
+
+from _harness import main
+
+if __name__ == "__main__":
+    main("claude-stream-json")
