@@ -142,16 +142,17 @@ def test_bounded_table_keeps_the_newest_and_queues_what_it_evicts() -> None:
     table["a"] = 1
     table["b"] = 2
     table["a"] = 10  # an update is not an insertion: nothing evicted
-    assert table.evicted == []
+    assert table.outbox == []
     table["c"] = 3
     assert list(table) == ["b", "c"]
-    (warning,) = _limits.evictions([table])
+    assert table.outbox == [(table, "a")]
+    (warning,) = _limits.evictions(table.outbox)
     assert isinstance(warning, normalize.Emit)
     assert warning.synthetic
     assert isinstance(warning.body, WarningBody)
     assert warning.body.message.startswith("tool call a forgotten: more than 2 open at once")
-    assert table.evicted == []
-    assert _limits.evictions([table]) == []
+    assert table.outbox == []
+    assert _limits.evictions(table.outbox) == []
 
 
 def test_recent_ids_forget_the_oldest_silently() -> None:

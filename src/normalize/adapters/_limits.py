@@ -22,9 +22,9 @@ Defaults (docs/reliability.md):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from functools import wraps
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from normalize import Emit, Item, MalformedMessage, Problem, ProtocolViolation, ToolCall
 from normalize import Warning as WarningBody
@@ -64,23 +64,25 @@ V = TypeVar("V")
 class Bounded(dict[K, V]):
     """A dict that keeps at most ``limit`` entries, evicting the oldest inserted.
 
-    Evicted keys are queued in :attr:`evicted` until :func:`evictions` turns them into
-    warnings.  ``what`` names one entry in those warnings ("tool call").
+    Each eviction is queued as ``(table, key)`` in :attr:`outbox` until :func:`evictions`
+    turns it into a warning; :func:`bounded_feed` points the outboxes of an adapter's
+    tables at one list, so that checking for evictions costs one test per message.
+    ``what`` names one entry in those warnings ("tool call").
     """
 
-    __slots__ = ("evicted", "limit", "what")
+    __slots__ = ("limit", "outbox", "what")
 
     def __init__(self, what: str, limit: int) -> None:
         super().__init__()
         self.what = what
         self.limit = limit
-        self.evicted: list[K] = []
+        self.outbox: list[tuple[Bounded[Any, Any], Any]] = []
 
     def __setitem__(self, key: K, value: V) -> None:
         if len(self) >= self.limit and key not in self:
             oldest = next(iter(self))
             super().__delitem__(oldest)
-            self.evicted.append(oldest)
+            self.outbox.append((self, oldest))
         super().__setitem__(key, value)
 
     def setdefault(self, key: K, default: V) -> V:
@@ -127,18 +129,16 @@ class Recent(Generic[K]):
         return bool(self._keys)
 
 
-def evictions(tables: Iterable[Bounded[Any, Any]]) -> list[Item]:
-    """One warning per entry evicted since the last call, and the queues emptied."""
+def evictions(outbox: list[tuple[Bounded[Any, Any], Any]]) -> list[Item]:
+    """One warning per entry evicted since the last call, and the outbox emptied."""
     out: list[Item] = []
-    for table in tables:
-        if table.evicted:
-            for key in table.evicted:
-                message = (
-                    f"{table.what} {key} forgotten: more than {table.limit} open at once; "
-                    "a later message about it is treated as unknown"
-                )
-                out.append(Emit(body=WarningBody(message=message, source="normalize"), synthetic=True))
-            table.evicted.clear()
+    for table, key in outbox:
+        message = (
+            f"{table.what} {key} forgotten: more than {table.limit} open at once; "
+            "a later message about it is treated as unknown"
+        )
+        out.append(Emit(body=WarningBody(message=message, source="normalize"), synthetic=True))
+    outbox.clear()
     return out
 
 
@@ -168,16 +168,19 @@ class CallLedger:
         self._ended: Recent[str] = Recent()
 
     def check(self, items: list[Item]) -> list[Item]:
-        out: list[Item] = []
-        for item in items:
+        """``items`` with each tool-call phase that cannot follow replaced by a problem."""
+        out: list[Item] | None = None
+        for n, item in enumerate(items):
             body = item.body if isinstance(item, Emit) else item
-            why = self._why(body) if isinstance(body, ToolCall) else None
-            if why is None:
-                out.append(item)
-            else:
+            if type(body) is not ToolCall:
+                continue
+            why = self._why(body)
+            if why is not None:
+                if out is None:
+                    out = list(items)
                 subagent = item.subagent_id if isinstance(item, Emit) else None
-                out.append(Problem(error=ProtocolViolation(why), subagent_id=subagent))
-        return out
+                out[n] = Problem(error=ProtocolViolation(why), subagent_id=subagent)
+        return items if out is None else out
 
     def _why(self, call: ToolCall) -> str | None:
         cid = call.call_id
@@ -195,34 +198,50 @@ class CallLedger:
         return None
 
 
-P = ParamSpec("P")
-A = TypeVar("A")
+F = TypeVar("F", bound=Callable[..., list[Item]])
 
 
-def bounded_feed(feed: Callable[Concatenate[A, P], list[Item]]) -> Callable[Concatenate[A, P], list[Item]]:
-    """Decorate ``feed`` with the guards every adapter shares.
+class _Guard:
+    """Per adapter instance: one outbox for its tables (made in ``__init__``), and its ledger."""
 
-    * A tool call's phases are checked by a :class:`CallLedger`: a second start or a
-      phase after the end is a ``ProtocolViolation`` problem instead.
-    * Warnings for the entries it evicted from any :class:`Bounded` attribute of the
-      adapter follow the items it returns.
+    __slots__ = ("ledger", "outbox")
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.outbox: list[tuple[Bounded[Any, Any], Any]] = []
+        for table in state.values():
+            if type(table) is Bounded:
+                self.outbox += table.outbox
+                table.outbox = self.outbox
+        self.ledger = CallLedger()
+
+
+def bounded_feed(feed: F) -> F:
+    """Decorate an adapter's ``feed(message, from_)`` with the guards every adapter shares.
+
+    * A tool call's phases are checked by a :class:`CallLedger`: a second start, or a
+      start or end after the end, is a ``ProtocolViolation`` problem instead.
+    * Warnings for the entries evicted from the adapter's :class:`Bounded` tables follow
+      the items it returns.
     * A message nested deeper than the decoder's recursion allows (about a thousand
       levels; real messages stay under twenty) is :class:`~normalize.MalformedMessage`,
       not the ``RecursionError`` msgspec raises for it.
     """
 
     @wraps(feed)
-    def wrapper(self: A, /, *args: P.args, **kwargs: P.kwargs) -> list[Item]:
+    def wrapper(self: Any, message: bytes, from_: str = "agent") -> list[Item]:
         try:
-            items = feed(self, *args, **kwargs)
+            items: list[Item] = feed(self, message, from_)
         except RecursionError:
             raise MalformedMessage("JSON nested too deeply to decode") from None
-        if any(isinstance(i, ToolCall) or (isinstance(i, Emit) and isinstance(i.body, ToolCall)) for i in items):
-            ledger = vars(self).get("_call_ledger")
-            if ledger is None:
-                ledger = vars(self)["_call_ledger"] = CallLedger()
-            items = ledger.check(items)
-        full = [t for t in vars(self).values() if type(t) is Bounded and t.evicted]
-        return items + evictions(full) if full else items
+        guard: _Guard | None = self.__dict__.get("_guard")
+        if guard is None:
+            guard = self.__dict__["_guard"] = _Guard(self.__dict__)
+        for item in items:
+            if type(item) is ToolCall or (type(item) is Emit and type(item.body) is ToolCall):
+                items = guard.ledger.check(items)
+                break
+        if guard.outbox:
+            return items + evictions(guard.outbox)
+        return items
 
-    return wrapper
+    return cast(F, wrapper)
