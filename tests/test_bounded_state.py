@@ -1,14 +1,19 @@
-"""Bounded state: a stream that opens tool calls and never finishes them keeps an adapter's
-memory flat, and every entry forgotten on the way is reported as a warning naming it.
+"""Bounded state and hostile input.
 
-The suite feeds 200,000 unfinished calls to each live agent's adapter and 100,000 to the
-others (a few seconds each) and compares the
-process's resident memory once every table is full with the memory at the end; set
-NORMALIZE_BOUNDED_N=1000000 to run the million by hand (docs/reliability.md has the numbers).
+A stream that opens tool calls and never finishes them keeps an adapter's memory flat, and
+every entry forgotten on the way is reported as a warning naming it.  The suite feeds
+200,000 unfinished calls to each live agent's adapter and 100,000 to the others (a few
+seconds each) and compares the process's resident memory once every table is full with the
+memory at the end; set NORMALIZE_BOUNDED_N=1000000 to run the million by hand
+(docs/reliability.md has the numbers).
+
+Lines over the reader's bound, repeated tool-call phases, and the edge-case captures kept
+in fuzz/edge-cases/ (the fuzzers' findings among them) are checked here too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +22,7 @@ import msgspec
 import pytest
 
 import normalize
-from helpers import capture_files, protocol_of
+from helpers import ROOT, capture_files, protocol_of
 from normalize import Message, Session, SessionEvent, SessionUpdate
 from normalize import Warning as WarningBody
 from normalize.adapters import _limits
@@ -247,3 +252,64 @@ def test_a_line_over_the_bound_is_an_error_and_the_stream_goes_on(protocol: str)
     # strict mode raises the library's own error for the first long line
     with pytest.raises(normalize.LineTooLong):
         list(normalize.events(normalize.read_records([capture], max_line=SMALL_LINE), protocol=protocol, strict=True))
+
+
+# ------------------------------------------------------------ the edge cases outside the kits
+
+EDGE_CASES = sorted((ROOT / "fuzz" / "edge-cases").glob("*/*.jsonl"))
+
+#: errorType each edge case must report (at least once), by the start of its file name.
+EXPECTED_ERROR = {
+    "invalid-utf8": "malformed",
+    "deeply-nested-json": "malformed",
+    "truncated-last-line": "truncated",
+}
+
+
+def _edge_id(p: Path) -> str:
+    return f"{p.parent.name}/{p.name}"
+
+
+@pytest.mark.parametrize("capture", EDGE_CASES, ids=_edge_id)
+def test_an_edge_case_never_raises_and_reports_what_it_breaks(capture: Path) -> None:
+    protocol = capture.parent.name
+    out = list(normalize.events(normalize.read_records([capture]), protocol=protocol, clock=lambda: 0.0))
+    events = [e.event for e in out if isinstance(e, SessionEvent)]
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    errors = [e.body.error_type for e in events if isinstance(e.body, normalize.Error)]
+    name = capture.name.split(".")[0]
+    if name in EXPECTED_ERROR:
+        assert EXPECTED_ERROR[name] in errors
+    if name in ("blank-crlf-bom", "timestamps-backwards", "fuzz-emitted-at-out-of-range"):
+        assert errors == []
+    # one start and one end per call, whatever the input repeats (ACP's tool_call is an upsert;
+    # a rollout's output before its call is kept raw and the call ends at the turn's end)
+    if (name == "duplicate-ids" and protocol != "acp") or (
+        name == "tool-result-before-call" and protocol not in ("acp", "codex-rollout")
+    ):
+        assert "protocol" in errors
+    # every message is kept: translated, kept raw, or carried by its error
+    messages = [r for r in normalize.read_records([capture]) if isinstance(r, Message)]
+    assert len([e for e in events if e.native.protocol == protocol]) + sum(
+        isinstance(e, SessionUpdate) for e in out
+    ) >= len(messages)
+    # strict mode: only the library's own errors
+    with contextlib.suppress(normalize.NormalizeError):
+        list(normalize.events(normalize.read_records([capture]), protocol=protocol, strict=True))
+
+
+def test_a_timestamp_no_calendar_holds_falls_back_to_the_capture_time() -> None:
+    capture = ROOT / "fuzz" / "edge-cases" / "codex-app-server" / "fuzz-emitted-at-out-of-range.tap.jsonl"
+    records = [r for r in normalize.read_records([capture]) if isinstance(r, Message)]
+    odd = [r for r in records if b'"emittedAtMs":155555' in r.data or b'"emittedAtMs":-1' in r.data]
+    assert len(odd) == 2
+    out = list(normalize.events(iter(records), protocol="codex-app-server", clock=lambda: 0.0))
+    for record in odd:
+        stamped = [
+            e.event.ts
+            for e in out
+            if isinstance(e, SessionEvent) and isinstance(e.event.native.payload, msgspec.Raw)
+            if bytes(e.event.native.payload) == record.data
+        ]
+        assert stamped
+        assert set(stamped) == {record.t}
