@@ -17,7 +17,8 @@ Defaults (docs/reliability.md):
 * :data:`OPEN_ITEMS`: other open things (sub-agents, prompts, streamed blocks, threads);
 * :data:`SEEN_IDS`: memory of finished ids, used to recognise duplicates (evicted
   silently: forgetting a finished id loses nothing open);
-* :data:`BUFFER_TEXT`: text buffered for one message while it streams.
+* :data:`BUFFER_TEXT`: text buffered for one message while it streams;
+* :data:`PARTIAL_INPUT`: a streamed tool input re-read as it grows.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ __all__ = [
     "BUFFER_TEXT",
     "OPEN_CALLS",
     "OPEN_ITEMS",
+    "PARTIAL_INPUT",
     "PENDING_REQUESTS",
     "SEEN_IDS",
     "Bounded",
@@ -56,6 +58,10 @@ SEEN_IDS = 100_000
 #: Text buffered for one message while it streams, in characters: 16 Mi, as the default line
 #: bound, so a message may hold as much as one line can carry.
 BUFFER_TEXT = 16 * 1024 * 1024
+#: A tool call's input streamed in pieces is re-read whole after each piece, to report it
+#: as it grows; past this many characters that would be quadratic (a large file written by
+#: a tool), so the partial input is no longer reported and the complete call carries it.
+PARTIAL_INPUT = 64 * 1024
 
 K = TypeVar("K")
 V = TypeVar("V")
