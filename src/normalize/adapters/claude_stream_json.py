@@ -128,7 +128,7 @@ from ._claude_common import (
     tool_category,
     tool_title,
 )
-from ._limits import OPEN_CALLS, OPEN_ITEMS, PENDING_REQUESTS, Bounded, Recent, bounded_feed
+from ._limits import OPEN_CALLS, OPEN_ITEMS, PARTIAL_INPUT, PENDING_REQUESTS, Bounded, Recent, bounded_feed
 
 __all__ = ["ClaudeStreamJsonAdapter"]
 
@@ -437,13 +437,14 @@ class _Call:
 class _Block:
     """A content block being streamed."""
 
-    __slots__ = ("call_id", "final", "json", "kind", "tool")
+    __slots__ = ("call_id", "final", "json", "kind", "size", "tool")
 
     def __init__(self, kind: str, call_id: str | None = None, tool: str | None = None) -> None:
         self.kind = kind
         self.call_id = call_id
         self.tool = tool
         self.json: list[str] = []
+        self.size = 0  # characters of input streamed so far
         self.final = False
 
 
@@ -1110,11 +1111,17 @@ class ClaudeStreamJsonAdapter(Adapter):
         if d.type == "thinking_delta" and d.thinking:
             return ReasoningDelta(reasoning_id=block_reasoning_id(thread.msg_id, index), text=d.thinking)
         if d.type == "input_json_delta" and block is not None and block.call_id and block.tool:
-            block.json.append(d.partial_json or "")
-            try:
-                partial = _PARTIAL_JSON.decode("".join(block.json))
-            except msgspec.DecodeError:
-                partial = None
+            fragment = d.partial_json or ""
+            block.size += len(fragment)
+            partial = None
+            if block.size <= PARTIAL_INPUT:  # re-reading a large input on every delta is quadratic
+                block.json.append(fragment)
+                try:
+                    partial = _PARTIAL_JSON.decode("".join(block.json))
+                except msgspec.DecodeError:
+                    partial = None
+            elif block.json:
+                block.json = []  # the complete assistant line carries the input
             return ToolCall(
                 call_id=block.call_id,
                 tool=block.tool,
