@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -313,3 +314,32 @@ def test_a_timestamp_no_calendar_holds_falls_back_to_the_capture_time() -> None:
         ]
         assert stamped
         assert set(stamped) == {record.t}
+
+
+def _stream_event(e: bytes) -> bytes:
+    return b'{"type":"stream_event","event":%s,"parent_tool_use_id":null,"session_id":"s1"}' % e
+
+
+def _input_piece(text: bytes) -> bytes:
+    delta = b'{"type":"input_json_delta","partial_json":"%s"}' % text.replace(b'"', b'\\"')
+    return _stream_event(b'{"type":"content_block_delta","index":0,"delta":%s}' % delta)
+
+
+def _tool_inputs(items: list[normalize.Item]) -> list[object]:
+    return [i.body.input for i in items if isinstance(i, normalize.Emit) and isinstance(i.body, normalize.ToolCall)]
+
+
+def test_a_large_streamed_tool_input_is_read_in_linear_time() -> None:
+    adapter = normalize.adapter_class("claude-stream-json")()
+    adapter.feed(_stream_event(b'{"type":"message_start","message":{"id":"m1"}}'))
+    block = b'{"type":"tool_use","id":"t1","name":"Bash","input":{}}'
+    adapter.feed(_stream_event(b'{"type":"content_block_start","index":0,"content_block":%s}' % block))
+    # a small input is reported as it grows, once it parses
+    assert _tool_inputs(adapter.feed(_input_piece(b'{"command":'))) == [None]
+    assert _tool_inputs(adapter.feed(_input_piece(b'"ls"}'))) == [{"command": "ls"}]
+    # a large one: re-reading 1.2 million characters whole after each of 60,000 pieces would
+    # take minutes; past PARTIAL_INPUT the pieces are only counted
+    started = time.perf_counter()
+    inputs = [x for _ in range(60_000) for x in _tool_inputs(adapter.feed(_input_piece(b"a" * 20)))]
+    assert time.perf_counter() - started < 15
+    assert inputs == [None] * 60_000
