@@ -806,8 +806,9 @@ class ClaudeStreamJsonAdapter(Adapter):
             self._mode, self._model = init.permission_mode, init.model
             out.append(ModeUpdate(mode_id=init.permission_mode, model=init.model))
         applied: list[ContextApplied | ToolChangeApplied] = []
-        added = [t for t in init.tools if t not in self._tools]
-        removed = [t for t in self._tools if t not in init.tools]
+        before, now = set(self._tools), set(init.tools)
+        added = [t for t in init.tools if t not in before]
+        removed = [t for t in self._tools if t not in now]
         if added or removed:
             applied.append(ToolChangeApplied(added=added or None, removed=removed or None))
         self._tools = list(init.tools)
