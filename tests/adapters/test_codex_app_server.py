@@ -53,6 +53,7 @@ def version_of(capture: Path) -> str | None:
     folder = capture.parent.name
     return folder.removeprefix("codex-") if folder in RECORDED else None
 
+
 #: Methods kept as session.update, each for a stated reason (adapters/codex-app-server/README.md).
 #: The client's requests (initialize, thread/start, turn/start, turn/interrupt) are kept too:
 #: their responses and the notifications that follow carry what they did.
