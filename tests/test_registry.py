@@ -80,3 +80,15 @@ def test_register_in_process() -> None:
     finally:
         normalize.unregister("scripted")
     assert "scripted" not in normalize.available()
+
+
+def test_detection_survives_a_message_nested_too_deeply_to_decode() -> None:
+    deep = b'{"jsonrpc":"2.0","method":"x","params":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with pytest.raises(normalize.DetectionError, match="unknown format"):
+        normalize.detect_protocol([(deep, "agent")])
+
+
+def test_a_deep_message_in_the_sample_does_not_hide_the_protocol() -> None:
+    deep = b'{"type":"assistant","message":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    first = b'{"v":1,"type":"session_start","session":"S","time":"2026-01-01T00:00:00Z","root":"/","mode":"auto"}'
+    assert normalize.detect_protocol([(first, "agent"), (deep, "agent")]) == "hm-json"

@@ -274,3 +274,12 @@ def _is_json(m: bytes) -> bool:
     except msgspec.DecodeError:
         return False
     return True
+
+
+def test_json_nested_deeper_than_the_decoder_goes_is_an_error_event_not_a_crash() -> None:
+    deep = b'{"do":[' + b"[" * 100_000 + b"]" * 100_000 + b"]}"
+    (ev,) = evs(session().feed(deep))
+    assert isinstance(ev.body, normalize.Error)
+    assert ev.body.error_type == "malformed" and "nested too deeply" in ev.body.message
+    with pytest.raises(normalize.MalformedMessage):
+        session(strict=True).feed(deep)

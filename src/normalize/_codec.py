@@ -146,7 +146,7 @@ def decode(line: bytes | str) -> _Core | StreamHeader:
             return obj  # type: ignore[no-any-return]
         env = _envelope_decoder.decode(obj.event)
         body = _body_decoder.decode(obj.event)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         raise MalformedMessage(f"not a normalized event: {exc}") from exc
     native = Native(protocol=env.native.protocol, method=env.native.method, payload=env.native.payload)
     return SessionEvent(

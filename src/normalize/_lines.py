@@ -177,7 +177,7 @@ def is_tap_line(line: bytes) -> bool:
         return False
     try:
         _tap_decoder.decode(line)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return False
     return True
 
@@ -226,7 +226,7 @@ class CaptureParser:
                 continue
             try:
                 tap = _tap_decoder.decode(line)
-            except msgspec.DecodeError as exc:
+            except (msgspec.DecodeError, RecursionError) as exc:
                 out.append(
                     LineProblem(
                         MalformedMessage(f"line {lineno} is not a tap record: {exc}", kept=_kept(line)), line=lineno
@@ -240,6 +240,6 @@ class CaptureParser:
     def _complete(line: bytes) -> bool:
         try:
             _any_decoder.decode(line)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return False
         return True

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 
+import msgspec
+
 from ._contract import Adapter, Sample
 from ._errors import DetectionError, UsageError
 
@@ -62,6 +64,27 @@ def adapter_class(protocol: str) -> type[Adapter]:
         raise UsageError(f"no adapter for protocol {protocol!r} (registered: {names})") from None
 
 
+_depth_check = msgspec.json.Decoder(msgspec.Raw)
+
+
+def _decodable(message: bytes) -> bool:
+    """False for a message nested deeper than msgspec decodes (it raises RecursionError)."""
+    try:
+        _depth_check.decode(message)
+    except RecursionError:
+        return False
+    except msgspec.DecodeError:
+        return True  # not JSON: the detectors judge that themselves
+    return True
+
+
+def _score(cls: type[Adapter], sample: Sequence[Sample]) -> float:
+    try:
+        return cls.detect(sample)
+    except RecursionError:  # a detector that still met one: not recognisably this protocol
+        return 0.0
+
+
 def detect_protocol(sample: Sequence[Sample]) -> str:
     """The protocol of an input from its first messages.
 
@@ -71,7 +94,8 @@ def detect_protocol(sample: Sequence[Sample]) -> str:
     """
     if not sample:
         raise DetectionError("empty input: no message to detect a protocol from")
-    scores = sorted(((cls.detect(sample), name) for name, cls in available().items()), reverse=True)
+    sample = [s for s in sample if _decodable(s[0])] or list(sample)
+    scores = sorted(((_score(cls, sample), name) for name, cls in available().items()), reverse=True)
     if not scores or scores[0][0] <= 0:
         head = sample[0][0][:120].decode("utf-8", errors="replace")
         raise DetectionError(f"unknown format: no adapter recognises a stream starting {head!r}")

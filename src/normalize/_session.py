@@ -114,7 +114,7 @@ def _is_json(message: bytes) -> bool:
     """Whether a message is one JSON value (checked only where no adapter decoded it)."""
     try:
         _validator.decode(message)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return False
     return True
 
@@ -212,6 +212,8 @@ class Session:
                 items = self.adapter.feed(message, from_)
             except InputError as exc:
                 items = [Problem(error=exc)]
+            except RecursionError:  # msgspec's decoders stop at a fixed depth, with this error
+                items = [Problem(error=MalformedMessage("JSON nested too deeply to read"))]
         return self._dispatch(items, message, t)
 
     def feed_problem(self, error: InputError, *, t: str | None = None) -> list[_Core]:
