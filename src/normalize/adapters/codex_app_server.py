@@ -1126,8 +1126,8 @@ class CodexAppServerAdapter(Adapter):
 
     def _on_rate_limits(self, params: Raw) -> list[Item]:
         raw = _RATE_LIMITS.decode(params).rate_limits
-        if bytes(raw) == self._rate_limits:
-            return [Passthrough()]  # unchanged
+        if bytes(raw) == self._rate_limits or not _present(raw):
+            return [Passthrough()]  # unchanged, or no limits in it (absent is omitted, never null)
         self._rate_limits = bytes(raw)
         return [Usage(rate_limits=raw)]
 
