@@ -38,6 +38,19 @@ def capture_files() -> list[Path]:
     return out
 
 
+#: Captures of deliberately broken input (adapters/<protocol>/captures/edge-cases/).
+EDGE_CASES = "edge-cases"
+
+
+def session_captures() -> list[Path]:
+    """The captures of whole sessions as agents write them: every capture but the edge cases.
+
+    Tests that compare a relay, a replay or analytics totals with the agent's own numbers
+    use these; the edge cases are for the reading and translating tests.
+    """
+    return [c for c in capture_files() if EDGE_CASES not in c.relative_to(ADAPTERS).parts]
+
+
 def protocol_of(capture: Path) -> str:
     return capture.relative_to(ADAPTERS).parts[0]
 

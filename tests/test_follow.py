@@ -13,13 +13,13 @@ import anyio
 import pytest
 
 from fakes.wire import NORMALIZE, TurnAdapter, without_ts
-from helpers import ADAPTERS, capture_files, companions, convert_records, fixed_clock, records_of, to_jsonl
+from helpers import ADAPTERS, companions, convert_records, fixed_clock, records_of, session_captures, to_jsonl
 from normalize import Error, SessionEvent, SessionStateChanged, decode, follow, register, unregister
 from normalize._model import _Core
 
 STORED = [
     c
-    for c in capture_files()
+    for c in session_captures()
     if c.relative_to(ADAPTERS).parts[0] in ("claude-transcript", "codex-rollout") and len(companions(c)) == 1
 ]
 

@@ -12,11 +12,11 @@ import pytest
 from msgspec import structs
 
 from fakes.wire import NORMALIZE, TurnAdapter
-from helpers import ADAPTERS, capture_files, companions, convert_records, fixed_clock, records_of, to_jsonl
+from helpers import ADAPTERS, companions, convert_records, fixed_clock, records_of, session_captures, to_jsonl
 from normalize import CaptureParser, NormalizeError, Pacer, SessionEvent, decode, register, replay, unregister
 from normalize._model import _Core
 
-TAPS = [c for c in capture_files() if c.name.endswith(".tap.jsonl") and len(companions(c)) == 1]
+TAPS = [c for c in session_captures() if c.name.endswith(".tap.jsonl") and len(companions(c)) == 1]
 
 
 @pytest.fixture(params=["asyncio", "trio"])

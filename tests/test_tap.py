@@ -14,7 +14,7 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from fakes.wire import NORMALIZE, TurnAdapter, agent_command, wire_lines, without_ts
-from helpers import ADAPTERS, capture_files, companions, convert_records, fixed_clock, records_of, to_jsonl
+from helpers import ADAPTERS, companions, convert_records, fixed_clock, records_of, session_captures, to_jsonl
 from normalize import (
     CaptureParser,
     NormalizeError,
@@ -29,7 +29,7 @@ from normalize import (
 )
 from normalize._model import _Core
 
-LIVE = [c for c in capture_files() if len(companions(c)) == 1]
+LIVE = [c for c in session_captures() if len(companions(c)) == 1]
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from native_totals import READERS, messages
 
-from helpers import ADAPTERS, GOLDEN, capture_files, protocol_of
+from helpers import ADAPTERS, GOLDEN, protocol_of, session_captures
+from helpers import EDGE_CASES as EDGE
 from normalize import UsageError
 from normalize.analytics import TABLES, export_duckdb, export_parquet, load, summarize
 from normalize.analytics._cli import _progress, add_commands
@@ -61,7 +62,7 @@ def _native_sessions(protocol: str) -> set[str]:
 
 def _native_tokens(protocol: str) -> tuple[int, int]:
     inp = out = 0
-    for capture in capture_files():
+    for capture in session_captures():
         if protocol_of(capture) == protocol and (t := READERS[protocol](capture)) is not None:
             inp += int(t["input"])
             out += int(t["output"])
@@ -120,8 +121,10 @@ def test_live_recordings_and_stored_files_of_the_same_sessions_count_once(
             src = ADAPTERS / protocol / "captures"
             if not src.is_dir():
                 continue
-            shutil.copytree(src, tmp_path / protocol, ignore=lambda d, names: [n for n in names if n.startswith("35-")])
-            for capture in capture_files():
+            shutil.copytree(
+                src, tmp_path / protocol, ignore=lambda d, names: [n for n in names if n.startswith("35-") or n == EDGE]
+            )
+            for capture in session_captures():
                 if protocol_of(capture) != protocol or capture.name.startswith("35-"):
                     continue
                 sid = _native_session_id(protocol, capture)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from native_totals import READERS, TOOL_READERS, TURN_READERS, claude_transcript_calls
 
-from helpers import ADAPTERS, GOLDEN, capture_files, golden_path, protocol_of
+from helpers import ADAPTERS, GOLDEN, golden_path, protocol_of, session_captures
 from normalize import (
     Cost,
     EventEnvelope,
@@ -38,7 +38,7 @@ from normalize.analytics import (
 )
 from normalize.analytics._tables import decision_of
 
-CAPTURES = capture_files()
+CAPTURES = session_captures()
 
 
 def _id(p: Path) -> str:
