@@ -283,3 +283,13 @@ def test_json_nested_deeper_than_the_decoder_goes_is_an_error_event_not_a_crash(
     assert ev.body.error_type == "malformed" and "nested too deeply" in ev.body.message
     with pytest.raises(normalize.MalformedMessage):
         session(strict=True).feed(deep)
+
+
+def test_a_line_that_never_became_a_message_keeps_what_could_be_kept() -> None:
+    s = session()
+    s.feed(msg(delta()))
+    problem = normalize.LineTooLong("line 2 is longer than 10 bytes", kept='{"x":"yyyy')
+    (ev,) = evs(s.feed_problem(problem, t="2026-01-01T00:00:01.000Z"))
+    assert isinstance(ev.body, normalize.Error) and ev.body.error_type == "line-too-long"
+    assert ev.native.payload == '{"x":"yyyy'
+    assert ev.native.protocol == "scripted" and ev.ts == "2026-01-01T00:00:01.000Z"

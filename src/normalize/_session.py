@@ -67,7 +67,7 @@ from ._model import (
 )
 from ._model import Error as ErrorBody
 
-__all__ = ["HOLD_LIMIT", "Clock", "Session", "format_ts"]
+__all__ = ["HOLD_LIMIT", "MAX_PENDING", "Clock", "Session", "format_ts"]
 
 #: How many messages a Session holds back waiting for its adapter to announce the
 #: session (``Adapter.announces_session``).  Agents announce in their first few
@@ -75,6 +75,10 @@ __all__ = ["HOLD_LIMIT", "Clock", "Session", "format_ts"]
 #: response after ``initialize``); past this bound the session is announced
 #: with what is known, so memory and latency stay bounded.
 HOLD_LIMIT = 32
+
+#: How many unanswered permission requests and questions the Session tracks for its
+#: ``waiting`` state; past it the oldest is forgotten (the adapters report theirs).
+MAX_PENDING = 10_000
 
 #: A clock returns seconds since the epoch (``time.time`` by default).
 Clock = Callable[[], float]
@@ -171,7 +175,7 @@ class Session:
         self._turns = 0
         self._turn_id: str | None = None
         self._state: SessionState = "starting"
-        self._pending: set[str] = set()
+        self._pending: dict[str, None] = {}  # open requests, oldest first (at most MAX_PENDING)
         self._created = False
         self._closed = False
         self._failed = False
@@ -222,9 +226,10 @@ class Session:
             raise UsageError("Session.feed_problem() after close()")
         if self.strict:
             raise error
+        kept = (error.kept or "").encode()  # the event carries what could be kept of the line, as text
         if self._first is None:
-            self._first = (error.kept or error.message).encode()
-        return self._dispatch([Problem(error=error)], None, t)
+            self._first = kept or error.message.encode()
+        return self._dispatch([Problem(error=error)], kept, t)
 
     def close(self) -> list[_Core]:
         """The input ended.  Settles open turns and calls; idempotent calls raise."""
@@ -419,10 +424,12 @@ class Session:
         elif role == _START:
             self._set_state(out, "running")
         elif role == _ASK:
-            self._pending.add(cast(PermissionRequest | UserQuestion, body).request_id)
+            self._pending[cast(PermissionRequest | UserQuestion, body).request_id] = None
+            if len(self._pending) > MAX_PENDING:  # the oldest was never answered: stop waiting for it
+                del self._pending[next(iter(self._pending))]
             self._set_state(out, "waiting")
         else:  # _RESOLVED
-            self._pending.discard(cast(RequestResolved, body).request_id)
+            self._pending.pop(cast(RequestResolved, body).request_id, None)
             if not self._pending:
                 self._set_state(out, "running" if self._turn_id is not None else "idle")
 
