@@ -115,7 +115,9 @@ def check_envelopes(out: list[_Core]) -> None:
     assert open_turn is None
     for core in out:  # every event encodes to JSON that decodes back to the same JSON
         line = normalize.encode(core)
-        assert msgspec.json.decode(normalize.encode(normalize.decode(line))) == msgspec.json.decode(line)
+        back = msgspec.json.decode(normalize.encode(normalize.decode(line)))
+        want = msgspec.json.decode(line)
+        assert back == want, (line[:2000], normalize.encode(normalize.decode(line))[:2000])
 
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

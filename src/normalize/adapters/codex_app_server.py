@@ -1270,13 +1270,15 @@ class CodexAppServerAdapter(Adapter):
 
     def _on_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
         self._answered.add(pending.request_id)
-        return [RequestResolved(request_id=pending.request_id, outcome="answered", answer=raw)]
+        return [
+            RequestResolved(request_id=pending.request_id, outcome="answered", answer=raw if _present(raw) else None)
+        ]
 
     def _on_elicitation_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
         self._answered.add(pending.request_id)
         action = _DECISION.decode(raw).action
         outcome: Literal["answered", "cancelled"] = "cancelled" if action == "cancel" else "answered"
-        return [RequestResolved(request_id=pending.request_id, outcome=outcome, answer=raw)]
+        return [RequestResolved(request_id=pending.request_id, outcome=outcome, answer=raw if _present(raw) else None)]
 
     def _on_tool_call_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
         r = _TOOL_CALL_RESULT.decode(raw)
