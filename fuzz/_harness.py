@@ -79,7 +79,7 @@ def corpus_seeds(protocol: str) -> list[bytes]:
     """Windows over every capture of the protocol (and its edge cases), in the fuzz input format."""
     seeds: list[bytes] = []
     captures = ROOT / "adapters" / protocol / "captures"
-    edge_cases = ROOT / "fuzz" / "edge-cases" / protocol
+    edge_cases = ROOT / "adapters" / protocol / "captures" / "edge-cases"
     for path in [*sorted(captures.rglob("*.jsonl")), *sorted(edge_cases.glob("*.jsonl"))]:
         lines = [
             (b">" if r.from_ == "client" else b"") + r.data

@@ -8,7 +8,7 @@ memory at the end; set NORMALIZE_BOUNDED_N=1000000 to run the million by hand
 (docs/reliability.md has the numbers).
 
 Lines over the reader's bound, repeated tool-call phases, and the edge-case captures kept
-in fuzz/edge-cases/ (the fuzzers' findings among them) are checked here too.
+in adapters/<protocol>/captures/edge-cases/ (the fuzzers' findings among them) are checked here too.
 """
 
 from __future__ import annotations
@@ -257,7 +257,7 @@ def test_a_line_over_the_bound_is_an_error_and_the_stream_goes_on(protocol: str)
 
 # ------------------------------------------------------------ the edge cases outside the kits
 
-EDGE_CASES = sorted((ROOT / "fuzz" / "edge-cases").glob("*/*.jsonl"))
+EDGE_CASES = sorted((ROOT / "adapters").glob("*/captures/edge-cases/*.jsonl"))
 
 #: errorType each edge case must report (at least once), by the start of its file name.
 EXPECTED_ERROR = {
@@ -268,12 +268,12 @@ EXPECTED_ERROR = {
 
 
 def _edge_id(p: Path) -> str:
-    return f"{p.parent.name}/{p.name}"
+    return f"{p.parents[2].name}/{p.name}"
 
 
 @pytest.mark.parametrize("capture", EDGE_CASES, ids=_edge_id)
 def test_an_edge_case_never_raises_and_reports_what_it_breaks(capture: Path) -> None:
-    protocol = capture.parent.name
+    protocol = capture.parents[2].name  # adapters/<protocol>/captures/edge-cases/<case>
     out = list(normalize.events(normalize.read_records([capture]), protocol=protocol, clock=lambda: 0.0))
     events = [e.event for e in out if isinstance(e, SessionEvent)]
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
@@ -300,7 +300,9 @@ def test_an_edge_case_never_raises_and_reports_what_it_breaks(capture: Path) -> 
 
 
 def test_a_timestamp_no_calendar_holds_falls_back_to_the_capture_time() -> None:
-    capture = ROOT / "fuzz" / "edge-cases" / "codex-app-server" / "fuzz-emitted-at-out-of-range.tap.jsonl"
+    capture = (
+        ROOT / "adapters" / "codex-app-server" / "captures" / "edge-cases" / "fuzz-emitted-at-out-of-range.tap.jsonl"
+    )
     records = [r for r in normalize.read_records([capture]) if isinstance(r, Message)]
     odd = [r for r in records if b'"emittedAtMs":155555' in r.data or b'"emittedAtMs":-1' in r.data]
     assert len(odd) == 2

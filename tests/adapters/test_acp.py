@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from helpers import ADAPTERS, capture_files, convert_capture, fixed_clock
+from helpers import ADAPTERS, convert_capture, fixed_clock, session_captures
 from normalize import (
     AssistantDelta,
     AssistantMessage,
@@ -43,7 +43,7 @@ from normalize._model import _Core
 from normalize.adapters.acp import AcpAdapter
 
 PROTOCOL = "acp"
-CAPTURES = [c for c in capture_files() if c.relative_to(ADAPTERS).parts[0] == PROTOCOL]
+CAPTURES = [c for c in session_captures() if c.relative_to(ADAPTERS).parts[0] == PROTOCOL]
 LOADS = [c for c in CAPTURES if "load" in c.name]
 Wire = dict[str, Any]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from helpers import ADAPTERS, ROOT, capture_files, convert_capture, convert_records
+from helpers import ADAPTERS, ROOT, convert_capture, convert_records, session_captures
 from normalize import (
     AssistantDelta,
     AssistantMessage,
@@ -39,7 +39,7 @@ from normalize import (
 from normalize._model import _Core
 
 PROTOCOL = "antigravity-stream-json"
-CAPTURES = [c for c in capture_files() if c.relative_to(ADAPTERS).parts[0] == PROTOCOL]
+CAPTURES = [c for c in session_captures() if c.relative_to(ADAPTERS).parts[0] == PROTOCOL]
 FAKES = ROOT / "tests" / "fakes"
 Line = dict[str, Any]
 CID = "c0ffee00-0000-4000-8000-000000000001"

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from helpers import ADAPTERS, capture_files, convert_capture, convert_records
+from helpers import ADAPTERS, convert_capture, convert_records, session_captures
 from normalize import CaptureParser, SessionCreated, SessionEvent, SessionUpdate, detect_protocol, encode
 from normalize._model import _Core
 from normalize.adapters.codex_exec_json import CodexExecJsonAdapter
 
-CAPTURES = [c for c in capture_files() if c.relative_to(ADAPTERS).parts[0] == "codex-exec-json"]
+CAPTURES = [c for c in session_captures() if c.relative_to(ADAPTERS).parts[0] == "codex-exec-json"]
 
 
 def _id(p: Path) -> str:

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from helpers import ADAPTERS, capture_files, convert_capture, convert_records
+from helpers import ADAPTERS, convert_capture, convert_records, session_captures
 from normalize import CaptureParser, SessionEvent, SessionUpdate, detect_protocol, encode, find_inputs
 from normalize._model import _Core
 from normalize.adapters.codex_rollout import CodexRolloutAdapter
 
-CAPTURES = [c for c in capture_files() if c.relative_to(ADAPTERS).parts[0] == "codex-rollout"]
+CAPTURES = [c for c in session_captures() if c.relative_to(ADAPTERS).parts[0] == "codex-rollout"]
 TOOL_KINDS = ("tool-call", "mcp-tool")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from helpers import ADAPTERS, capture_files, convert_capture, fixed_clock
+from helpers import ADAPTERS, convert_capture, fixed_clock, session_captures
 from normalize import (
     CaptureParser,
     Error,
@@ -45,7 +45,7 @@ from normalize import Warning as WarningBody
 from normalize._model import _Core
 
 PROTOCOL = "hm-json"
-CAPTURES = [c for c in capture_files() if c.relative_to(ADAPTERS).parts[0] == PROTOCOL]
+CAPTURES = [c for c in session_captures() if c.relative_to(ADAPTERS).parts[0] == PROTOCOL]
 Line = dict[str, Any]
 
 

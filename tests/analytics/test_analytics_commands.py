@@ -42,7 +42,7 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         src = ADAPTERS / protocol / "captures"
         if not src.is_dir():
             pytest.skip(f"no {protocol} captures")
-        shutil.copytree(src, root / protocol)
+        shutil.copytree(src, root / protocol, ignore=shutil.ignore_patterns(EDGE))
     return root
 
 
@@ -50,6 +50,8 @@ def _native_sessions(protocol: str) -> set[str]:
     """Distinct native session ids, read from the capture files directly."""
     ids: set[str] = set()
     for capture in (ADAPTERS / protocol / "captures").rglob("*.jsonl"):
+        if EDGE in capture.parts:
+            continue
         for m in messages(capture):
             if protocol == "hm-json" and m.get("type") == "session_start":
                 ids.add(m["session"])
@@ -166,7 +168,7 @@ def test_stats_counts_a_session_once_when_given_twice(mixed: Path, capsys: pytes
 def test_a_file_that_is_no_session_is_reported_and_the_rest_counted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    shutil.copytree(ADAPTERS / "hm-json" / "captures", tmp_path / "hm")
+    shutil.copytree(ADAPTERS / "hm-json" / "captures", tmp_path / "hm", ignore=shutil.ignore_patterns(EDGE))
     (tmp_path / "notes.jsonl").write_text('{"hello": "world"}\n')
     assert _run(["stats", str(tmp_path), "--json", "-j", "1"]) == 1
     captured = capsys.readouterr()
