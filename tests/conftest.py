@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +56,20 @@ def golden(snapshot: Any) -> Any:
         return snapshot.use_extension(golden_extension(path))
 
     return make
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Every anyio test runs on both backends."""
+    return str(request.param)
+
+
+@pytest.fixture
+def turn_adapter() -> Iterator[None]:
+    """The fake agents' small turn protocol (tests/fakes/wire.py), registered for one test."""
+    from fakes.wire import TurnAdapter
+    from normalize import register, unregister
+
+    register(TurnAdapter)
+    yield
+    unregister(TurnAdapter.protocol)

@@ -51,6 +51,11 @@ def session_captures() -> list[Path]:
     return [c for c in capture_files() if EDGE_CASES not in c.relative_to(ADAPTERS).parts]
 
 
+def capture_id(capture: Path) -> str:
+    """A capture's test id: its path inside adapters/."""
+    return capture.relative_to(ADAPTERS).as_posix()
+
+
 def protocol_of(capture: Path) -> str:
     return capture.relative_to(ADAPTERS).parts[0]
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
 
 from fakes.wire import TurnAdapter, agent_command
-from helpers import ADAPTERS, capture_files, convert_records, fixed_clock, records_of, to_jsonl
+from helpers import ADAPTERS, capture_files, capture_id, convert_records, fixed_clock, records_of, to_jsonl
 from normalize import (
     CaptureParser,
     DetectionError,
@@ -26,23 +26,15 @@ from normalize import (
     events,
     find_inputs,
     read_records,
-    register,
     tap,
-    unregister,
 )
 from normalize._lines import Record
 from normalize._model import _Core
 
+# the fake agents speak a small turn protocol of their own (tests/fakes/wire.py)
+pytestmark = pytest.mark.usefixtures("turn_adapter")
+
 CAPTURES = capture_files()
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-def _id(p: Path) -> str:
-    return p.relative_to(ADAPTERS).as_posix()
 
 
 def _outcome(make: object) -> str:
@@ -68,7 +60,7 @@ async def _chunks(data: bytes, size: int) -> AsyncIterator[bytes]:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+@pytest.mark.parametrize("capture", CAPTURES, ids=capture_id)
 async def test_async_gives_the_sync_events_for_every_capture(capture: Path) -> None:
     (inp,) = find_inputs([capture], protocol=capture.relative_to(ADAPTERS).parts[0])
     assert not isinstance(inp, DetectionError)
@@ -185,10 +177,3 @@ async def test_cancelling_a_tap_stops_the_child_and_closes_the_session(tmp_path:
     assert agent.session is not None
     assert agent.session.state == "failed"
     assert any(isinstance(e, SessionFailed) for e in agent.closing)
-
-
-@pytest.fixture(autouse=True)
-def _turn_adapter() -> Iterator[None]:
-    register(TurnAdapter)
-    yield
-    unregister(TurnAdapter.protocol)

@@ -6,34 +6,24 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 
-from fakes.wire import NORMALIZE, TurnAdapter, without_ts
+from fakes.wire import NORMALIZE, without_ts
 from helpers import ADAPTERS, companions, convert_records, fixed_clock, records_of, session_captures, to_jsonl
-from normalize import Error, SessionEvent, SessionStateChanged, decode, follow, register, unregister
+from normalize import Error, SessionEvent, SessionStateChanged, decode, follow
 from normalize._model import _Core
+
+# the fake agents speak a small turn protocol of their own (tests/fakes/wire.py)
+pytestmark = pytest.mark.usefixtures("turn_adapter")
 
 STORED = [
     c
     for c in session_captures()
     if c.relative_to(ADAPTERS).parts[0] in ("claude-transcript", "codex-rollout") and len(companions(c)) == 1
 ]
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture(autouse=True)
-def _turn_adapter() -> Iterator[None]:
-    register(TurnAdapter)
-    yield
-    unregister(TurnAdapter.protocol)
 
 
 async def _write_slowly(path: Path, data: bytes, pieces: int) -> None:

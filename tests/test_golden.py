@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from helpers import (
-    ADAPTERS,
     GOLDEN,
     capture_files,
+    capture_id,
     convert_capture,
     golden_path,
     golden_text,
@@ -23,11 +23,7 @@ from helpers import (
 CAPTURES = capture_files()
 
 
-def _id(p: Path) -> str:
-    return p.relative_to(ADAPTERS).as_posix()
-
-
-@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+@pytest.mark.parametrize("capture", CAPTURES, ids=capture_id)
 def test_golden(capture: Path, golden: Any) -> None:
     assert golden_text(capture) == golden(golden_path(capture))
 
@@ -39,7 +35,7 @@ def test_every_capture_has_a_snapshot_and_every_snapshot_a_capture() -> None:
     assert sorted(present - expected) == [], "snapshots whose capture is gone"
 
 
-@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+@pytest.mark.parametrize("capture", CAPTURES, ids=capture_id)
 @pytest.mark.parametrize("seed", [1, 2])
 def test_any_chunking_gives_the_same_events(capture: Path, seed: int) -> None:
     whole = to_jsonl(convert_capture(capture))

@@ -4,35 +4,30 @@ from __future__ import annotations
 
 import itertools
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 from msgspec import structs
 
-from fakes.wire import NORMALIZE, TurnAdapter
-from helpers import ADAPTERS, companions, convert_records, fixed_clock, records_of, session_captures, to_jsonl
-from normalize import CaptureParser, NormalizeError, Pacer, SessionEvent, decode, register, replay, unregister
+from fakes.wire import NORMALIZE
+from helpers import (
+    ADAPTERS,
+    capture_id,
+    companions,
+    convert_records,
+    fixed_clock,
+    records_of,
+    session_captures,
+    to_jsonl,
+)
+from normalize import CaptureParser, NormalizeError, Pacer, SessionEvent, decode, replay
 from normalize._model import _Core
 
+# the fake agents speak a small turn protocol of their own (tests/fakes/wire.py)
+pytestmark = pytest.mark.usefixtures("turn_adapter")
+
 TAPS = [c for c in session_captures() if c.name.endswith(".tap.jsonl") and len(companions(c)) == 1]
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture(autouse=True)
-def _turn_adapter() -> Iterator[None]:
-    register(TurnAdapter)
-    yield
-    unregister(TurnAdapter.protocol)
-
-
-def _id(p: Path) -> str:
-    return p.relative_to(ADAPTERS).as_posix()
 
 
 def _as_replay(events: list[_Core]) -> list[_Core]:
@@ -61,7 +56,7 @@ async def _replay(capture: Path, *, speed: float, from_seq: int = 0) -> list[_Co
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("capture", TAPS, ids=_id)
+@pytest.mark.parametrize("capture", TAPS, ids=capture_id)
 async def test_replay_gives_the_recorded_events_as_replay_and_resumes_after_a_seq(capture: Path) -> None:
     protocol = capture.relative_to(ADAPTERS).parts[0]
     try:

@@ -6,15 +6,23 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from fakes.wire import NORMALIZE, TurnAdapter, agent_command, wire_lines, without_ts
-from helpers import ADAPTERS, companions, convert_records, fixed_clock, records_of, session_captures, to_jsonl
+from fakes.wire import NORMALIZE, agent_command, wire_lines, without_ts
+from helpers import (
+    ADAPTERS,
+    capture_id,
+    companions,
+    convert_records,
+    fixed_clock,
+    records_of,
+    session_captures,
+    to_jsonl,
+)
 from normalize import (
     CaptureParser,
     NormalizeError,
@@ -22,30 +30,15 @@ from normalize import (
     SessionStateChanged,
     Wiretap,
     decode,
-    register,
     tap,
     tap_line,
-    unregister,
 )
 from normalize._model import _Core
 
+# the fake agents speak a small turn protocol of their own (tests/fakes/wire.py)
+pytestmark = pytest.mark.usefixtures("turn_adapter")
+
 LIVE = [c for c in session_captures() if len(companions(c)) == 1]
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture(autouse=True)
-def _turn_adapter() -> Iterator[None]:
-    register(TurnAdapter)
-    yield
-    unregister(TurnAdapter.protocol)
-
-
-def _id(p: Path) -> str:
-    return p.relative_to(ADAPTERS).as_posix()
 
 
 def _protocol(p: Path) -> str:
@@ -135,7 +128,7 @@ def _outcome(make: object) -> str:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("capture", LIVE, ids=_id)
+@pytest.mark.parametrize("capture", LIVE, ids=capture_id)
 async def test_tap_of_a_fake_agent_records_what_crossed_and_gives_the_capture_events(capture: Path) -> None:
     protocol = _protocol(capture)
     wire = wire_lines(capture)
@@ -231,7 +224,7 @@ async def _run_tap(
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("capture", _cli_cases(), ids=_id)
+@pytest.mark.parametrize("capture", _cli_cases(), ids=capture_id)
 async def test_cli_tap_is_transparent_and_records_and_normalizes(tmp_path: Path, capture: Path) -> None:
     protocol = _protocol(capture)
     rec, evs = tmp_path / "run.tap.jsonl", tmp_path / "events.jsonl"
