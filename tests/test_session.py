@@ -293,3 +293,11 @@ def test_a_line_that_never_became_a_message_keeps_what_could_be_kept() -> None:
     assert isinstance(ev.body, normalize.Error) and ev.body.error_type == "line-too-long"
     assert ev.native.payload == '{"x":"yyyy'
     assert ev.native.protocol == "scripted" and ev.ts == "2026-01-01T00:00:01.000Z"
+
+
+def test_bad_input_inside_replayed_history_is_marked_replay() -> None:
+    s = session()
+    item = normalize.Problem(error=normalize.ProtocolViolation("a call ended twice"), origin="replay")
+    s.adapter.feed = lambda message, from_="agent": [item]  # type: ignore[method-assign]
+    (ev,) = evs(s.feed(b'{"x": 1}'))
+    assert ev.kind == "error" and ev.origin == "replay"

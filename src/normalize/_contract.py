@@ -81,6 +81,8 @@ class Problem(Struct, frozen=True, kw_only=True):
 
     error: InputError
     subagent_id: str | None = None
+    #: ``replay`` for bad input found inside replayed history (ACP ``session/load``)
+    origin: Origin | None = None
 
 
 Item = Union[Body, Emit, Source, Passthrough, Problem, CoreEvent]

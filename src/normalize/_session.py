@@ -319,7 +319,9 @@ class Session:
                     raise item.error
                 err = ErrorBody(message=item.error.message, error_type=item.error.error_type, recoverable=True)
                 text = message is not None and (isinstance(item.error, MalformedMessage) or not _is_json(message))
-                self._event(out, err, message, method, native_ts or t, None, item.subagent_id, False, text_payload=text)
+                self._event(
+                    out, err, message, method, native_ts or t, item.origin, item.subagent_id, False, text_payload=text
+                )
                 accounted = True
             elif isinstance(item, SessionCreated | SessionResumed):
                 out.append(self._fill_record(item))

@@ -634,3 +634,17 @@ def test_detection_needs_acp_methods() -> None:
     assert AcpAdapter.detect([(json.dumps(other).encode(), "client")]) == 0.0
     assert AcpAdapter.detect([(b"not json", "agent")]) == 0.0
     assert AcpAdapter.detect([(json.dumps(prompt(1)[1]).encode(), "client")]) == 0.8
+
+
+def test_bad_input_inside_load_history_is_replay_and_after_it_live() -> None:
+    bad_call = upd({"sessionUpdate": "tool_call", "title": "no id"})  # a tool call needs its toolCallId
+    events = run(
+        req("client", 1, "session/load", {"sessionId": "S", "cwd": "/w", "mcpServers": []}),
+        bad_call,
+        res("agent", 1, {}),
+        prompt(2, "live"),
+        bad_call,
+        res("agent", 2, {"stopReason": "end_turn"}),
+    )
+    errors = [(ev.event.origin, b.error_type) for ev in session_events(events) if isinstance(b := ev.event.body, Error)]
+    assert errors == [("replay", "malformed"), ("live", "malformed")]

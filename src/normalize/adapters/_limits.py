@@ -184,8 +184,8 @@ class CallLedger:
             if why is not None:
                 if out is None:
                     out = list(items)
-                subagent = item.subagent_id if isinstance(item, Emit) else None
-                out[n] = Problem(error=ProtocolViolation(why), subagent_id=subagent)
+                subagent, origin = (item.subagent_id, item.origin) if isinstance(item, Emit) else (None, None)
+                out[n] = Problem(error=ProtocolViolation(why), subagent_id=subagent, origin=origin)
         return items if out is None else out
 
     def _why(self, call: ToolCall) -> str | None:

@@ -827,7 +827,14 @@ class AcpAdapter(Adapter):
     def _replayed(self, items: list[Item]) -> list[Item]:
         if not self._replaying:
             return items
-        return [Emit(body=i, origin="replay") if isinstance(i, Body) else i for i in items]
+        return [
+            Emit(body=i, origin="replay")
+            if isinstance(i, Body)
+            else msgspec.structs.replace(i, origin="replay")
+            if isinstance(i, Problem)
+            else i
+            for i in items
+        ]
 
     def _apply_config(self, options: Sequence[_ConfigOption] | None) -> tuple[str | None, str | None]:
         mode = model = None
