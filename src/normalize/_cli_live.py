@@ -6,6 +6,7 @@ Kept apart from ``_cli`` so that the batch commands start without anyio.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import signal
 import sys
@@ -25,6 +26,25 @@ from ._registry import adapter_class
 from ._version import __version__
 
 __all__ = ["cmd_replay", "cmd_tap", "follow_cmd"]
+
+
+def _write_all(out: BinaryIO, data: bytes) -> None:
+    """Write every byte, straight to the file descriptor.
+
+    A buffered write of a large line to a full pipe, interrupted by a signal the event
+    loop handles (Ctrl-C while following), can lose the part not yet written; a loop
+    over os.write resumes after each partial write instead.
+    """
+    out.flush()
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError):  # not a real file (a test's BytesIO)
+        out.write(data)
+        out.flush()
+        return
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 class _EventWriter:
@@ -49,8 +69,7 @@ class _EventWriter:
             self._header = True
             head = encode_header(library_version=__version__, input=self._input, protocol=self._protocol())
             lines.insert(0, head)
-        self.out.write(b"".join(line + b"\n" for line in lines))
-        self.out.flush()
+        _write_all(self.out, b"".join(line + b"\n" for line in lines))
 
 
 async def _until_signal(scope: anyio.CancelScope, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
