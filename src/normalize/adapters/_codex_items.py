@@ -49,7 +49,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from msgspec import Struct
+from msgspec import Raw, Struct
 
 from normalize import (
     AssistantMessage,
@@ -72,6 +72,7 @@ from normalize import (
 from normalize import Warning as WarningBody
 
 __all__ = [
+    "NULL",
     "Change",
     "agent_message",
     "command_finished",
@@ -88,12 +89,28 @@ __all__ = [
     "mcp_started",
     "phase_of",
     "plan_status",
+    "present",
+    "raw_or_none",
     "reasoning",
     "tokens",
     "user_message",
     "web_search_finished",
     "web_search_started",
 ]
+
+#: An absent or ``null`` JSON value kept as Raw (msgspec cannot put Raw in a union).
+NULL = Raw(b"null")
+
+
+def present(value: Raw) -> bool:
+    """Whether a Raw field holds a value (absent and ``null`` do not)."""
+    return bytes(value) != b"null"
+
+
+def raw_or_none(value: Raw) -> Raw | None:
+    """The Raw value, or None when absent or ``null`` (absent fields are omitted, never null)."""
+    return value if present(value) else None
+
 
 COMMAND_TOOL = "exec_command"
 PATCH_TOOL = "apply_patch"

@@ -106,12 +106,6 @@ from normalize.adapters._limits import OPEN_CALLS, PENDING_REQUESTS, Bounded, Re
 
 __all__ = ["CodexAppServerAdapter"]
 
-_NULL = Raw(b"null")
-
-
-def _present(raw: Raw) -> bool:
-    return bytes(raw) != b"null"
-
 
 class _V(Struct, frozen=True, kw_only=True, rename="camel"):
     """Base of the narrow views: camelCase wire names, unknown keys ignored."""
@@ -123,9 +117,9 @@ class _V(Struct, frozen=True, kw_only=True, rename="camel"):
 class _Envelope(_V, frozen=True, kw_only=True):
     method: str | None = None
     id: int | str | None = None
-    params: Raw = _NULL
-    result: Raw = _NULL
-    error: Raw = _NULL
+    params: Raw = ci.NULL
+    result: Raw = ci.NULL
+    error: Raw = ci.NULL
     emitted_at_ms: int | None = None
 
 
@@ -199,16 +193,16 @@ class _McpItem(_V, frozen=True, kw_only=True):
     server: str = ""
     tool: str = ""
     status: str | None = None
-    arguments: Raw = _NULL
-    result: Raw = _NULL
-    error: Raw = _NULL
+    arguments: Raw = ci.NULL
+    result: Raw = ci.NULL
+    error: Raw = ci.NULL
 
 
 class _WebSearchItem(_V, frozen=True, kw_only=True):
     id: str
     query: str | None = None
-    action: Raw = _NULL
-    results: Raw = _NULL
+    action: Raw = ci.NULL
+    results: Raw = ci.NULL
 
 
 class _ImageViewItem(_V, frozen=True, kw_only=True):
@@ -222,8 +216,8 @@ class _GenericToolItem(_V, frozen=True, kw_only=True):
     id: str
     tool: str | None = None
     status: str | None = None
-    arguments: Raw = _NULL
-    content_items: Raw = _NULL
+    arguments: Raw = ci.NULL
+    content_items: Raw = ci.NULL
     success: bool | None = None
 
 
@@ -253,8 +247,8 @@ class _ThreadResult(_V, frozen=True, kw_only=True):
     thread: _Thread | None = None
     model: str | None = None
     cwd: str | None = None
-    approval_policy: Raw = _NULL
-    sandbox: Raw = _NULL
+    approval_policy: Raw = ci.NULL
+    sandbox: Raw = ci.NULL
 
 
 class _TurnError(_V, frozen=True, kw_only=True):
@@ -317,7 +311,7 @@ class _TokenUsageParams(_V, frozen=True, kw_only=True):
 
 
 class _RateLimitsParams(_V, frozen=True, kw_only=True):
-    rate_limits: Raw = _NULL
+    rate_limits: Raw = ci.NULL
 
 
 class _PlanStep(_V, frozen=True, kw_only=True):
@@ -353,7 +347,7 @@ class _McpStartupParams(_V, frozen=True, kw_only=True):
     name: str
     status: str
     error: str | None = None
-    failure_reason: Raw = _NULL
+    failure_reason: Raw = ci.NULL
 
 
 class _ReroutedParams(_V, frozen=True, kw_only=True):
@@ -395,7 +389,7 @@ class _PermissionsApproval(_V, frozen=True, kw_only=True):
     item_id: str
     cwd: str | None = None
     reason: str | None = None
-    permissions: Raw = _NULL
+    permissions: Raw = ci.NULL
 
 
 class _QuestionOptionView(_V, frozen=True, kw_only=True):
@@ -425,16 +419,16 @@ class _ElicitationRequest(_V, frozen=True, kw_only=True):
 class _ToolCallRequest(_V, frozen=True, kw_only=True):
     call_id: str
     tool: str
-    arguments: Raw = _NULL
+    arguments: Raw = ci.NULL
 
 
 class _ToolCallResult(_V, frozen=True, kw_only=True):
-    content_items: Raw = _NULL
+    content_items: Raw = ci.NULL
     success: bool | None = None
 
 
 class _Decision(_V, frozen=True, kw_only=True):
-    decision: Raw = _NULL
+    decision: Raw = ci.NULL
     action: str | None = None
 
 
@@ -749,7 +743,7 @@ class CodexAppServerAdapter(Adapter):
         if pending is None:
             return [Passthrough()]
         head = [Source(method=pending.method, ts=ts)]
-        if _present(env.error):
+        if ci.present(env.error):
             return [*head, *self._error_response(pending, asker, env.error)]
         table = _CLIENT_RESPONSES if asker == "agent" else _AGENT_RESPONSES
         respond = table.get(pending.method)
@@ -799,7 +793,7 @@ class CodexAppServerAdapter(Adapter):
         return [Passthrough()]
 
     def _permissions(self, result: _ThreadResult) -> list[Item]:
-        if not (_present(result.approval_policy) or _present(result.sandbox)):
+        if not (ci.present(result.approval_policy) or ci.present(result.sandbox)):
             return []
         spec = {"approvalPolicy": result.approval_policy, "sandbox": result.sandbox}
         return [PermissionsUpdate(spec=spec, applied="now")]
@@ -962,13 +956,13 @@ class CodexAppServerAdapter(Adapter):
 
     def _completed_mcp(self, raw: Raw, op: _Open | None) -> list[Body]:
         v = _MCP.decode(raw)
-        result = v.result if _present(v.result) else None
-        error = v.error if _present(v.error) else None
+        result = ci.raw_or_none(v.result)
+        error = ci.raw_or_none(v.error)
         return ci.mcp_finished(v.id, v.server, v.tool, v.arguments, v.status, result, error)
 
     def _completed_web_search(self, raw: Raw, op: _Open | None) -> list[Body]:
         v = _WEB_SEARCH.decode(raw)
-        results = v.results if _present(v.results) else None
+        results = ci.raw_or_none(v.results)
         return [ci.web_search_finished(v.id, v.query, results)]
 
     def _completed_image_view(self, raw: Raw, op: _Open | None) -> list[Body]:
@@ -981,7 +975,7 @@ class CodexAppServerAdapter(Adapter):
         phase = ci.phase_of(v.status)
         if v.success is False:
             phase = "failed"
-        output = v.content_items if _present(v.content_items) else None
+        output = ci.raw_or_none(v.content_items)
         return [
             ToolCall(
                 call_id=v.id,
@@ -1126,7 +1120,7 @@ class CodexAppServerAdapter(Adapter):
 
     def _on_rate_limits(self, params: Raw) -> list[Item]:
         raw = _RATE_LIMITS.decode(params).rate_limits
-        if bytes(raw) == self._rate_limits or not _present(raw):
+        if bytes(raw) == self._rate_limits or not ci.present(raw):
             return [Passthrough()]  # unchanged, or no limits in it (absent is omitted, never null)
         self._rate_limits = bytes(raw)
         return [Usage(rate_limits=raw)]
@@ -1150,7 +1144,7 @@ class CodexAppServerAdapter(Adapter):
         p = _MCP_STARTUP.decode(params)
         action = _MCP_ACTION.get(p.status, "updated")
         detail: Any = p.status
-        if p.error is not None or _present(p.failure_reason):
+        if p.error is not None or ci.present(p.failure_reason):
             detail = {"status": p.status, "error": p.error, "failureReason": p.failure_reason}
         applied = ContextApplied(what="mcp-server", action=action, name=p.name, detail=detail)
         return [ContextUpdated(session_id="", applied=[applied])]
@@ -1270,19 +1264,17 @@ class CodexAppServerAdapter(Adapter):
 
     def _on_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
         self._answered.add(pending.request_id)
-        return [
-            RequestResolved(request_id=pending.request_id, outcome="answered", answer=raw if _present(raw) else None)
-        ]
+        return [RequestResolved(request_id=pending.request_id, outcome="answered", answer=ci.raw_or_none(raw))]
 
     def _on_elicitation_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
         self._answered.add(pending.request_id)
         action = _DECISION.decode(raw).action
         outcome: Literal["answered", "cancelled"] = "cancelled" if action == "cancel" else "answered"
-        return [RequestResolved(request_id=pending.request_id, outcome=outcome, answer=raw if _present(raw) else None)]
+        return [RequestResolved(request_id=pending.request_id, outcome=outcome, answer=ci.raw_or_none(raw))]
 
     def _on_tool_call_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
         r = _TOOL_CALL_RESULT.decode(raw)
-        output = r.content_items if _present(r.content_items) else None
+        output = ci.raw_or_none(r.content_items)
         phase: Literal["completed", "failed"] = "failed" if r.success is False else "completed"
         return [ToolCall(call_id=pending.call_id, tool=pending.tool, phase=phase, category="other", output=output)]
 

@@ -67,13 +67,6 @@ RETRY_PREFIX = "Reconnecting..."
 
 # ---------------------------------------------------------------- wire views
 
-#: An absent or ``null`` JSON value kept as Raw (msgspec cannot put Raw in a union).
-NULL = Raw(b"null")
-
-
-def raw_or_none(value: Raw) -> Raw | None:
-    return None if bytes(value) == b"null" else value
-
 
 class _Usage(Struct, frozen=True):
     input_tokens: int | None = None
@@ -110,11 +103,11 @@ class _Item(Struct, frozen=True):
     changes: list[_Change] | None = None
     server: str | None = None
     tool: str | None = None
-    arguments: Raw = NULL
-    result: Raw = NULL
+    arguments: Raw = ci.NULL
+    result: Raw = ci.NULL
     error: _ErrorInfo | None = None
     query: str | None = None
-    action: Raw = NULL
+    action: Raw = ci.NULL
     items: list[_Todo] | None = None
     message: str | None = None
 
@@ -332,14 +325,14 @@ class CodexExecJsonAdapter(Adapter):
         return self._open(item, started)
 
     def _mcp(self, item: _Item, phase: _Phase) -> list[Item]:
-        args = raw_or_none(item.arguments)
+        args = ci.raw_or_none(item.arguments)
         if phase == "started":
             return self._open(item, ci.mcp_started(item.id, item.server or "", item.tool or "", args))
         if phase == "updated":
             return [Passthrough()]
         error = {"message": item.error.message} if item.error is not None else None
         finished = ci.mcp_finished(
-            item.id, item.server or "", item.tool or "", args, item.status, raw_or_none(item.result), error
+            item.id, item.server or "", item.tool or "", args, item.status, ci.raw_or_none(item.result), error
         )
         return self._close(item, finished)
 

@@ -88,14 +88,6 @@ from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent, bounded_feed
 
 __all__ = ["CodexRolloutAdapter"]
 
-#: An absent or ``null`` JSON value kept as Raw (msgspec cannot put Raw in a union).
-NULL = Raw(b"null")
-
-
-def _raw_or_none(value: Raw) -> Raw | None:
-    return None if bytes(value) == b"null" else value
-
-
 # ---------------------------------------------------------------- wire views
 
 
@@ -104,7 +96,7 @@ class _Line(Struct, frozen=True):
 
     type: str | None = None
     timestamp: str | None = None
-    payload: Raw = NULL
+    payload: Raw = ci.NULL
     # the oldest, envelope-less files
     record_type: str | None = None
     id: str | None = None
@@ -138,8 +130,8 @@ class _CollabMode(Struct, frozen=True):
 class _TurnContext(Struct, frozen=True):
     cwd: str | None = None
     model: str | None = None
-    approval_policy: Raw = NULL
-    sandbox_policy: Raw = NULL
+    approval_policy: Raw = ci.NULL
+    sandbox_policy: Raw = ci.NULL
     collaboration_mode: _CollabMode | None = None
 
 
@@ -153,12 +145,12 @@ class _RItem(Struct, frozen=True):
     summary: list[_Text] | None = None
     name: str | None = None
     namespace: str | None = None
-    arguments: Raw = NULL
+    arguments: Raw = ci.NULL
     call_id: str | None = None
-    output: Raw = NULL
+    output: Raw = ci.NULL
     input: str | None = None
     status: str | None = None
-    action: Raw = NULL
+    action: Raw = ci.NULL
 
 
 class _PathChange(Struct, frozen=True):
@@ -185,15 +177,15 @@ class _CoreItem(Struct, frozen=True):
     changes: dict[str, _PathChange] | None = None
     server: str | None = None
     tool: str | None = None
-    arguments: Raw = NULL
-    result: Raw = NULL
-    error: Raw = NULL
+    arguments: Raw = ci.NULL
+    result: Raw = ci.NULL
+    error: Raw = ci.NULL
     query: str | None = None
 
 
 class _TaskError(Struct, frozen=True):
     message: str = ""
-    codex_error_info: Raw = NULL
+    codex_error_info: Raw = ci.NULL
 
 
 class _Tok(Struct, frozen=True):
@@ -214,7 +206,7 @@ class _TokenInfo(Struct, frozen=True):
 class _Invocation(Struct, frozen=True):
     server: str = ""
     tool: str = ""
-    arguments: Raw = NULL
+    arguments: Raw = ci.NULL
 
 
 class _Event(Struct, frozen=True):
@@ -237,7 +229,7 @@ class _Event(Struct, frozen=True):
     changes: dict[str, Raw] | None = None
     success: bool | None = None
     invocation: _Invocation | None = None
-    result: Raw = NULL
+    result: Raw = ci.NULL
     query: str | None = None
 
 
@@ -566,8 +558,8 @@ class CodexRolloutAdapter(Adapter):
         if perms != self._context:
             self._context = perms
             spec = {
-                "approval_policy": _raw_or_none(ctx.approval_policy),
-                "sandbox_policy": _raw_or_none(ctx.sandbox_policy),
+                "approval_policy": ci.raw_or_none(ctx.approval_policy),
+                "sandbox_policy": ci.raw_or_none(ctx.sandbox_policy),
             }
             out.append(PermissionsUpdate(spec=spec, applied="now"))
         if ctx.cwd is not None and ctx.cwd != self._cwd:
@@ -669,7 +661,7 @@ class CodexRolloutAdapter(Adapter):
             status = "declined"
         else:
             status = "failed" if code not in (None, 0) else "completed"
-        return self._finish_call(call, status, text if text is not None else _raw_or_none(item.output), code)
+        return self._finish_call(call, status, text if text is not None else ci.raw_or_none(item.output), code)
 
     def _finish_call(self, call: _Call, status: str, output: Any, exit_code: int | None) -> list[Item]:
         """The end of a call known only from its output (older files, declined commands)."""
@@ -852,7 +844,7 @@ class CodexRolloutAdapter(Adapter):
         if call_id in self._open:
             return [Passthrough()]
         inv = event.invocation or _Invocation()
-        args = _raw_or_none(inv.arguments)
+        args = ci.raw_or_none(inv.arguments)
         started = ci.mcp_started(call_id, inv.server, inv.tool, args)
         return self._start(_Call("mcp", call_id, started, server=inv.server, tool=inv.tool, args=args))
 
@@ -937,10 +929,10 @@ class CodexRolloutAdapter(Adapter):
                 item.id,
                 item.server or "",
                 item.tool or "",
-                _raw_or_none(item.arguments),
+                ci.raw_or_none(item.arguments),
                 item.status,
-                _raw_or_none(item.result),
-                _raw_or_none(item.error),
+                ci.raw_or_none(item.result),
+                ci.raw_or_none(item.error),
             )
         )
 
