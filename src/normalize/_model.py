@@ -54,6 +54,7 @@ __all__ = [
     "ConversationReset",
     "CoreEvent",
     "Cost",
+    "Decision",
     "Error",
     "ErrorInfo",
     "EventEnvelope",
@@ -111,6 +112,11 @@ __all__ = [
 
 Origin = Literal["live", "replay"]
 SessionState = Literal["starting", "idle", "running", "waiting", "ended", "failed"]
+#: What became of a permission request or a question, in one vocabulary for every agent
+#: (docs/events.md, "Decisions"): the agent may run the call once, or from now on; it may
+#: not, this time or from now on; nobody answered (the request was withdrawn, the turn
+#: cancelled); or a question got its answer.
+Decision = Literal["allow", "allow-always", "deny", "deny-always", "cancel", "answered"]
 Category = Literal[
     "read", "edit", "delete", "move", "search", "execute", "fetch", "mcp", "web-search", "think", "other"
 ]
@@ -406,11 +412,14 @@ class RequestResolved(Body, tag="request-resolved", frozen=True, kw_only=True):
     request_id: str
     outcome: Literal["answered", "cancelled"]
     answer: Any = None
+    option_id: str | None = None  # extension: the option chosen, one of the request's options
+    decision: Decision | None = None  # extension: the outcome in the vocabulary shared by every agent
 
 
 class PermissionAuto(Body, tag="permission-auto", frozen=True, kw_only=True):
     tool_call: ToolCallRef
     option_id: str
+    decision: Decision | None = None  # extension: ``allow`` ... ``deny-always``, as for request-resolved
 
 
 class PermissionsUpdate(Body, tag="permissions-update", frozen=True, kw_only=True):

@@ -42,6 +42,7 @@ from msgspec import Raw, structs
 
 from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Source
 from ._errors import InputError, MalformedMessage, UsageError
+from ._lifecycle import Requests
 from ._model import (
     AnyBody,
     Body,
@@ -49,6 +50,7 @@ from ._model import (
     EventEnvelope,
     Native,
     Origin,
+    PermissionAuto,
     PermissionRequest,
     RequestResolved,
     SessionCreated,
@@ -136,7 +138,7 @@ def _kept_text(message: bytes, limit: int = 4096) -> str:
 
 
 # The roles a body plays in the turn state machine, by its exact type.
-_OTHER, _START, _COMPLETE, _ASK, _RESOLVED, _SUBAGENT = range(6)
+_OTHER, _START, _COMPLETE, _ASK, _RESOLVED, _SUBAGENT, _AUTO = range(7)
 _ROLES: dict[type[Body], int] = {
     TurnStart: _START,
     TurnComplete: _COMPLETE,
@@ -144,6 +146,7 @@ _ROLES: dict[type[Body], int] = {
     UserQuestion: _ASK,
     RequestResolved: _RESOLVED,
     Subagent: _SUBAGENT,
+    PermissionAuto: _AUTO,
 }
 
 
@@ -175,7 +178,7 @@ class Session:
         self._turns = 0
         self._turn_id: str | None = None
         self._state: SessionState = "starting"
-        self._pending: dict[str, None] = {}  # open requests, oldest first (at most MAX_PENDING)
+        self._pending = Requests(MAX_PENDING)  # open requests, for the waiting state and decisions
         self._created = False
         self._closed = False
         self._failed = False
@@ -396,6 +399,10 @@ class Session:
                 self._synth(out, TurnStart(), "turn-complete-without-start")
         elif role == _SUBAGENT:
             subagent_id = None  # the body's own subagentId names it (docs/events.md)
+        elif role == _RESOLVED:
+            body = self._pending.resolve(cast(RequestResolved, body))
+        elif role == _AUTO:
+            body = Requests.auto(cast(PermissionAuto, body))
         if synthetic or message is None:
             native = Native(protocol="core", method=method, payload=None)
         elif text_payload:
@@ -417,7 +424,7 @@ class Session:
             subagent_id=subagent_id,
         )
         out.append(SessionEvent(session_id=sid, event=env))
-        if role in (_OTHER, _SUBAGENT):
+        if role in (_OTHER, _SUBAGENT, _AUTO):
             if self._state == "starting":
                 self._set_state(out, "idle")
         elif role == _COMPLETE:
@@ -426,12 +433,9 @@ class Session:
         elif role == _START:
             self._set_state(out, "running")
         elif role == _ASK:
-            self._pending[cast(PermissionRequest | UserQuestion, body).request_id] = None
-            if len(self._pending) > MAX_PENDING:  # the oldest was never answered: stop waiting for it
-                del self._pending[next(iter(self._pending))]
+            self._pending.ask(cast(PermissionRequest | UserQuestion, body))  # past MAX_PENDING the oldest is forgotten
             self._set_state(out, "waiting")
         else:  # _RESOLVED
-            self._pending.pop(cast(RequestResolved, body).request_id, None)
             if not self._pending:
                 self._set_state(out, "running" if self._turn_id is not None else "idle")
 

@@ -1303,7 +1303,7 @@ class AcpAdapter(Adapter):
         if outcome is None or outcome.outcome != "selected" or outcome.option_id is None:
             return [RequestResolved(request_id=str(rid), outcome="cancelled")]
         answer = {"optionId": outcome.option_id, "kind": kinds.get(outcome.option_id)}
-        return [RequestResolved(request_id=str(rid), outcome="answered", answer=answer)]
+        return [RequestResolved(request_id=str(rid), outcome="answered", answer=answer, option_id=outcome.option_id)]
 
     # client file system and terminals ----------------------------------
 

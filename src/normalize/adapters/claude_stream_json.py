@@ -361,6 +361,27 @@ class _ControlResponse(Struct, frozen=True, kw_only=True):
     response: _Response = _Response()
 
 
+class _PermissionAnswer(Struct, frozen=True, kw_only=True, rename="camel"):
+    """A ``can_use_tool`` answer: ``behavior`` allow | deny, and the rules to keep."""
+
+    behavior: str | None = None
+    updated_permissions: list[Raw] | None = None
+
+
+_PERMISSION_ANSWER = msgspec.json.Decoder(_PermissionAnswer)
+
+
+def _chosen_option(response: Raw) -> str | None:
+    """The option a ``can_use_tool`` answer chose: ``allow``, ``allow_always`` or ``deny``."""
+    try:
+        answer = _PERMISSION_ANSWER.decode(response)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if answer.behavior == "allow" and answer.updated_permissions:
+        return "allow_always"
+    return answer.behavior
+
+
 class _CancelRequest(Struct, frozen=True, kw_only=True):
     request_id: str = ""
 
@@ -689,7 +710,9 @@ class ClaudeStreamJsonAdapter(Adapter):
             return []
         subagent = self._asked.pop(r.request_id)
         if r.subtype == "success":
-            body = RequestResolved(request_id=r.request_id, outcome="answered", answer=present(r.response))
+            answer = present(r.response)
+            option = None if answer is None else _chosen_option(answer)
+            body = RequestResolved(request_id=r.request_id, outcome="answered", answer=answer, option_id=option)
         else:
             body = RequestResolved(request_id=r.request_id, outcome="cancelled", answer=r.error)
         return [Emit(body=body, subagent_id=subagent)]

@@ -430,6 +430,7 @@ class _ToolCallResult(_V, frozen=True, kw_only=True):
 class _Decision(_V, frozen=True, kw_only=True):
     decision: Raw = ci.NULL
     action: str | None = None
+    scope: str | None = None  # item/permissions/requestApproval: "turn" | "session"
 
 
 def _decoder(t: type[Any]) -> msgspec.json.Decoder[Any]:
@@ -1264,7 +1265,23 @@ class CodexAppServerAdapter(Adapter):
 
     def _on_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
         self._answered.add(pending.request_id)
-        return [RequestResolved(request_id=pending.request_id, outcome="answered", answer=ci.raw_or_none(raw))]
+        option = self._chosen_option(pending.method, raw)
+        answer = ci.raw_or_none(raw)
+        return [RequestResolved(request_id=pending.request_id, outcome="answered", answer=answer, option_id=option)]
+
+    @staticmethod
+    def _chosen_option(method: str, raw: Raw) -> str | None:
+        """The option id an approval answer chose (the options the request was given)."""
+        if method == "item/tool/requestUserInput":
+            return None
+        try:
+            answer = _DECISION.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if method == "item/permissions/requestApproval":
+            return answer.scope or "turn"
+        decision = ci.raw_or_none(answer.decision)
+        return None if decision is None else _decision_name(decision)
 
     def _on_elicitation_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
         self._answered.add(pending.request_id)

@@ -784,7 +784,8 @@ class HmJsonAdapter(Adapter):
             edits = _raw_or_none(sent.edits)
             if edits is not None:
                 answer["edits"] = edits
-            out.append(self._emit(RequestResolved(request_id=call_id, outcome="answered", answer=answer), sub))
+            resolved = RequestResolved(request_id=call_id, outcome="answered", answer=answer, option_id=option)
+            out.append(self._emit(resolved, sub))
             return out
         if not self._aborting:
             # decided without anyone answering: --approve edits/all, -p, or a for_session grant
