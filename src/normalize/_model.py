@@ -148,6 +148,10 @@ class SessionRecord(_Value, frozen=True, kw_only=True):
     parent_id: str | None = None
     fork_of: str | None = None
     agent_version: str | None = None
+    #: extension: the package the agent is reached through (an ACP bridge such as
+    #: ``@agentclientprotocol/claude-agent-acp``) when it is not the agent itself
+    via: str | None = None
+    via_version: str | None = None  # extension: that package's version
 
 
 class Native(_Value, frozen=True, kw_only=True):

@@ -268,17 +268,30 @@ class Session:
             return []
         self._created = True
         if self.session_id is None:
-            assert self._first is not None
-            # the first message, and the one that named the session: distinct for distinct
-            # runs even when every run starts with the same handshake (ACP, Codex)
-            seed = self._first + (b"\0" + message if announced is not None and message is not None else b"")
-            self.session_id = "s-" + hashlib.sha256(seed).hexdigest()[:16]
+            self.session_id = self._derive_id(announced, message)
         out: list[_Core] = [self._fill_record(announced or self._default_created())]
         held, self._held = self._held, []
         for h_items, h_message, h_t in held:
             out += self._run(h_items, h_message, h_t)
         out += self._run([i for i in items if i is not announced], message, t)
         return out
+
+    def _derive_id(self, announced: SessionCreated | SessionResumed | None, message: bytes | None) -> str:
+        """The session's id (docs/events.md, "Identity").
+
+        From the agent and its native session id when the adapter names one, so that a
+        live stream, the agent's stored file and a replay of either give the same id;
+        otherwise from the first message and the one that announced the session, which
+        differ for distinct runs even when every run starts with the same handshake.
+        """
+        native = announced.record.native_session_id if announced is not None else None
+        if native:
+            agent = announced.record.agent if announced is not None and announced.record.agent else self.adapter.agent
+            seed = f"{agent}\0{native}".encode()
+        else:
+            assert self._first is not None
+            seed = self._first + (b"\0" + message if announced is not None and message is not None else b"")
+        return "s-" + hashlib.sha256(seed).hexdigest()[:16]
 
     def _raise_early(self, items: list[Item], message: bytes | None) -> None:
         """Strict mode: bad input raises when it is fed, even while events are held."""

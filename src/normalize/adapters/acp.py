@@ -508,6 +508,19 @@ _COMPACTION_STATUS: dict[str, Literal["in_progress", "completed", "failed", "can
 #: Agents whose ``agent_message_chunk`` without ``messageId`` is a notice, not model text.
 _NOTICE_WITHOUT_ID = {"@agentclientprotocol/codex-acp", "codex-acp"}
 
+#: ACP bridges: packages that run another agent behind ACP, and the agent they run.  Over
+#: them ``agent`` names the agent (the same as over its own protocol), and the record keeps
+#: the package and its version as ``via`` / ``viaVersion`` (docs/events.md, "Identity").
+_BRIDGES = {
+    "@agentclientprotocol/claude-agent-acp": "claude-code",
+    "@zed-industries/claude-code-acp": "claude-code",
+    "claude-code-acp": "claude-code",
+    "claude-agent-acp": "claude-code",
+    "@agentclientprotocol/codex-acp": "codex",
+    "@zed-industries/codex-acp": "codex",
+    "codex-acp": "codex",
+}
+
 #: The ACP session methods that mark a stream as ACP (detection).
 _ACP_METHODS = {
     "session/new",
@@ -687,6 +700,8 @@ class AcpAdapter(Adapter):
         self._replay_turn = False
         self._anon = 0
         self._agent_version: str | None = None
+        self._via: str | None = None
+        self._via_version: str | None = None
         self._mode: str | None = None
         self._model: str | None = None
         self._cost: float | None = None
@@ -875,9 +890,14 @@ class AcpAdapter(Adapter):
         if result is None:
             return [Passthrough()]
         if result.agent_info is not None:
-            if result.agent_info.name:
-                self.agent = result.agent_info.name
-            self._agent_version = result.agent_info.version
+            name, version = result.agent_info.name, result.agent_info.version
+            agent = _BRIDGES.get(name) if name else None
+            if agent is not None:
+                self.agent, self._via, self._via_version = agent, name, version
+            else:
+                if name:
+                    self.agent = name
+                self._agent_version = version
         caps = result.agent_capabilities if _given(result.agent_capabilities) else None
         return [SessionInfo(capabilities=caps)] if caps is not None else [Passthrough()]
 
@@ -902,6 +922,8 @@ class AcpAdapter(Adapter):
             model=model,
             mode=mode,
             agent_version=self._agent_version,
+            via=self._via,
+            via_version=self._via_version,
         )
         return [SessionCreated(session_id="", record=record), *self._mode_update(mode, model, always=True)]
 
@@ -919,6 +941,8 @@ class AcpAdapter(Adapter):
             native_session_id=view.session_id,
             cwd=view.cwd,
             agent_version=self._agent_version,
+            via=self._via,
+            via_version=self._via_version,
         )
         return [SessionResumed(session_id="", record=record), *out]
 
@@ -946,6 +970,8 @@ class AcpAdapter(Adapter):
             native_session_id=view.session_id,
             cwd=view.cwd,
             agent_version=self._agent_version,
+            via=self._via,
+            via_version=self._via_version,
         )
         return [SessionResumed(session_id="", record=record)]
 
@@ -1109,7 +1135,7 @@ class AcpAdapter(Adapter):
         text = _block_text(block) if block is not None else None
         meta = view.meta.claude_code if view.meta is not None else None
         notice = (meta is not None and meta.kind == "informational") or (
-            kind == "message" and view.message_id is None and self.agent in _NOTICE_WITHOUT_ID
+            kind == "message" and view.message_id is None and self._via in _NOTICE_WITHOUT_ID
         )
         if notice and text is not None:
             # a notice of the agent's own, not the model's text; live even inside a load
