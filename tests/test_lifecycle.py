@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from helpers import ADAPTERS, convert_capture
-from normalize import PermissionAuto, PermissionOption, PermissionRequest, RequestResolved, ToolCallRef, UserQuestion
+from normalize import (
+    PermissionAuto,
+    PermissionOption,
+    PermissionRequest,
+    RequestResolved,
+    ToolCalled,
+    ToolCallRef,
+    ToolFinished,
+    UserQuestion,
+)
 from normalize._lifecycle import DECISION_WORDS, Requests, decision_of
 
 REF = ToolCallRef(call_id="c1", tool="Bash", title="ls")
@@ -115,3 +125,53 @@ def test_a_decline_reads_deny_for_every_agent(rel: str) -> None:
     decisions = [d for _, d in _decisions(rel)]
     assert "deny" in decisions
     assert "allow" not in decisions
+
+
+# MCP calls: tool.called when one starts, tool.finished with its duration when it ends.
+MCP_CAPTURES = [
+    ("codex-app-server/captures/codex-0.169.0/d_mcp_tool_call_and_web_search.tap.jsonl", "durationMs"),
+    ("codex-rollout/captures/codex-0.169.0/app-server-d_mcp_tool_call_and_web_search.jsonl", "duration"),
+]
+
+
+def _native_durations(rel: str, field: str) -> dict[str, float]:
+    """The duration each finished MCP call has in the native file, read with plain json."""
+    found: dict[str, float] = {}
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            kind = str(value.get("type", "")).lower()
+            if kind in ("mcptoolcall", "mcp_tool_call") and value.get(field) is not None:
+                d = value[field]
+                found[value["id"]] = d["secs"] * 1000 + d["nanos"] / 1e6 if isinstance(d, dict) else float(d)
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for line in (ADAPTERS / rel).read_text().splitlines():
+        walk(json.loads(line))
+    return found
+
+
+@pytest.mark.parametrize(("rel", "field"), MCP_CAPTURES)
+def test_an_mcp_call_gives_tool_called_and_tool_finished_with_its_duration(rel: str, field: str) -> None:
+    events = convert_capture(ADAPTERS / rel)
+    native = _native_durations(rel, field)
+    assert native, "the capture has a finished MCP call"
+    called = [e.call_id for e in events if isinstance(e, ToolCalled)]
+    finished = {e.call_id: e for e in events if isinstance(e, ToolFinished)}
+    assert set(called) == set(native) == set(finished)
+    for call_id, ms in native.items():
+        assert finished[call_id].ok
+        assert finished[call_id].duration_ms == pytest.approx(ms)
+    # in stream order: called before its finish, each after the session event it comes from
+    kinds = [type(e).__name__ for e in events]
+    assert kinds.index("ToolCalled") < kinds.index("ToolFinished")
+
+
+def test_without_any_time_no_duration_is_made_up() -> None:
+    events = convert_capture(ADAPTERS / "codex-exec-json/captures/codex-0.169.0/mixed_items.jsonl")
+    assert [e.tool for e in events if isinstance(e, ToolCalled)] == ["search_docs"]
+    assert not [e for e in events if isinstance(e, ToolFinished)]  # exec --json has no times

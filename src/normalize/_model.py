@@ -384,6 +384,7 @@ class McpTool(Body, tag="mcp-tool", frozen=True, kw_only=True):
     phase: Literal["started", "progress", "completed", "failed"]
     arguments: Any = None
     result: Any = None
+    duration_ms: float | None = None  # extension: how long the call took, as the agent measured it
 
 
 class Plan(Body, tag="plan", frozen=True, kw_only=True):

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -48,6 +49,7 @@ from ._model import (
     Body,
     ErrorInfo,
     EventEnvelope,
+    McpTool,
     Native,
     Origin,
     PermissionAuto,
@@ -62,6 +64,8 @@ from ._model import (
     SessionStateChanged,
     SessionUpdate,
     Subagent,
+    ToolCalled,
+    ToolFinished,
     TurnComplete,
     TurnStart,
     UserQuestion,
@@ -133,12 +137,21 @@ def _utf8_error(message: bytes) -> MalformedMessage | None:
     return None
 
 
+def _ms_between(start: str, end: str) -> float | None:
+    """Milliseconds from one RFC 3339 time to another, or None if either is unreadable."""
+    try:
+        delta = datetime.fromisoformat(end) - datetime.fromisoformat(start)
+    except ValueError:
+        return None
+    return max(delta.total_seconds() * 1000, 0.0)
+
+
 def _kept_text(message: bytes, limit: int = 4096) -> str:
     return message[:limit].decode("utf-8", errors="replace")
 
 
 # The roles a body plays in the turn state machine, by its exact type.
-_OTHER, _START, _COMPLETE, _ASK, _RESOLVED, _SUBAGENT, _AUTO = range(7)
+_OTHER, _START, _COMPLETE, _ASK, _RESOLVED, _SUBAGENT, _AUTO, _MCP = range(8)
 _ROLES: dict[type[Body], int] = {
     TurnStart: _START,
     TurnComplete: _COMPLETE,
@@ -147,6 +160,7 @@ _ROLES: dict[type[Body], int] = {
     RequestResolved: _RESOLVED,
     Subagent: _SUBAGENT,
     PermissionAuto: _AUTO,
+    McpTool: _MCP,
 }
 
 
@@ -178,6 +192,7 @@ class Session:
         self._turns = 0
         self._turn_id: str | None = None
         self._state: SessionState = "starting"
+        self._mcp_open: OrderedDict[str, str | None] = OrderedDict()  # MCP calls started: their time
         self._pending = Requests(MAX_PENDING)  # open requests, for the waiting state and decisions
         self._created = False
         self._closed = False
@@ -437,7 +452,9 @@ class Session:
             subagent_id=subagent_id,
         )
         out.append(SessionEvent(session_id=sid, event=env))
-        if role in (_OTHER, _SUBAGENT, _AUTO):
+        if role == _MCP:
+            self._mcp_call(out, cast(McpTool, body), ts)
+        if role in (_OTHER, _SUBAGENT, _AUTO, _MCP):
             if self._state == "starting":
                 self._set_state(out, "idle")
         elif role == _COMPLETE:
@@ -451,6 +468,38 @@ class Session:
         else:  # _RESOLVED
             if not self._pending:
                 self._set_state(out, "running" if self._turn_id is not None else "idle")
+
+    def _mcp_call(self, out: list[_Core], body: McpTool, ts: str | None) -> None:
+        """``tool.called`` when an MCP call starts, ``tool.finished`` when it ends.
+
+        The duration is the agent's own when it says one (``mcp-tool.durationMs``), else the
+        time between the two events when both have a native or capture time; with neither
+        (no time but the conversion's clock) there is no ``tool.finished``: a made-up
+        duration would feed analytics a number nobody measured.
+        """
+        sid = self.session_id
+        assert sid is not None
+        if body.phase == "started":
+            self._mcp_open[body.call_id] = ts
+            if len(self._mcp_open) > MAX_PENDING:
+                self._mcp_open.popitem(last=False)
+            out.append(ToolCalled(session_id=sid, server=body.server, tool=body.tool, call_id=body.call_id))
+        elif body.phase in ("completed", "failed"):
+            started = self._mcp_open.pop(body.call_id, None)
+            duration = body.duration_ms
+            if duration is None and started is not None and ts is not None:
+                duration = _ms_between(started, ts)
+            if duration is not None:
+                ok = body.phase == "completed"
+                finished = ToolFinished(
+                    session_id=sid,
+                    server=body.server,
+                    tool=body.tool,
+                    call_id=body.call_id,
+                    ok=ok,
+                    duration_ms=duration,
+                )
+                out.append(finished)
 
     def _set_state(self, out: list[_Core], state: SessionState) -> None:
         if state != self._state:

@@ -89,6 +89,7 @@ from normalize import (
     Reasoning,
     ReasoningDelta,
     RequestResolved,
+    Routing,
     Sample,
     SessionCreated,
     SessionInfo,
@@ -682,6 +683,7 @@ class AcpAdapter(Adapter):
     """Agent Client Protocol v1, client and agent sides of one connection."""
 
     protocol = "acp"
+    routing = Routing(key="sessionId", opened_by={"session/new": ("sessionId",)})
     announces_session = True
     agent = "unknown"
 

@@ -84,6 +84,7 @@ from normalize import (
     QuestionOption,
     ReasoningDelta,
     RequestResolved,
+    Routing,
     Sample,
     SessionCreated,
     SessionInfo,
@@ -196,6 +197,7 @@ class _McpItem(_V, frozen=True, kw_only=True):
     arguments: Raw = ci.NULL
     result: Raw = ci.NULL
     error: Raw = ci.NULL
+    duration_ms: float | None = None
 
 
 class _WebSearchItem(_V, frozen=True, kw_only=True):
@@ -649,6 +651,11 @@ _TERMINAL_STATUS: dict[str, tuple[Literal["ok", "interrupt"], _StopReason]] = {
 
 class CodexAppServerAdapter(Adapter):
     protocol = "codex-app-server"
+    routing = Routing(
+        key="threadId",
+        opened_by={"thread/start": ("thread", "id"), "thread/fork": ("thread", "id")},
+        named_in={"thread/started": ("thread", "id")},
+    )
     announces_session = True
     agent = "codex"
 
@@ -959,7 +966,7 @@ class CodexAppServerAdapter(Adapter):
         v = _MCP.decode(raw)
         result = ci.raw_or_none(v.result)
         error = ci.raw_or_none(v.error)
-        return ci.mcp_finished(v.id, v.server, v.tool, v.arguments, v.status, result, error)
+        return ci.mcp_finished(v.id, v.server, v.tool, v.arguments, v.status, result, error, v.duration_ms)
 
     def _completed_web_search(self, raw: Raw, op: _Open | None) -> list[Body]:
         v = _WEB_SEARCH.decode(raw)
