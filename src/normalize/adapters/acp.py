@@ -340,8 +340,21 @@ class _ConfigUpdate(_View, frozen=True):
     config_options: list[_ConfigOption] = []
 
 
+class _ThreadStatus(Struct, frozen=True):
+    type: str | None = None
+
+
+class _CodexMeta(Struct, frozen=True, rename="camel"):
+    thread_status: _ThreadStatus | None = None
+
+
+class _InfoMeta(Struct, frozen=True):
+    codex: _CodexMeta | None = None
+
+
 class _InfoUpdate(_View, frozen=True):
     title: str | UnsetType | None = UNSET
+    meta: _InfoMeta | None = field(default=None, name="_meta")
 
 
 class _CostView(_View, frozen=True):
@@ -1475,6 +1488,12 @@ class AcpAdapter(Adapter):
 
     def _info(self, raw: Raw) -> list[Item]:
         view = _INFO.decode(raw)
+        codex = view.meta.codex if view.meta is not None else None
+        status = codex.thread_status.type if codex is not None and codex.thread_status is not None else None
+        if status == "systemError":
+            # codex-acp's only sign of a failed model call: the error's text follows as agent text
+            message = "the agent reported a system error (codex threadStatus systemError)"
+            return [Error(message=message, error_type="systemError", recoverable=False)]
         if isinstance(view.title, UnsetType):
             return [Passthrough(method="session/update")]  # only updatedAt / `_meta`: nothing the model holds
         return [SessionInfo(title=view.title if view.title is not None else "")]
