@@ -152,6 +152,7 @@ class SessionRecord(_Value, frozen=True, kw_only=True):
     #: ``@agentclientprotocol/claude-agent-acp``) when it is not the agent itself
     via: str | None = None
     via_version: str | None = None  # extension: that package's version
+    provider: str | None = None  # extension: the model provider, when the agent says it
 
 
 class Native(_Value, frozen=True, kw_only=True):
@@ -294,6 +295,7 @@ class PermissionDetail(_Value, frozen=True, kw_only=True):
     cwd: str | None = None
     blocked_path: str | None = None
     reason: str | None = None  # extension
+    paths: list[str] | None = None  # extension: the paths the call would touch
 
 
 class CommandEntry(_Value, frozen=True, kw_only=True):
@@ -425,6 +427,7 @@ class PermissionAuto(Body, tag="permission-auto", frozen=True, kw_only=True):
     tool_call: ToolCallRef
     option_id: str
     decision: Decision | None = None  # extension: ``allow`` ... ``deny-always``, as for request-resolved
+    reason: str | None = None  # extension: why it was decided (the rule that refused it)
 
 
 class PermissionsUpdate(Body, tag="permissions-update", frozen=True, kw_only=True):
