@@ -4,21 +4,30 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from helpers import ADAPTERS, convert_capture
+from normalize import Error as ErrorBody
 from normalize import (
+    EventEnvelope,
     PermissionAuto,
     PermissionOption,
     PermissionRequest,
     RequestResolved,
+    Session,
+    SessionEvent,
+    ToolCall,
     ToolCalled,
     ToolCallRef,
     ToolFinished,
+    TurnComplete,
     UserQuestion,
+    adapter_class,
 )
-from normalize._lifecycle import DECISION_WORDS, Requests, decision_of
+from normalize import Warning as WarningBody
+from normalize._lifecycle import DECISION_WORDS, Calls, Requests, decision_of
 
 REF = ToolCallRef(call_id="c1", tool="Bash", title="ls")
 
@@ -175,3 +184,81 @@ def test_without_any_time_no_duration_is_made_up() -> None:
     events = convert_capture(ADAPTERS / "codex-exec-json/captures/codex-0.169.0/mixed_items.jsonl")
     assert [e.tool for e in events if isinstance(e, ToolCalled)] == ["search_docs"]
     assert not [e for e in events if isinstance(e, ToolFinished)]  # exec --json has no times
+
+
+# One start and one end per call, and one policy for what is left open.
+
+
+def _call(phase: str, call_id: str = "c1") -> ToolCall:
+    return ToolCall(call_id=call_id, tool="Bash", phase=phase)  # type: ignore[arg-type]
+
+
+def test_a_call_starts_once_and_ends_once_whatever_the_input_repeats() -> None:
+    calls = Calls(10, 10)
+    assert calls.refuse(_call("started"), None, "turn:1") is None
+    assert (
+        calls.refuse(_call("started"), None, "turn:1") == "tool call c1 already started; a second start is not reported"
+    )
+    assert calls.refuse(_call("updated"), None, "turn:1") is None
+    assert calls.refuse(_call("completed"), None, "turn:1") is None
+    # ACP agents patch a finished call: an update is kept; a second end is not
+    assert calls.refuse(_call("updated"), None, "turn:1") is None
+    assert "already finished; a later failed phase" in (calls.refuse(_call("failed"), "agent-1", None) or "")
+    # an end whose start was never written is believed
+    assert calls.refuse(_call("completed", "c2"), None, None) is None
+    assert len(calls) == 0
+
+
+def test_open_calls_are_bounded_and_main_thread_calls_belong_to_their_turn() -> None:
+    calls = Calls(2, 10)
+    for cid, sub in (("a", None), ("b", "agent-1"), ("c", None)):
+        assert calls.refuse(_call("started", cid), sub, "turn:1") is None
+    assert [cid for cid, _ in calls.open_calls()] == ["b", "c"]  # the oldest forgotten
+    assert [cid for cid, _ in calls.open_in_turn("turn:1")] == ["c"]  # a sub-agent may outlive the turn
+
+
+def _session_of(lines: list[dict[str, object]]) -> list[EventEnvelope]:
+    session = Session(adapter_class("claude-stream-json")(), clock=lambda: 0.0)
+    out: list[Any] = []
+    for line in lines:
+        out += session.feed(json.dumps(line).encode())
+    out += session.close()
+    return [e.event for e in out if isinstance(e, SessionEvent)]
+
+
+INIT: dict[str, object] = {
+    "type": "system",
+    "subtype": "init",
+    "session_id": "s1",
+    "model": "m",
+    "tools": [],
+    "cwd": "/",
+}
+
+
+def _tool_use(call_id: str) -> dict[str, object]:
+    content = [{"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": "ls"}}]
+    return {"type": "assistant", "session_id": "s1", "message": {"id": "m1", "content": content}}
+
+
+def test_a_duplicated_call_start_is_an_error_event_not_a_second_call() -> None:
+    envs = _session_of([INIT, _tool_use("t1"), _tool_use("t1")])
+    starts = [e for e in envs if isinstance(e.body, ToolCall) and e.body.phase == "started"]
+    assert len(starts) == 1
+    (error,) = [e.body for e in envs if isinstance(e.body, ErrorBody) and e.body.error_type == "protocol"]
+    assert "t1 already started" in error.message
+
+
+def test_a_call_open_at_its_turns_end_or_at_close_is_reported_and_failed() -> None:
+    result: dict[str, object] = {"type": "result", "subtype": "success", "session_id": "s1", "result": "ok"}
+    envs = _session_of([INIT, _tool_use("t1"), result])
+    turn_end = next(n for n, e in enumerate(envs) if isinstance(e.body, TurnComplete))
+    failed = [n for n, e in enumerate(envs) if isinstance(e.body, ToolCall) and e.body.phase == "failed"]
+    assert failed and failed[0] < turn_end  # settled inside its turn, before the turn's end
+    warning = envs[failed[0] - 1].body
+    assert isinstance(warning, WarningBody) and "was still open when turn:1 ended" in warning.message
+    assert envs[failed[0]].native.protocol == "core"
+    # cut off with the call open: settled at close, then the turn is cut off
+    envs = _session_of([INIT, _tool_use("t2")])
+    kinds = [type(e.body).__name__ for e in envs]
+    assert kinds[-4:] == ["Warning", "ToolCall", "Error", "TurnComplete"]

@@ -779,18 +779,8 @@ class AcpAdapter(Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
-        out: list[Item] = [Emit(body=b, synthetic=True) for b in self._flush_all()]
-        out.extend(
-            Emit(
-                body=WarningBody(
-                    message=f"tool call {call.call_id} was still open when the stream ended", source="normalize"
-                ),
-                synthetic=True,
-            )
-            for call in self._calls.values()
-            if not call.ended
-        )
-        return out
+        # calls and requests left open are settled by the core (docs/adapters.md)
+        return [Emit(body=b, synthetic=True) for b in self._flush_all()]
 
     # ------------------------------------------------------------------ dispatch
 

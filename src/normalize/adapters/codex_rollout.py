@@ -60,7 +60,6 @@ from normalize import (
     ContextUpdated,
     ContextWindow,
     Direction,
-    Emit,
     Error,
     FileDiff,
     Item,
@@ -82,7 +81,6 @@ from normalize import (
     Usage,
     WebSearch,
 )
-from normalize import Warning as WarningBody
 from normalize.adapters import _codex_items as ci
 from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent, bounded_feed
 
@@ -525,13 +523,9 @@ class CodexRolloutAdapter(Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
-        # a file cut before its turn ended: the calls it left open are reported, not forgotten
-        out: list[Item] = [
-            Emit(body=WarningBody(message=f"tool call {call_id} never finished", source="normalize"), synthetic=True)
-            for call_id in self._open
-        ]
+        # a file cut before its turn ended: the core settles the calls it left open (docs/adapters.md)
         self._open.clear()
-        return out
+        return []
 
     # ------------------------------------------------------------ line types
 

@@ -551,13 +551,8 @@ class HmJsonAdapter(Adapter):
     def close(self) -> list[Item]:
         self._closed = True
         out: list[Item] = []
-        for rid, owner in self._requests.items():
-            resolved = RequestResolved(request_id=rid, outcome="cancelled")
-            out.append(Emit(body=resolved, subagent_id=owner, synthetic=True))
+        # calls and requests left open are settled by the core (docs/adapters.md)
         self._requests.clear()
-        for call in self._calls.values():
-            msg = f"tool call {call.call_id} ({call.tool}) never finished: the stream ended before its result"
-            out.append(Emit(body=Warning(message=msg, source="normalize"), subagent_id=call.subagent, synthetic=True))
         self._calls.clear()
         for sid, info in self._subs.items():
             if not info.ended:
