@@ -9,15 +9,19 @@ from typing import Any
 import pytest
 
 from helpers import ADAPTERS, convert_capture
-from normalize import Error as ErrorBody
 from normalize import (
+    Adapter,
+    Direction,
+    Emit,
     EventEnvelope,
+    Item,
     PermissionAuto,
     PermissionOption,
     PermissionRequest,
     RequestResolved,
     Session,
     SessionEvent,
+    Subagent,
     ToolCall,
     ToolCalled,
     ToolCallRef,
@@ -26,6 +30,7 @@ from normalize import (
     UserQuestion,
     adapter_class,
 )
+from normalize import Error as ErrorBody
 from normalize import Warning as WarningBody
 from normalize._lifecycle import DECISION_WORDS, Calls, Requests, decision_of
 
@@ -262,3 +267,26 @@ def test_a_call_open_at_its_turns_end_or_at_close_is_reported_and_failed() -> No
     envs = _session_of([INIT, _tool_use("t2")])
     kinds = [type(e.body).__name__ for e in envs]
     assert kinds[-4:] == ["Warning", "ToolCall", "Error", "TurnComplete"]
+
+
+class _Nested(Adapter):
+    """Says that sub-agent ``inner`` started inside sub-agent ``outer``."""
+
+    protocol = "test-nested"
+
+    def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
+        inner = Subagent(subagent_id="inner", phase="started", call_id="c2")
+        return [
+            Emit(body=Subagent(subagent_id="outer", phase="started", call_id="c1")),
+            Emit(body=inner, subagent_id="outer"),
+        ]
+
+
+def test_a_nested_sub_agent_keeps_its_parent() -> None:
+    session = Session(_Nested(), clock=lambda: 0.0)
+    envs = [e.event for e in session.feed(b"{}") if isinstance(e, SessionEvent)]
+    subs = [
+        (e.body.subagent_id, e.body.parent_subagent_id, e.subagent_id) for e in envs if isinstance(e.body, Subagent)
+    ]
+    # the envelope's subagentId would share the body's JSON key: the parent moves to parentSubagentId
+    assert subs == [("outer", None, None), ("inner", "outer", None)]

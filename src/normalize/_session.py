@@ -466,7 +466,12 @@ class Session:
                     raise ProtocolViolation(why)
                 body = ErrorBody(message=why, error_type=ProtocolViolation.error_type, recoverable=True)
         elif role == _SUBAGENT:
-            subagent_id = None  # the body's own subagentId names it (docs/events.md)
+            # the body's own subagentId names it (docs/events.md); the envelope's, when an
+            # adapter gives one, is the sub-agent it runs inside: a nested sub-agent's parent
+            sub = cast(Subagent, body)
+            if subagent_id is not None and subagent_id != sub.subagent_id and sub.parent_subagent_id is None:
+                body = structs.replace(sub, parent_subagent_id=subagent_id)
+            subagent_id = None
         elif role == _RESOLVED:
             body = self._pending.resolve(cast(RequestResolved, body))
         elif role == _AUTO:
