@@ -10,11 +10,14 @@ import pytest
 
 from helpers import ADAPTERS, convert_capture
 from normalize import (
+    AccountAvailable,
+    AccountExhausted,
     Adapter,
     Direction,
     Emit,
     EventEnvelope,
     Item,
+    Message,
     PermissionAuto,
     PermissionOption,
     PermissionRequest,
@@ -29,6 +32,7 @@ from normalize import (
     TurnComplete,
     UserQuestion,
     adapter_class,
+    events,
 )
 from normalize import Error as ErrorBody
 from normalize import Warning as WarningBody
@@ -290,3 +294,42 @@ def test_a_nested_sub_agent_keeps_its_parent() -> None:
     ]
     # the envelope's subagentId would share the body's JSON key: the parent moves to parentSubagentId
     assert subs == [("outer", None, None), ("inner", "outer", None)]
+
+
+# account.*: what the agents say of the account itself.
+
+
+def _convert(protocol: str, lines: list[dict[str, Any]]) -> list[Any]:
+    data = [json.dumps(line).encode() for line in lines]
+    return list(events(iter(Message(d, "agent", None) for d in data), protocol=protocol, clock=lambda: 0.0))
+
+
+def _limits(reached: str | None, plan: str | None = "plus") -> dict[str, Any]:
+    limits = {"limitId": "codex", "planType": plan, "rateLimitReachedType": reached, "primary": None}
+    return {"method": "account/rateLimits/updated", "params": {"rateLimits": limits}}
+
+
+def test_codex_says_when_its_account_is_exhausted_and_available_again() -> None:
+    out = _convert("codex-app-server", [_limits(None), _limits("primary"), _limits("primary", "plus2"), _limits(None)])
+    account = [e for e in out if isinstance(e, AccountExhausted | AccountAvailable)]
+    assert [(type(e).__name__, e.agent, e.account) for e in account] == [
+        ("AccountExhausted", "codex", "plus"),
+        ("AccountAvailable", "codex", "plus"),
+    ]
+    error = {"turnId": "t", "threadId": "th", "willRetry": False}
+    error["error"] = {"message": "You've hit your usage limit.", "codexErrorInfo": "usageLimitExceeded"}
+    out = _convert("codex-app-server", [{"method": "error", "params": error}])
+    assert [e.reason for e in out if isinstance(e, AccountExhausted)] == ["limit"]
+
+
+def test_claude_says_when_a_rate_limit_rejects_the_account() -> None:
+    def event(status: str) -> dict[str, Any]:
+        info = {"status": status, "rateLimitType": "five_hour", "resetsAt": 1}
+        return {"type": "rate_limit_event", "rate_limit_info": info, "session_id": "s1"}
+
+    out = _convert(
+        "claude-stream-json", [INIT, event("allowed"), event("rejected"), event("rejected"), event("allowed")]
+    )
+    account = [type(e).__name__ for e in out if isinstance(e, AccountExhausted | AccountAvailable)]
+    assert account == ["AccountExhausted", "AccountAvailable"]
+    assert {e.agent for e in out if isinstance(e, AccountExhausted)} == {"claude-code"}

@@ -61,6 +61,8 @@ import msgspec
 from msgspec import Raw, Struct, field
 
 from normalize import (
+    AccountAvailable,
+    AccountExhausted,
     Adapter,
     AssistantDelta,
     AssistantMessage,
@@ -307,6 +309,11 @@ class _RateLimit(Struct, frozen=True, kw_only=True):
     rate_limit_info: Raw = NULL
 
 
+class _RateLimitInfo(Struct, frozen=True, kw_only=True, rename="camel"):
+    status: str | None = None  # allowed | allowed_warning | rejected
+    rate_limit_type: str | None = None
+
+
 class _ToolProgress(Struct, frozen=True, kw_only=True):
     tool_use_id: str = ""
     tool_name: str = ""
@@ -407,6 +414,7 @@ _RESULT = _decoder(_Result)
 _SYSTEM = _decoder(_System)
 _RESET = _decoder(_Reset)
 _RATE = _decoder(_RateLimit)
+_RATE_INFO = _decoder(_RateLimitInfo)
 _PROGRESS = _decoder(_ToolProgress)
 _AUTH = _decoder(_AuthStatus)
 _CREQ = _decoder(_ControlRequest)
@@ -570,6 +578,7 @@ class ClaudeStreamJsonAdapter(Adapter):
         self._mode: str | None = None
         self._model: str | None = None
         self._context_used: int | None = None  # the last main-thread call's tokens (usage.context)
+        self._exhausted = False  # a rate limit rejected the account and has not lifted
         self._tools: list[str] = []
         self._mcp: dict[str, str | None] = {}
         self._commands: list[str] | None = None
@@ -1222,7 +1231,17 @@ class ClaudeStreamJsonAdapter(Adapter):
 
     def _rate_limit(self, message: bytes) -> list[Item]:
         line: _RateLimit = _decode(_RATE, message)
-        return [UsageBody(rate_limits=present(line.rate_limit_info))]
+        info = present(line.rate_limit_info)
+        out: list[Item] = [UsageBody(rate_limits=info)]
+        status = _RATE_INFO.decode(info).status if info is not None else None
+        # the account Claude Code runs with: it names none in the stream
+        if status == "rejected" and not self._exhausted:
+            self._exhausted = True
+            out.append(AccountExhausted(session_id="", agent=self.agent, account="default", reason="limit"))
+        elif status in ("allowed", "allowed_warning") and self._exhausted:
+            self._exhausted = False
+            out.append(AccountAvailable(session_id="", agent=self.agent, account="default"))
+        return out
 
     def _tool_progress(self, message: bytes) -> list[Item]:
         p: _ToolProgress = _decode(_PROGRESS, message)

@@ -49,6 +49,8 @@ import msgspec
 from msgspec import Raw, Struct, field
 
 from normalize import (
+    AccountAvailable,
+    AccountExhausted,
     Adapter,
     AssistantDelta,
     AssistantMessage,
@@ -316,6 +318,13 @@ class _RateLimitsParams(_V, frozen=True, kw_only=True):
     rate_limits: Raw = ci.NULL
 
 
+class _LimitState(_V, frozen=True, kw_only=True):
+    """What ``account/rateLimits/updated`` says of the account itself."""
+
+    rate_limit_reached_type: str | None = None
+    plan_type: str | None = None
+
+
 class _PlanStep(_V, frozen=True, kw_only=True):
     step: str
     status: str
@@ -462,6 +471,7 @@ _DELTA = _decoder(_DeltaParams)
 _PROGRESS = _decoder(_ProgressParams)
 _TOKEN_USAGE = _decoder(_TokenUsageParams)
 _RATE_LIMITS = _decoder(_RateLimitsParams)
+_LIMIT_STATE = _decoder(_LimitState)
 _PLAN = _decoder(_PlanParams)
 _DIFF = _decoder(_DiffParams)
 _ERROR = _decoder(_ErrorParams)
@@ -676,6 +686,8 @@ class CodexAppServerAdapter(Adapter):
         self._totals: _Breakdown | None = None
         self._usage_raw: bytes | None = None
         self._rate_limits: bytes | None = None
+        self._account: str | None = None  # the account, as the plan names it (account.*)
+        self._exhausted = False  # a usage limit was reached and has not lifted
 
     # ------------------------------------------------------------ contract
 
@@ -1129,7 +1141,23 @@ class CodexAppServerAdapter(Adapter):
         if bytes(raw) == self._rate_limits or not ci.present(raw):
             return [Passthrough()]  # unchanged, or no limits in it (absent is omitted, never null)
         self._rate_limits = bytes(raw)
-        return [Usage(rate_limits=raw)]
+        state = _LIMIT_STATE.decode(raw)
+        return [Usage(rate_limits=raw), *self._account_limit(state.rate_limit_reached_type, state.plan_type)]
+
+    def _account_limit(self, reached: str | None, plan: str | None) -> list[Item]:
+        """``account.exhausted`` when a limit is reached, ``account.available`` when it lifts.
+
+        The account is named by its plan when Codex says it (``planType``), else
+        ``default``: the one account the agent runs with."""
+        account = plan or self._account or "default"
+        self._account = account
+        if reached is not None and not self._exhausted:
+            self._exhausted = True
+            return [AccountExhausted(session_id="", agent=self.agent, account=account, reason="limit")]
+        if reached is None and self._exhausted:
+            self._exhausted = False
+            return [AccountAvailable(session_id="", agent=self.agent, account=account)]
+        return []
 
     def _on_error(self, params: Raw) -> list[Item]:
         p = _ERROR.decode(params)
@@ -1137,7 +1165,10 @@ class CodexAppServerAdapter(Adapter):
             self._turn_error = True
         kind = ci.error_type(p.error.codex_error_info)
         # a retry notice (willRetry: true) is a warning: Codex retries and the turn goes on
-        return [ci.error_notice(_error_text(p.error), retrying=p.will_retry, error_type=kind)]
+        out: list[Item] = [ci.error_notice(_error_text(p.error), retrying=p.will_retry, error_type=kind)]
+        if kind == "usageLimitExceeded":
+            out += self._account_limit(kind, None)
+        return out
 
     def _on_warning(self, params: Raw) -> list[Item]:
         p = _WARNING.decode(params)
