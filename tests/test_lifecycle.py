@@ -13,6 +13,7 @@ from normalize import (
     AccountAvailable,
     AccountExhausted,
     Adapter,
+    ContextDegraded,
     Direction,
     Emit,
     EventEnvelope,
@@ -333,3 +334,22 @@ def test_claude_says_when_a_rate_limit_rejects_the_account() -> None:
     account = [type(e).__name__ for e in out if isinstance(e, AccountExhausted | AccountAvailable)]
     assert account == ["AccountExhausted", "AccountAvailable"]
     assert {e.agent for e in out if isinstance(e, AccountExhausted)} == {"claude-code"}
+
+
+DEGRADED = [
+    ("hm-json/captures/hm-handwritten/06_retry_warning_compaction.jsonl", "image"),
+    (
+        "codex-app-server/captures/codex-0.169.0/extra_context_window_exceeded_then_autocompact_PARTIAL.tap.jsonl",
+        "message",
+    ),
+    (
+        "codex-rollout/captures/codex-0.169.0/app-server-extra_context_window_exceeded_then_autocompact_PARTIAL.jsonl",
+        "message",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rel", "what"), DEGRADED)
+def test_what_an_agent_leaves_out_of_the_context_is_context_degraded(rel: str, what: str) -> None:
+    degraded = [e for e in convert_capture(ADAPTERS / rel) if isinstance(e, ContextDegraded)]
+    assert [[d.what for d in e.dropped] for e in degraded] == [[what]]

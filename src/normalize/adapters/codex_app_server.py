@@ -60,6 +60,8 @@ from normalize import (
     Completion,
     CompletionUsage,
     ContextApplied,
+    ContextDegraded,
+    ContextDrop,
     ContextUpdated,
     ContextWindow,
     Direction,
@@ -1168,6 +1170,9 @@ class CodexAppServerAdapter(Adapter):
         out: list[Item] = [ci.error_notice(_error_text(p.error), retrying=p.will_retry, error_type=kind)]
         if kind == "usageLimitExceeded":
             out += self._account_limit(kind, None)
+        elif kind == "contextWindowExceeded" and not p.will_retry:
+            drop = ContextDrop(what="message", reason=_error_text(p.error))
+            out.append(ContextDegraded(session_id="", dropped=[drop]))
         return out
 
     def _on_warning(self, params: Raw) -> list[Item]:

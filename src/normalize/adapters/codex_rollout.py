@@ -57,6 +57,8 @@ from normalize import (
     Body,
     Compaction,
     ContextApplied,
+    ContextDegraded,
+    ContextDrop,
     ContextUpdated,
     ContextWindow,
     Direction,
@@ -741,6 +743,8 @@ class CodexRolloutAdapter(Adapter):
             etype = None if isinstance(err, str) else _error_type(err.codex_error_info)
             if message != self._turn_error:
                 out.append(Error(message=message, error_type=etype, recoverable=False))
+            if etype == "contextWindowExceeded":  # as the live adapter: the context overflowed
+                out.append(ContextDegraded(session_id="", dropped=[ContextDrop(what="message", reason=message)]))
             out.append(ci.failed_turn(event.turn_id))
         else:
             out.append(TurnComplete(reason="ok", stop_reason="completed", native_turn_id=event.turn_id))
