@@ -353,3 +353,46 @@ DEGRADED = [
 def test_what_an_agent_leaves_out_of_the_context_is_context_degraded(rel: str, what: str) -> None:
     degraded = [e for e in convert_capture(ADAPTERS / rel) if isinstance(e, ContextDegraded)]
     assert [[d.what for d in e.dropped] for e in degraded] == [[what]]
+
+
+def _ask_user(answer: dict[str, Any]) -> list[Any]:
+    questions = [
+        {
+            "question": "Which color?",
+            "header": "Color",
+            "multiSelect": False,
+            "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}],
+        }
+    ]
+    request = {
+        "type": "control_request",
+        "request_id": "q1",
+        "request": {"subtype": "can_use_tool", "tool_name": "AskUserQuestion", "input": {"questions": questions}},
+    }
+    response = {
+        "type": "control_response",
+        "response": {"subtype": "success", "request_id": "q1", "response": answer},
+    }
+    data = [(json.dumps(INIT).encode(), "agent"), (json.dumps(request).encode(), "agent")]
+    data.append((json.dumps(response).encode(), "client"))
+    records = [Message(d, side, None) for d, side in data]  # type: ignore[arg-type]
+    return [
+        e.event
+        for e in events(records, protocol="claude-stream-json", clock=lambda: 0.0)
+        if isinstance(e, SessionEvent)
+    ]
+
+
+def test_claude_ask_user_question_is_a_user_question_answered() -> None:
+    answers = {"questions": [], "answers": {"Which color?": "Red"}}
+    envs = _ask_user({"behavior": "allow", "updatedInput": answers})
+    (asked,) = [e.body for e in envs if isinstance(e.body, UserQuestion)]
+    assert [(q.prompt, q.header, [o.label for o in q.options]) for q in asked.questions] == [
+        ("Which color?", "Color", ["Red", "Blue"])
+    ]
+    assert not [e for e in envs if isinstance(e.body, PermissionRequest)]
+    (resolved,) = [e.body for e in envs if isinstance(e.body, RequestResolved)]
+    assert (resolved.outcome, resolved.decision) == ("answered", "answered")
+    envs = _ask_user({"behavior": "deny", "message": "no"})
+    (resolved,) = [e.body for e in envs if isinstance(e.body, RequestResolved)]
+    assert (resolved.outcome, resolved.decision) == ("cancelled", "cancel")

@@ -92,6 +92,8 @@ from normalize import (
     PermissionDetail,
     PermissionOption,
     PermissionRequest,
+    Question,
+    QuestionOption,
     Reasoning,
     ReasoningDelta,
     RequestResolved,
@@ -109,6 +111,7 @@ from normalize import (
     TurnComplete,
     TurnStart,
     UserMessage,
+    UserQuestion,
 )
 from normalize import Usage as UsageBody
 from normalize import Warning as WarningBody
@@ -322,6 +325,30 @@ class _ToolProgress(Struct, frozen=True, kw_only=True):
 
 class _AuthStatus(Struct, frozen=True, kw_only=True):
     error: str | None = None
+
+
+class _AskOption(Struct, frozen=True, kw_only=True):
+    label: str = ""
+    description: str | None = None
+
+
+class _Ask(Struct, frozen=True, kw_only=True, rename="camel"):
+    """One question of ``AskUserQuestion``'s input."""
+
+    question: str = ""
+    header: str | None = None
+    options: list[_AskOption] = []
+    multi_select: bool = False
+
+
+class _AskInput(Struct, frozen=True, kw_only=True):
+    questions: list[_Ask] = []
+
+
+_ASK_INPUT = msgspec.json.Decoder(_AskInput)
+
+#: The tool through which Claude Code asks the user questions: a ``user-question``, not a permission.
+ASK_TOOL = "AskUserQuestion"
 
 
 class _Request(Struct, frozen=True, kw_only=True):
@@ -579,6 +606,7 @@ class ClaudeStreamJsonAdapter(Adapter):
         self._model: str | None = None
         self._context_used: int | None = None  # the last main-thread call's tokens (usage.context)
         self._exhausted = False  # a rate limit rejected the account and has not lifted
+        self._questions: Recent[str] = Recent(PENDING_REQUESTS)  # can_use_tool requests that are AskUserQuestion
         self._tools: list[str] = []
         self._mcp: dict[str, str | None] = {}
         self._commands: list[str] | None = None
@@ -717,10 +745,14 @@ class ClaudeStreamJsonAdapter(Adapter):
         if r.request_id not in self._asked:
             return []
         subagent = self._asked.pop(r.request_id)
+        question = r.request_id in self._questions
+        self._questions.discard(r.request_id)
         if r.subtype == "success":
             answer = present(r.response)
             option = None if answer is None else _chosen_option(answer)
-            body = RequestResolved(request_id=r.request_id, outcome="answered", answer=answer, option_id=option)
+            # a question the client refused to answer (behavior deny) was not answered
+            outcome: Literal["answered", "cancelled"] = "cancelled" if question and option == "deny" else "answered"
+            body = RequestResolved(request_id=r.request_id, outcome=outcome, answer=answer, option_id=option)
         else:
             body = RequestResolved(request_id=r.request_id, outcome="cancelled", answer=r.error)
         return [Emit(body=body, subagent_id=subagent)]
@@ -739,6 +771,11 @@ class ClaudeStreamJsonAdapter(Adapter):
         if subagent is None and call_id in self._calls:
             subagent = self._calls[call_id].subagent
         self._asked[req.request_id] = subagent
+        if tool == ASK_TOOL:
+            question = self._user_question(req.request_id, r.input)
+            if question is not None:
+                self._questions.add(req.request_id)
+                return [Emit(body=question, subagent_id=subagent)]
         ref = ToolCallRef(
             call_id=call_id,
             tool=tool,
@@ -754,6 +791,31 @@ class ClaudeStreamJsonAdapter(Adapter):
             detail=detail if (detail.command or detail.blocked_path or detail.reason) else None,
         )
         return [Emit(body=body, subagent_id=subagent)]
+
+    @staticmethod
+    def _user_question(request_id: str, raw: Raw) -> UserQuestion | None:
+        """``AskUserQuestion`` asked through ``can_use_tool``: its questions, each with its options.
+
+        The answer comes back as ``updatedInput.answers`` (question text -> chosen label), kept
+        as the resolution's ``answer``; the question's id is its text, as the answers key it."""
+        try:
+            ask = _ASK_INPUT.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if not ask.questions:
+            return None
+        questions = [
+            Question(
+                id=q.question,
+                prompt=q.question,
+                header=q.header,
+                multi_select=q.multi_select,
+                allow_free_text=True,  # Claude Code always offers "Other"
+                options=[QuestionOption(id=o.label, label=o.label, description=o.description) for o in q.options],
+            )
+            for q in ask.questions
+        ]
+        return UserQuestion(request_id=request_id, blocking=True, questions=questions)
 
     def _cancel(self, message: bytes) -> list[Item]:
         c: _CancelRequest = _decode(_CANCEL, message)
