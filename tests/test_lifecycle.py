@@ -396,3 +396,48 @@ def test_claude_ask_user_question_is_a_user_question_answered() -> None:
     envs = _ask_user({"behavior": "deny", "message": "no"})
     (resolved,) = [e.body for e in envs if isinstance(e.body, RequestResolved)]
     assert (resolved.outcome, resolved.decision) == ("cancelled", "cancel")
+
+
+def _elicit(answer: dict[str, Any]) -> list[EventEnvelope]:
+    schema = {
+        "type": "object",
+        "properties": {
+            "question_0": {
+                "type": "string",
+                "title": "Which color?",
+                "oneOf": [{"const": "Red", "title": "Red"}, {"const": "Blue", "title": "Blue"}],
+            }
+        },
+        "required": ["question_0"],
+    }
+    wire: list[tuple[dict[str, Any], str]] = [
+        ({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}, "client"),
+        ({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}, "agent"),
+        ({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/"}}, "client"),
+        ({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "S"}}, "agent"),
+        (
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "elicitation/create",
+                "params": {"sessionId": "S", "message": "Pick one", "mode": "form", "requestedSchema": schema},
+            },
+            "agent",
+        ),
+        ({"jsonrpc": "2.0", "id": 7, "result": answer}, "client"),
+    ]
+    records = [Message(json.dumps(m).encode(), side, None) for m, side in wire]  # type: ignore[arg-type]
+    return [e.event for e in events(records, protocol="acp", clock=lambda: 0.0) if isinstance(e, SessionEvent)]
+
+
+def test_an_acp_elicitation_is_a_user_question_and_its_answer_resolves_it() -> None:
+    envs = _elicit({"action": "accept", "content": {"question_0": "Red"}})
+    (asked,) = [e.body for e in envs if isinstance(e.body, UserQuestion)]
+    assert [(q.id, q.prompt, [o.id for o in q.options], q.allow_free_text) for q in asked.questions] == [
+        ("question_0", "Which color?", ["Red", "Blue"], False)
+    ]
+    (resolved,) = [e.body for e in envs if isinstance(e.body, RequestResolved)]
+    assert (resolved.request_id, resolved.outcome, resolved.decision) == ("7", "answered", "answered")
+    for action in ("decline", "cancel"):
+        (resolved,) = [e.body for e in _elicit({"action": action}) if isinstance(e.body, RequestResolved)]
+        assert resolved.decision == "cancel"
