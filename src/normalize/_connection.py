@@ -111,6 +111,12 @@ class Connection:
         self._in_handshake = True
         self._last = first_session
         self._closed = False
+        self._key = b'"' + routing.key.encode() + b'"'
+        self._openers = [b'"' + m.encode() + b'"' for m in routing.opened_by]
+        self._announcers = [b'"' + m.encode() + b'"' for m in routing.named_in]
+        self._named = b""
+        self._only: Session | None = None
+        self._changed = False  # sessions, bindings or openers changed: recheck the fast path
 
     @property
     def closed(self) -> bool:
@@ -135,6 +141,9 @@ class Connection:
     def feed(self, message: bytes, from_: Direction = "agent", *, t: str | None = None) -> list[_Core]:
         if self._closed:
             raise UsageError("Connection.feed() after close()")
+        only = self._only
+        if only is not None and self._stays_with_only(message, from_):
+            return only.feed(message, from_, t=t)
         try:
             view = self._decoder.decode(message)
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
@@ -144,8 +153,36 @@ class Connection:
         if self._in_handshake and len(self._handshake) < HANDSHAKE:
             self._handshake.append((message, from_, t))
         self._last = target
+        if self._changed:
+            self._changed = False
+            self._only = self._single()
         out += target.feed(message, from_, t=t)
         return out
+
+    # The fast path: most connections carry one session.  While they do, a message goes
+    # to it without being decoded here unless its bytes could open or name another
+    # session (a client message holding an opener's method name, an agent message one
+    # of the notifications that name a session elsewhere, the key member naming another
+    # session, or the key written in a form the byte test does not know); such a message
+    # takes the full route.  Requests sent in this time are not recorded: a response nobody
+    # recorded goes to the first session, theirs.
+
+    def _single(self) -> Session | None:
+        first = self.sessions[0]
+        if len(self.sessions) != 1 or self._in_handshake or self._opening or id(first) not in self._bound:
+            return None
+        key = self._bound[id(first)]
+        self._named = b'"' + self._routing.key.encode() + b'":"' + key.encode() + b'"'
+        return first
+
+    def _stays_with_only(self, message: bytes, from_: Direction) -> bool:
+        key = self._key
+        at = message.find(key)
+        if at >= 0 and (not message.startswith(self._named, at) or message.find(key, at + len(key)) >= 0):
+            return False  # it names another session, or names one more than once
+        # sessions are opened by the client's requests, or announced by the agent (named_in)
+        openers = self._openers if from_ == "client" else self._announcers
+        return not any(opener in message for opener in openers)
 
     def feed_problem(self, error: InputError, *, t: str | None = None) -> list[_Core]:
         if self._closed:
@@ -171,12 +208,13 @@ class Connection:
                 return self._last
             other: Direction = "client" if from_ == "agent" else "agent"
             sent = self._requests.pop((other, view.id), None)
-            if sent is None:
-                return self._last
+            if sent is None:  # unrecorded: sent while the first session was the only one
+                return self.sessions[0]
             session, req_method = sent
             path = routing.opened_by.get(req_method)
             if path is not None:
                 self._opening.discard(id(session))
+                self._changed = True
                 key = _at(message, ("result", *path))
                 if key is not None and key not in self._by_key:
                     self._bind(session, key)  # also when named early by another member: both name it
@@ -185,7 +223,9 @@ class Connection:
         if key is None and method in routing.named_in:
             key = _at(message, ("params", *routing.named_in[method]))
         if key is not None:
-            self._in_handshake = False
+            if self._in_handshake:
+                self._in_handshake = False
+                self._changed = True
             known = self._by_key.get(key)
             if known is not None:
                 session = known
@@ -196,7 +236,9 @@ class Connection:
                 session = opening[-1] if opening else self._unbound(out, opener=False)
                 self._bind(session, key)
         elif method in routing.opened_by:
-            self._in_handshake = False
+            if self._in_handshake:
+                self._in_handshake = False
+                self._changed = True
             session = self._unbound(out, opener=True)
         else:
             session = self._last
@@ -219,8 +261,10 @@ class Connection:
                 out += session.feed(message, from_, t=t)
         if opener:
             self._opening.add(id(session))
+        self._changed = True
         return session
 
     def _bind(self, session: Session, key: str) -> None:
+        self._changed = True
         self._bound[id(session)] = key
         self._by_key[key] = session
