@@ -12,6 +12,7 @@ from ._contract import Adapter, Sample
 from ._errors import DetectionError, UsageError
 from ._lines import DEFAULT_MAX_LINE, CaptureParser, Message, Record
 from ._model import Origin, _Core
+from ._places import is_agent_file
 from ._registry import adapter_class, detect_protocol
 from ._session import Clock, Session
 
@@ -130,7 +131,7 @@ def find_inputs(
             files = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
             taken: set[Path] = set()
             for f in files:
-                if f in taken:
+                if f in taken or is_agent_file(f):  # the agents' prompt history and indexes: not sessions
                     continue
                 try:
                     proto = protocol or detect_file(f, max_line=max_line)

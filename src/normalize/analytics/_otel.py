@@ -62,7 +62,7 @@ def _usage_attrs(row: dict[str, Any]) -> dict[str, Any]:
         ("gen_ai.usage.reasoning.output_tokens", row.get("reasoning_tokens")),
         ("normalize.usage.cost", row.get("cost")),
         ("normalize.usage.currency", row.get("currency")),
-        ("normalize.usage.price_source", row.get("price_source")),
+        ("normalize.usage.cost_source", row.get("cost_source")),
     )
     return {k: v for k, v in pairs if v is not None}
 
@@ -132,12 +132,12 @@ def _session_spans(rows: SessionRows, tracer: Any, ids: Any) -> int:
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
     sessions = _dicts(rows, "sessions")
-    root, subs = sessions[0], sessions[1:]
+    root, subs = sessions[0], _dicts(rows, "subagents")
     turns = _dicts(rows, "turns")
     calls = _dicts(rows, "tool_calls")
     times = [
         t
-        for r in (*sessions, *turns, *calls)
+        for r in (*sessions, *subs, *turns, *calls)
         for t in (_ns(r.get("started_at")), _ns(r.get("ended_at")))
         if t is not None
     ]
@@ -248,7 +248,7 @@ def _session_spans(rows: SessionRows, tracer: Any, ids: Any) -> int:
             turn_key = (calls_by_id.get(spawn or "") or (own_calls[0] if own_calls else {})).get("turn_key")
             parent = turn_spans.get(turn_key or "", session_span)
         begin = _ns(s["started_at"])
-        name = s["title"] or s["subagent_id"]
+        name = s["name"] or s["subagent_id"]
         span = start(
             f"invoke_agent {name}",
             s["session_key"],

@@ -167,9 +167,7 @@ class DuckDBStore(_Buffered):
         except duckdb.Error as exc:  # locked by another process, not a DuckDB file, ...
             raise UsageError(f"{path}: {exc}") from None
         self._create()
-        known = self.con.execute(
-            "SELECT session_key, turns, events, source FROM sessions WHERE parent_key IS NULL"
-        ).fetchall()
+        known = self.con.execute("SELECT session_key, turns, events, source FROM sessions").fetchall()
         self.known = _known_from(known)
 
     def _create(self) -> None:
@@ -252,12 +250,8 @@ class ParquetStore(_Buffered):
     def _stored_sessions(self) -> list[tuple[Any, ...]]:
         out: list[tuple[Any, ...]] = []
         for f in self._files("sessions"):
-            t = self.pq.ParquetFile(f).read(columns=["session_key", "parent_key", "turns", "events", "source"])
-            out.extend(
-                (row["session_key"], row["turns"], row["events"], row["source"])
-                for row in t.to_pylist()
-                if row["parent_key"] is None
-            )
+            t = self.pq.ParquetFile(f).read(columns=["session_key", "turns", "events", "source"])
+            out.extend((row["session_key"], row["turns"], row["events"], row["source"]) for row in t.to_pylist())
         return out
 
     def _partition(self, rows: SessionRows) -> tuple[str, str]:
