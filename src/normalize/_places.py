@@ -22,6 +22,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TextIO
 
@@ -72,9 +73,16 @@ _AGENT_FILES: dict[str, tuple[str, ...]] = {
 }
 
 
+@lru_cache(maxsize=4)
+def _homes(env: tuple[str | None, ...]) -> dict[str, set[Path]]:
+    return {"claude": {_claude_home(), Path.home() / ".claude"}, "codex": {_codex_home(), Path.home() / ".codex"}}
+
+
 def is_agent_file(path: Path) -> bool:
     """Whether ``path`` is one of the agents' own non-session files (their prompt history, an index)."""
-    homes = {"claude": {_claude_home(), Path.home() / ".claude"}, "codex": {_codex_home(), Path.home() / ".codex"}}
+    if path.name not in ("history.jsonl", "session_index.jsonl"):
+        return False
+    homes = _homes(tuple(os.environ.get(v) for v in ("HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME")))
     parent = path.parent
     for agent, names in _AGENT_FILES.items():
         if path.name in names and (parent in homes[agent] or parent.name == f".{agent}"):

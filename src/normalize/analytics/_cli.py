@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from normalize import UsageError
 from normalize._places import inputs_or_defaults
 
-from ._load import Loaded, Scan, load
+from ._load import InputSpec, Loaded, Scan, load
 from ._stats import BY, Filter, Line, Summary, key_names, parse_day, summarize
 
 __all__ = ["add_commands", "cmd_export", "cmd_otel", "cmd_stats"]
@@ -206,28 +206,42 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.parquet is not None:
         stores["parquet"] = ParquetStore(Path(args.parquet))
     found = 0
+    targets = list(stores.values())
+
+    def unchanged(spec: InputSpec) -> bool:
+        return not args.all and all(store.unchanged(spec) for store in targets)
+
     try:
         with _progress("converting sessions") as progress:
-            scan = Scan(inputs_or_defaults(args.inputs), protocol=args.protocol, jobs=_jobs(args), progress=progress)
+            scan = Scan(
+                inputs_or_defaults(args.inputs),
+                protocol=args.protocol,
+                jobs=_jobs(args),
+                progress=progress,
+                skip=unchanged,
+            )
             # each session goes to the stores as soon as its worker is done: memory is the stores' buffers
             for rows in scan:
                 found += 1
-                for store in stores.values():
+                for store in targets:
                     store.offer(rows)
-        for store in stores.values():
+        for store in targets:
             store.flush()
+            store.remember(scan.read)
     finally:
         duck = stores.get("duckdb")
         if isinstance(duck, DuckDBStore):
             duck.close()
     _tell(scan.problems)
+    if scan.unchanged:
+        print(f"normalize: {scan.unchanged} files unchanged since the last export, not read again", file=sys.stderr)
     for target, store in stores.items():
         r = store.result
         print(
             f"normalize: {target}: {r.added} added, {r.replaced} replaced, {r.skipped} already there",
             file=sys.stderr,
         )
-    return _status(found, scan.problems)
+    return _status(found + scan.unchanged, scan.problems)
 
 
 # --------------------------------------------------------------------------
@@ -311,6 +325,9 @@ def add_commands(subparsers: Any) -> None:
     _common(e)
     e.add_argument("--duckdb", metavar="FILE", help="the DuckDB file to create or add to")
     e.add_argument("--parquet", metavar="DIR", help="the Parquet dataset folder (partitioned by agent and date)")
+    e.add_argument(
+        "--all", action="store_true", help="read every file again, even those unchanged since the last export"
+    )
     e.set_defaults(func=cmd_export)
 
     o = subparsers.add_parser("otel", help="sessions -> OpenTelemetry traces (GenAI semantic conventions)")

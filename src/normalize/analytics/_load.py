@@ -216,27 +216,35 @@ class Scan:
         jobs: int | None = 1,
         progress: Progress | None = None,
         tables: Iterable[str] | None = None,
+        skip: Callable[[InputSpec], bool] | None = None,
     ) -> None:
         self.paths = list(paths)
         self.protocol = protocol
         self.jobs = jobs
         self.progress = progress
         self.tables = None if tables is None else tuple(tables)
+        self.skip = skip
         self.inputs = 0
+        self.unchanged = 0
         self.problems: list[str] = []
+        #: the inputs read without a problem, in the order they were read
+        self.read: list[InputSpec] = []
 
     def __iter__(self) -> Iterator[SessionRows]:
         specs: list[InputSpec] = []
         for item in discover(self.paths, protocol=self.protocol):
             if isinstance(item, InputError):
                 self.problems.append(item.message)
+            elif self.skip is not None and self.skip(item):
+                self.unchanged += 1
             else:
                 specs.append(item)
-        self.inputs = len(specs)
+        self.inputs = len(specs) + self.unchanged
         for spec, result in read_all(specs, jobs=self.jobs, progress=self.progress, tables=self.tables):
             if isinstance(result, InputError):
                 self.problems.append(f"{spec.main}: {result.message}")
             else:
+                self.read.append(spec)
                 yield from result
 
 
