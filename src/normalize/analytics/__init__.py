@@ -71,8 +71,14 @@ def export_parquet(sessions: Loaded | Iterable[SessionRows], folder: str | Path)
     return ParquetStore(Path(folder)).write_all(_rows(sessions)).as_json()
 
 
-def to_otel(sessions: Loaded | Iterable[SessionRows], exporter: SpanExporter, *, batch: bool = False) -> int:
-    """Send sessions as OpenTelemetry spans to ``exporter``; returns the number of spans."""
+def to_otel(
+    sessions: Loaded | Iterable[SessionRows], exporter: SpanExporter, *, batch: bool = False, content: bool = False
+) -> int:
+    """Send sessions as OpenTelemetry spans to ``exporter``; returns the number of spans.
+
+    ``content`` puts the prompts and replies on the spans; they must have been loaded
+    (``load(..., tables=[..., "messages"])``).
+    """
     from ._otel import emit_spans
 
-    return emit_spans(_rows(sessions), exporter, batch=batch)
+    return emit_spans(_rows(sessions), exporter, batch=batch, content=content)

@@ -279,9 +279,12 @@ def cmd_otel(args: argparse.Namespace) -> int:
         except ImportError:
             raise UsageError("this needs the OpenTelemetry SDK: pip install 'normalize[otel]'") from None
         exporter = memory = InMemorySpanExporter()
-    loaded = _load(args, "reading sessions", ("sessions", "subagents", "turns", "tool_calls", "usage"))
+    tables = ("sessions", "subagents", "turns", "tool_calls", "usage") + (("messages",) if args.content else ())
+    loaded = _load(args, "reading sessions", tables)
     sessions = [loaded.sessions[k] for k in sorted(loaded.sessions)]
-    count = emit_spans(sessions, exporter, batch=args.endpoint is not None, service_name=args.service_name)
+    count = emit_spans(
+        sessions, exporter, batch=args.endpoint is not None, service_name=args.service_name, content=args.content
+    )
     if memory is not None:
         for line in _tree(list(memory.get_finished_spans())):
             print(line)
@@ -338,4 +341,10 @@ def add_commands(subparsers: Any) -> None:
         help="send over OTLP/HTTP, e.g. http://localhost:4318/v1/traces (default: print the span tree)",
     )
     o.add_argument("--service-name", default="normalize", help="the resource's service.name (default normalize)")
+    o.add_argument(
+        "--content",
+        action="store_true",
+        help="put the prompts and replies on the spans (gen_ai.input.messages / gen_ai.output.messages); "
+        "off by default: they hold what was written",
+    )
     o.set_defaults(func=cmd_otel)

@@ -14,7 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
 
-__all__ = ["ESTIMATED", "estimate", "table_version"]
+__all__ = ["ESTIMATED", "estimate", "provider_of", "table_version"]
 
 #: ``cost_source`` of an estimated cost (an agent's own is ``agent``).
 ESTIMATED = "estimated"
@@ -74,3 +74,24 @@ def estimate(
         return None
     total: Decimal = price.total_price
     return float(total)
+
+
+#: genai-prices' provider ids as the OpenTelemetry GenAI conventions name them (``gen_ai.provider.name``).
+_OTEL_PROVIDERS = {
+    "google": "gcp.gemini",
+    "mistral": "mistral_ai",
+    "x-ai": "x_ai",
+    "aws": "aws.bedrock",
+    "azure": "azure.ai.openai",
+}
+
+
+@lru_cache(maxsize=256)
+def provider_of(model: str | None) -> str | None:
+    """The provider of a model, as ``gen_ai.provider.name`` spells it, or None when the table does not know it."""
+    if not model or table_version() is None or not _known(model):
+        return None
+    import genai_prices
+
+    provider = genai_prices.calc_price(genai_prices.Usage(input_tokens=0, output_tokens=0), model).provider.id
+    return _OTEL_PROVIDERS.get(provider, provider)

@@ -26,6 +26,7 @@ from typing import Any
 import msgspec
 
 from normalize import (
+    AssistantMessage,
     CoreEvent,
     Error,
     EventEnvelope,
@@ -386,6 +387,7 @@ class _Open:
         self.errors: list[_Err] = []
         self.subs: dict[str, _Sub] = {}
         self.first_prompt: str | None = None
+        self.messages: list[tuple[int | None, str, str]] = []
         self.events: list[tuple[int, str | None, int | None, str | None, str | None, str, str, str, str | None]] = []
 
     def take_record(self, record: SessionRecord) -> None:
@@ -409,6 +411,8 @@ class SessionRows:
     key: str
     source: str
     tables: dict[str, list[Row]]
+    #: the main agent's messages, ``(turn ordinal, "user" | "assistant", text)``, when asked for (OpenTelemetry)
+    messages: list[tuple[int | None, str, str]] = field(default_factory=list)
 
     @property
     def session(self) -> dict[str, Any]:
@@ -432,8 +436,9 @@ def _row(table: str, values: dict[str, Any]) -> Row:
 class TableBuilder:
     """Feed the CoreEvents of one stream, then :meth:`finish` for its rows."""
 
-    def __init__(self, source: str = "") -> None:
+    def __init__(self, source: str = "", *, content: bool = False) -> None:
         self.source = source
+        self.content = content
         self._ts: str | None = None  # the current event's time, None when unknown
         self._done: list[_Open] = []
         self._cur = _Open()
@@ -460,6 +465,7 @@ class TableBuilder:
             SessionInfo: self._on_session_info,
             ModeUpdate: self._on_mode_update,
             UserMessage: self._on_user_message,
+            AssistantMessage: self._on_assistant_message,
         }
 
     def feed(self, event: CoreEvent | object) -> None:
@@ -638,8 +644,16 @@ class TableBuilder:
 
     def _on_user_message(self, env: EventEnvelope, body: UserMessage, turn: int | None) -> None:
         cur = self._cur
-        if cur.first_prompt is None and env.subagent_id is None and body.text.strip():
+        if env.subagent_id is not None:
+            return
+        if cur.first_prompt is None and body.text.strip():
             cur.first_prompt = _title_of(body.text)
+        if self.content:
+            cur.messages.append((turn, "user", body.text))
+
+    def _on_assistant_message(self, env: EventEnvelope, body: AssistantMessage, turn: int | None) -> None:
+        if self.content and env.subagent_id is None:
+            self._cur.messages.append((turn, "assistant", body.text))
 
     def _on_error(self, env: EventEnvelope, body: Error, turn: int | None) -> None:
         self._cur.errors.append(
@@ -1116,7 +1130,7 @@ def _rows(o: _Open, source: str, baseline: Figure) -> tuple[SessionRows, Figure]
                 },
             )
         )
-    return SessionRows(root, source, tables), session_total
+    return SessionRows(root, source, tables, list(o.messages)), session_total
 
 
 def _main_model(uses: list[_Use]) -> str | None:
