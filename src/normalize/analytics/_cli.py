@@ -127,6 +127,7 @@ def render_stats(summary: Summary, out: TextIO, *, width: int | None = None) -> 
     """The summary as a table; numbers are never cut: the group columns wrap first."""
     from rich import box
     from rich.console import Console
+    from rich.measure import Measurement
     from rich.table import Table
 
     names = key_names(summary.by)
@@ -134,7 +135,12 @@ def render_stats(summary: Summary, out: TextIO, *, width: int | None = None) -> 
     total = summary.total()
     rows = [([*(v or "-" for v in line.key)], _cells(line)) for line in lines]
     total_row = ([*(v or "" for v in total.key)], _cells(total))
-    table = Table(title=f"normalize stats by {summary.by.replace('-', ' and ')}", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(
+        title=f"normalize stats by {summary.by.replace('-', ' and ')}",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     need = 0
     for i, name in enumerate(names):
         widest = max(len(keys[i]) for keys, _ in [*rows, total_row])
@@ -153,6 +159,7 @@ def render_stats(summary: Summary, out: TextIO, *, width: int | None = None) -> 
     if width is None and not out.isatty() and "COLUMNS" not in os.environ:
         width = 200  # a pipe or a file: no terminal to fit
     console = Console(file=out, width=width, highlight=False)
+    need = Measurement.get(console, console.options.update(width=need), table).minimum
     if console.width < need:  # too narrow for the numbers: lines wrap in the terminal, numbers are never cut
         console = Console(file=out, width=need, highlight=False)
     console.print(table)

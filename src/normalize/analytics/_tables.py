@@ -1143,10 +1143,10 @@ def _main_model(uses: list[_Use]) -> str | None:
 
 
 def _turn_time(o: _Open, turn: int | None) -> str | None:
+    """The time of a usage row the agent gave none: its turn's end or start, else the session's last or first."""
     t = o.turns.get(turn) if turn is not None else None
-    if t is None:
-        return o.last_ts
-    return t.ended_at or t.started_at
+    known = (t.ended_at or t.started_at) if t is not None else None
+    return known or o.last_ts or o.record.get("created_at") or o.first_ts
 
 
 def _fig_cols(f: Figure) -> dict[str, Any]:
