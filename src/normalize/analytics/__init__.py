@@ -3,8 +3,10 @@
 A consumer of normalized events only: it reads what :mod:`normalize` gives
 (native files through :func:`normalize.events`, normalized JSONL through
 :func:`normalize.decode`) and never an adapter.  The tables are documented in
-``docs/analytics.md``; duckdb, pyarrow, rich and the OpenTelemetry SDK are
-optional (extras ``analytics``, ``otel``, ``otlp``) and imported only when used.
+``docs/analytics.md``; duckdb, pyarrow and the OpenTelemetry SDK are optional
+(extras ``analytics``, ``otel``, ``otlp``) and imported only when used; ``stats``
+needs only the base install (rich draws its table, genai-prices prices the usage
+an agent reports no cost for).
 """
 
 from __future__ import annotations

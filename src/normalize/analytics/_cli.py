@@ -3,8 +3,8 @@
 :func:`add_commands` adds them to the main parser's subparsers; each sets
 ``func`` to a function taking the parsed arguments and returning the exit
 code (0 done, 1 some input could not be read, 2 misuse), like the other
-commands.  duckdb, pyarrow, rich and OpenTelemetry are imported only when a
-command runs.
+commands.  Without a path they read the agents' own folders (``normalize._places``).
+duckdb, pyarrow and OpenTelemetry are imported only when a command runs.
 """
 
 from __future__ import annotations
