@@ -28,7 +28,9 @@ from ._model import BODY_TYPES, CORE_EVENT_TYPES, SessionEvent
 
 __all__ = ["ValidationProblem", "core_event_adapter", "json_schema", "line_adapter", "validate_lines"]
 
-_CONFIG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+#: Unknown members are allowed and kept: a stream written by a newer normalize (or an extension
+#: of a third-party adapter) stays valid for an older reader (docs/events.md, "Forward compatibility").
+_CONFIG = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
 _models: dict[type, type[BaseModel]] = {}
 
 
