@@ -17,6 +17,7 @@ from ._codec import encode, encode_header
 from ._convert import SessionInput, events, find_inputs, read_records
 from ._errors import DetectionError, InputError, NormalizeError, UsageError
 from ._lines import DEFAULT_MAX_LINE
+from ._places import inputs_or_defaults
 from ._redact import Redactor
 from ._registry import available
 from ._version import __version__
@@ -59,9 +60,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
             out_dir.mkdir(parents=True, exist_ok=True)
         else:
             out_file = Path(args.output).open("wb")  # noqa: SIM115 - closed below
+    if not args.inputs and out_dir is None:
+        raise UsageError("give files or folders to convert, or -o DIR/ to convert the agents' default folders")
     try:
         found = 0
-        for inp in find_inputs([Path(p) for p in args.inputs], protocol=args.protocol, max_line=args.max_line):
+        for inp in find_inputs(inputs_or_defaults(args.inputs), protocol=args.protocol, max_line=args.max_line):
             if isinstance(inp, DetectionError):
                 print(f"normalize: skipped: {inp.message}", file=sys.stderr)
                 status = 1
@@ -152,7 +155,9 @@ def _parser() -> argparse.ArgumentParser:
         )
 
     c = sub.add_parser("convert", help="native captures or session files -> normalized JSONL")
-    c.add_argument("inputs", nargs="+", metavar="PATH", help="files or folders")
+    c.add_argument(
+        "inputs", nargs="*", metavar="PATH", help="files or folders (with -o DIR/ and none: the agents' folders)"
+    )
     c.add_argument("--protocol", "-p", help="skip detection and read the input as this protocol")
     c.add_argument(
         "-o", "--output", help="output file, or folder (an existing one, or ending in /) for one file per session"

@@ -13,6 +13,7 @@ from ._contract import Adapter, Sample
 from ._errors import DetectionError, UsageError
 from ._lines import DEFAULT_MAX_LINE, CaptureParser, Message, Record
 from ._model import Origin, _Core
+from ._places import is_agent_file
 from ._registry import adapter_class, detect_protocol
 from ._session import Clock, Session
 
@@ -143,9 +144,12 @@ def find_inputs(
     for root in paths:
         if root.is_dir():
             files = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
+            by_dir: dict[Path, list[Path]] = {}
+            for f in files:
+                by_dir.setdefault(f.parent, []).append(f)
             taken: set[Path] = set()
             for f in files:
-                if f in taken:
+                if f in taken or is_agent_file(f):  # the agents' prompt history and indexes: not sessions
                     continue
                 try:
                     proto = protocol or detect_file(f, max_line=max_line)
@@ -154,7 +158,9 @@ def find_inputs(
                     continue
                 cls = adapter_class(proto)
                 comps = _companions(f, cls)
-                if _is_companion(f, files, cls):
+                # only a file in a folder above it can have it as companion (not all files: that is quadratic)
+                above = [o for d in f.parents if d in by_dir for o in by_dir[d]]
+                if _is_companion(f, above, cls):
                     continue
                 taken.update(comps)
                 yield SessionInput(f, proto, comps)

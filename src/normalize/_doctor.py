@@ -46,6 +46,7 @@ from ._model import (
 from ._model import (
     Warning as WarningBody,
 )
+from ._places import inputs_or_defaults
 
 __all__ = [
     "DoctorReport",
@@ -374,7 +375,7 @@ def format_json(report: DoctorReport) -> bytes:
 
 def cmd_doctor(args: argparse.Namespace, out: TextIO | None = None) -> int:
     stream = out if out is not None else sys.stdout
-    report = diagnose([Path(p) for p in args.inputs], protocol=args.protocol, max_line=args.max_line)
+    report = diagnose(inputs_or_defaults(args.inputs), protocol=args.protocol, max_line=args.max_line)
     if args.json:
         stream.write(format_json(report).decode())
     else:
@@ -389,7 +390,9 @@ def add_doctor_command(subparsers: argparse._SubParsersAction[argparse.ArgumentP
         help="report what the adapters did not translate in native files (drift report)",
         description=(__doc__ or "").splitlines()[0],
     )
-    d.add_argument("inputs", nargs="+", metavar="PATH", help="files or folders (~/.claude/projects, ~/.codex/sessions)")
+    d.add_argument(
+        "inputs", nargs="*", metavar="PATH", help="files or folders (default: ~/.claude/projects, ~/.codex/sessions)"
+    )
     d.add_argument("--json", action="store_true", help="the report as JSON, for machines")
     d.add_argument("--protocol", "-p", help="skip detection and read every input as this protocol")
     d.add_argument(

@@ -54,7 +54,7 @@ def follow(
     max_line: int = DEFAULT_MAX_LINE,
 ) -> EventStream:
     """Events of a session file, as the agent appends to it.  Use with ``async with``."""
-    name = os.fspath(path)
+    name = os.path.expanduser(os.fspath(path))  # "~/.claude/projects/..." as a user writes it
     conv = Converter(protocol=protocol, session_id=session_id, origin=origin, clock=clock, strict=strict, eager=True)
     state: dict[str, int] = {}
     files: list[int] = []

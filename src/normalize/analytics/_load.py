@@ -97,11 +97,11 @@ def _spec(inp: SessionInput) -> InputSpec:
     return InputSpec("native", str(inp.main), inp.protocol, tuple(str(c) for c in inp.companions))
 
 
-def read_input(spec: InputSpec) -> list[SessionRows]:
-    """The rows of one input (runs in a worker)."""
+def read_input(spec: InputSpec, *, content: bool = False) -> list[SessionRows]:
+    """The rows of one input (runs in a worker); with ``content``, the turns' messages too."""
     if spec.kind == "native":
         stream = events(read_records(spec.paths), protocol=spec.protocol, clock=unknown_clock)
-        return TableBuilder(spec.main).feed_all(stream).finish()
+        return TableBuilder(spec.main, content=content).feed_all(stream).finish()
     out: list[SessionRows] = []
     builder: TableBuilder | None = None
     with open(spec.main, "rb") as f:
@@ -115,10 +115,10 @@ def read_input(spec: InputSpec) -> list[SessionRows]:
             if isinstance(ev, StreamHeader):
                 if builder is not None:
                     out.extend(builder.finish())
-                builder = TableBuilder(spec.main)
+                builder = TableBuilder(spec.main, content=content)
                 continue
             if builder is None:
-                builder = TableBuilder(spec.main)
+                builder = TableBuilder(spec.main, content=content)
             builder.feed(ev)
     if builder is not None:
         out.extend(builder.finish())
@@ -126,9 +126,12 @@ def read_input(spec: InputSpec) -> list[SessionRows]:
 
 
 def _read_safely(spec: InputSpec, keep: frozenset[str] | None = None) -> list[SessionRows] | InputError:
-    """One input's rows, in a worker; only the tables in ``keep`` (all when None) travel back."""
+    """One input's rows, in a worker; only the tables in ``keep`` (all when None) travel back.
+
+    ``messages`` in ``keep`` asks for the turns' messages (``SessionRows.messages``), never read otherwise.
+    """
     try:
-        out = read_input(spec)
+        out = read_input(spec, content=keep is not None and "messages" in keep)
     except InputError as exc:
         return exc
     except OSError as exc:  # one unreadable file is reported like an undetectable one; the rest goes on
@@ -216,27 +219,35 @@ class Scan:
         jobs: int | None = 1,
         progress: Progress | None = None,
         tables: Iterable[str] | None = None,
+        skip: Callable[[InputSpec], bool] | None = None,
     ) -> None:
         self.paths = list(paths)
         self.protocol = protocol
         self.jobs = jobs
         self.progress = progress
         self.tables = None if tables is None else tuple(tables)
+        self.skip = skip
         self.inputs = 0
+        self.unchanged = 0
         self.problems: list[str] = []
+        #: the inputs read without a problem, in the order they were read
+        self.read: list[InputSpec] = []
 
     def __iter__(self) -> Iterator[SessionRows]:
         specs: list[InputSpec] = []
         for item in discover(self.paths, protocol=self.protocol):
             if isinstance(item, InputError):
                 self.problems.append(item.message)
+            elif self.skip is not None and self.skip(item):
+                self.unchanged += 1
             else:
                 specs.append(item)
-        self.inputs = len(specs)
+        self.inputs = len(specs) + self.unchanged
         for spec, result in read_all(specs, jobs=self.jobs, progress=self.progress, tables=self.tables):
             if isinstance(result, InputError):
                 self.problems.append(f"{spec.main}: {result.message}")
             else:
+                self.read.append(spec)
                 yield from result
 
 
