@@ -15,8 +15,10 @@ from ._errors import (
     LineTooLong,
     MalformedMessage,
     NormalizeError,
+    NotASession,
     ProtocolViolation,
     TruncatedLine,
+    UnreadableInput,
     UsageError,
 )
 from ._lines import DEFAULT_MAX_LINE, CaptureParser, LineProblem, LineSplitter, Message, Record
@@ -84,6 +86,7 @@ __all__ = [
     "MalformedMessage",
     "Message",
     "NormalizeError",
+    "NotASession",
     "Pacer",
     "Passthrough",
     "Problem",
@@ -96,6 +99,7 @@ __all__ = [
     "Source",
     "StreamHeader",
     "TruncatedLine",
+    "UnreadableInput",
     "UsageError",
     "Wiretap",
     "__version__",

@@ -131,8 +131,13 @@ def _utf8_error(message: bytes) -> MalformedMessage | None:
     return None
 
 
-def _kept_text(message: bytes, limit: int = 4096) -> str:
-    return message[:limit].decode("utf-8", errors="replace")
+def _kept_text(message: bytes) -> str:
+    """A bad line kept whole as text, each invalid UTF-8 sequence replaced by U+FFFD.
+
+    The line is already bounded by the reader (``max_line``), so nothing is
+    cut: a large tool result with one stray byte keeps its end.
+    """
+    return message.decode("utf-8", errors="replace")
 
 
 # The roles a body plays in the turn state machine, by its exact type.
