@@ -301,6 +301,7 @@ def test_one_unreadable_file_does_not_stop_a_folder(
     code, _, err = run(capsys, "convert", str(src), "-o", f"{out}/")
     assert code == 1
     assert f"{src / 'b.jsonl'}: Input/output error" in err
+    assert "2 session(s) converted" in err and "1 could not be read or written" in err
     assert {"a.normalized.jsonl", "c.normalized.jsonl"} <= set(outputs(out))
 
 

@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 from ._codec import encode, encode_header
 from ._convert import SessionInput, events, find_inputs, iter_records, read_records, sample_records
-from ._errors import DetectionError, InputError, NormalizeError, NotASession, UsageError
+from ._errors import DetectionError, InputError, NormalizeError, NotASession, UnreadableInput, UsageError
 from ._lines import DEFAULT_MAX_LINE, Record
 from ._model import Error as ErrorBody
 from ._model import SessionEvent
@@ -114,6 +114,9 @@ def _gather(args: argparse.Namespace, tally: _Tally) -> list[_Item]:
             if isinstance(inp, NotASession):
                 tally.notes += 1
                 _say(f"left as is: {inp.message}")
+            elif isinstance(inp, UnreadableInput):
+                tally.failed += 1
+                _say(inp.message)
             elif isinstance(inp, DetectionError):
                 tally.skipped += 1
                 _say(f"skipped: {inp.message}")
