@@ -564,3 +564,16 @@ def test_validate_speaks_of_the_wire_never_of_internal_names(
     assert code == 1
     assert message in out
     assert "tag_" not in out and "discriminator" not in out
+
+
+def test_doctor_goes_on_past_a_file_that_fails_while_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.jsonl").write_bytes(SAMPLE.read_bytes())
+    (src / "b.jsonl").write_bytes(SAMPLE.read_bytes())
+    _failing_open(monkeypatch, src / "a.jsonl", after_opens=1)  # detected, then fails while read
+    code, out, _ = run(capsys, "doctor", str(src))
+    assert code == 0
+    assert "1 session(s)" in out and f"{src / 'a.jsonl'}: Input/output error" in out

@@ -253,3 +253,24 @@ def test_normalize_output_among_the_inputs_is_listed_apart_not_read(tmp_path: Pa
     assert only_group(report).sessions == 1
     assert [(s.path, s.kind) for s in report.skipped] == [(str(tmp_path / "s.normalized.jsonl"), "normalized")]
     assert "normalize output, not read: 1 file(s)" in format_text(report)
+
+
+def test_doctor_shows_a_progress_bar_over_a_folder_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / name).write_bytes(HM.read_bytes())
+    term = Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    code, out = run_cli(str(tmp_path))
+    assert code == 0 and "2 session(s)" in out
+    assert "\rnormalize: reading [" in term.getvalue() and "2/2" in term.getvalue()
+    assert term.getvalue().endswith("\r\x1b[K")  # erased at the end
+    plain = io.StringIO()
+    monkeypatch.setattr("sys.stderr", plain)
+    run_cli(str(tmp_path))
+    assert plain.getvalue() == ""

@@ -29,7 +29,7 @@ import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 import msgspec
 from msgspec import Raw, Struct
@@ -180,7 +180,7 @@ class _Cursor:
         for path in self.inp.paths:
             self.path = str(path)
             with path.open("rb") as f:
-                for rec in iter_records(f, max_line=self.max_line):
+                for rec in self._read(f, path):
                     self.line = rec.line
                     if isinstance(rec, Message):
                         self.messages += 1
@@ -191,6 +191,14 @@ class _Cursor:
                         self._remember((rec.error.kept or "").encode())
                     yield rec
         self.path, self.line = str(self.inp.main), None
+
+    def _read(self, f: BinaryIO, path: Path) -> Iterator[Record]:
+        """The file's records; an OS error while reading names the file."""
+        try:
+            yield from iter_records(f, max_line=self.max_line)
+        except OSError as exc:
+            exc.filename = exc.filename or str(path)
+            raise
 
     def _remember(self, data: bytes) -> None:
         key = hash(data)
