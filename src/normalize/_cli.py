@@ -112,8 +112,9 @@ def _gather(args: argparse.Namespace, tally: _Tally) -> list[_Item]:
         root = Path(name)
         for inp in find_inputs([root], protocol=args.protocol, max_line=args.max_line):
             if isinstance(inp, NotASession):
-                tally.notes += 1
-                _say(f"left as is: {inp.message}")
+                tally.notes += 1  # in a folder, earlier outputs are counted in the summary, not listed
+                if not root.is_dir():
+                    _say(f"left as is: {inp.message}")
             elif isinstance(inp, UnreadableInput):
                 tally.failed += 1
                 _say(inp.message)
