@@ -185,8 +185,8 @@ class _Cursor:
                     if isinstance(rec, Message):
                         self.messages += 1
                         self._remember(rec.data)
-                        # what an error event carries of a message that is not JSON: its text
-                        self._remember(rec.data.decode("utf-8", errors="replace").encode())
+                        if not rec.data.isascii():  # what an error event carries of a line not UTF-8: its text
+                            self._remember(rec.data.decode("utf-8", errors="replace").encode())
                     else:  # a line that never became a message: its event carries the kept head
                         self._remember((rec.error.kept or "").encode())
                     yield rec
