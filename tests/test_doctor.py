@@ -217,7 +217,7 @@ def test_over_the_captures_versions_come_from_the_sessions(real: DoctorReport) -
     versions = {(g.agent, g.version) for g in real.groups}
     assert ("claude-code", "2.1.332") in versions
     assert ("codex", "0.169.0") in versions
-    assert ("@agentclientprotocol/codex-acp", "2.6.0") in versions
+    assert ("codex", "via @agentclientprotocol/codex-acp 2.6.0") in versions
     text = format_text(real)
     for g in real.groups:
         assert f"{g.agent} {g.version or 'version unknown'}  (" in text

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
 from ._codec import SCHEMA_VERSION, StreamHeader, decode, encode
-from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Sample, Source
+from ._connection import Connection
+from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Routing, Sample, Source
 from ._convert import SessionInput, events, find_inputs, iter_records, read_records
 from ._errors import (
     DetectionError,
@@ -73,6 +74,7 @@ __all__ = [
     "ByteSource",
     "CaptureParser",
     "Clock",
+    "Connection",
     "DetectionError",
     "Direction",
     "Emit",
@@ -90,6 +92,7 @@ __all__ = [
     "Pacer",
     "Passthrough",
     "Problem",
+    "Routing",
     "ProtocolViolation",
     "Record",
     "Redactor",

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Literal
 
+from ._connection import Connection
 from ._contract import Adapter, Sample
 from ._errors import DetectionError, NotASession, UnreadableInput, UsageError
 from ._lines import DEFAULT_MAX_LINE, CaptureParser, Message, Record
@@ -65,6 +66,20 @@ def sample_records(records: Iterator[Record]) -> tuple[list[Record], list[Sample
     return _sample(records, DETECT_SAMPLE)
 
 
+def open_session(
+    adapter: Adapter,
+    *,
+    session_id: str | None = None,
+    origin: Origin | None = None,
+    clock: Clock | None = None,
+    strict: bool = False,
+) -> Session | Connection:
+    """A :class:`Session` for ``adapter``, or a :class:`Connection` when its protocol carries several sessions."""
+    if type(adapter).routing is None:
+        return Session(adapter, session_id=session_id, origin=origin, clock=clock, strict=strict)
+    return Connection(type(adapter), first=adapter, session_id=session_id, origin=origin, clock=clock, strict=strict)
+
+
 def events(
     records: Iterable[Record],
     *,
@@ -83,7 +98,7 @@ def events(
             head, sample = _sample(it, DETECT_SAMPLE)
             protocol = detect_protocol(sample)
         adapter = adapter_class(protocol)()
-    session = Session(adapter, session_id=session_id, origin=origin, clock=clock, strict=strict)
+    session = open_session(adapter, session_id=session_id, origin=origin, clock=clock, strict=strict)
     feed = session.feed
     for rec in itertools.chain(head, it):
         if isinstance(rec, Message):

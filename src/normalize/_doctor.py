@@ -241,6 +241,8 @@ class _SessionFindings:
             self.agent = rec.agent
         if rec.agent_version:
             self.version = rec.agent_version
+        elif rec.via:  # reached through a bridge of unknown agent version: the bridge's version drifts
+            self.version = f"via {rec.via} {rec.via_version or 'version unknown'}"
 
 
 def _look(ev: _Core, found: _SessionFindings, cur: _Cursor) -> None:

@@ -36,7 +36,9 @@ __all__ = [
     "validate_stream",
 ]
 
-_CONFIG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+#: Unknown members are allowed and kept: a stream written by a newer normalize (or an extension
+#: of a third-party adapter) stays valid for an older reader (docs/events.md, "Forward compatibility").
+_CONFIG = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
 _models: dict[type, type[BaseModel]] = {}
 
 

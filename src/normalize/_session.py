@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -42,13 +43,16 @@ from msgspec import Raw, structs
 
 from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Source
 from ._errors import InputError, MalformedMessage, UsageError
+from ._lifecycle import Requests
 from ._model import (
     AnyBody,
     Body,
     ErrorInfo,
     EventEnvelope,
+    McpTool,
     Native,
     Origin,
+    PermissionAuto,
     PermissionRequest,
     RequestResolved,
     SessionCreated,
@@ -60,6 +64,8 @@ from ._model import (
     SessionStateChanged,
     SessionUpdate,
     Subagent,
+    ToolCalled,
+    ToolFinished,
     TurnComplete,
     TurnStart,
     UserQuestion,
@@ -131,6 +137,15 @@ def _utf8_error(message: bytes) -> MalformedMessage | None:
     return None
 
 
+def _ms_between(start: str, end: str) -> float | None:
+    """Milliseconds from one RFC 3339 time to another, or None if either is unreadable."""
+    try:
+        delta = datetime.fromisoformat(end) - datetime.fromisoformat(start)
+    except ValueError:
+        return None
+    return max(delta.total_seconds() * 1000, 0.0)
+
+
 def _kept_text(message: bytes) -> str:
     """A bad line kept whole as text, each invalid UTF-8 sequence replaced by U+FFFD.
 
@@ -141,7 +156,7 @@ def _kept_text(message: bytes) -> str:
 
 
 # The roles a body plays in the turn state machine, by its exact type.
-_OTHER, _START, _COMPLETE, _ASK, _RESOLVED, _SUBAGENT = range(6)
+_OTHER, _START, _COMPLETE, _ASK, _RESOLVED, _SUBAGENT, _AUTO, _MCP = range(8)
 _ROLES: dict[type[Body], int] = {
     TurnStart: _START,
     TurnComplete: _COMPLETE,
@@ -149,6 +164,8 @@ _ROLES: dict[type[Body], int] = {
     UserQuestion: _ASK,
     RequestResolved: _RESOLVED,
     Subagent: _SUBAGENT,
+    PermissionAuto: _AUTO,
+    McpTool: _MCP,
 }
 
 
@@ -180,7 +197,8 @@ class Session:
         self._turns = 0
         self._turn_id: str | None = None
         self._state: SessionState = "starting"
-        self._pending: dict[str, None] = {}  # open requests, oldest first (at most MAX_PENDING)
+        self._mcp_open: OrderedDict[str, str | None] = OrderedDict()  # MCP calls started: their time
+        self._pending = Requests(MAX_PENDING)  # open requests, for the waiting state and decisions
         self._created = False
         self._closed = False
         self._failed = False
@@ -270,17 +288,30 @@ class Session:
             return []
         self._created = True
         if self.session_id is None:
-            assert self._first is not None
-            # the first message, and the one that named the session: distinct for distinct
-            # runs even when every run starts with the same handshake (ACP, Codex)
-            seed = self._first + (b"\0" + message if announced is not None and message is not None else b"")
-            self.session_id = "s-" + hashlib.sha256(seed).hexdigest()[:16]
+            self.session_id = self._derive_id(announced, message)
         out: list[_Core] = [self._fill_record(announced or self._default_created())]
         held, self._held = self._held, []
         for h_items, h_message, h_t in held:
             out += self._run(h_items, h_message, h_t)
         out += self._run([i for i in items if i is not announced], message, t)
         return out
+
+    def _derive_id(self, announced: SessionCreated | SessionResumed | None, message: bytes | None) -> str:
+        """The session's id (docs/events.md, "Identity").
+
+        From the agent and its native session id when the adapter names one, so that a
+        live stream, the agent's stored file and a replay of either give the same id;
+        otherwise from the first message and the one that announced the session, which
+        differ for distinct runs even when every run starts with the same handshake.
+        """
+        native = announced.record.native_session_id if announced is not None else None
+        if native:
+            agent = announced.record.agent if announced is not None and announced.record.agent else self.adapter.agent
+            seed = f"{agent}\0{native}".encode()
+        else:
+            assert self._first is not None
+            seed = self._first + (b"\0" + message if announced is not None and message is not None else b"")
+        return "s-" + hashlib.sha256(seed).hexdigest()[:16]
 
     def _raise_early(self, items: list[Item], message: bytes | None) -> None:
         """Strict mode: bad input raises when it is fed, even while events are held."""
@@ -401,6 +432,10 @@ class Session:
                 self._synth(out, TurnStart(), "turn-complete-without-start")
         elif role == _SUBAGENT:
             subagent_id = None  # the body's own subagentId names it (docs/events.md)
+        elif role == _RESOLVED:
+            body = self._pending.resolve(cast(RequestResolved, body))
+        elif role == _AUTO:
+            body = Requests.auto(cast(PermissionAuto, body))
         if synthetic or message is None:
             native = Native(protocol="core", method=method, payload=None)
         elif text_payload:
@@ -422,7 +457,9 @@ class Session:
             subagent_id=subagent_id,
         )
         out.append(SessionEvent(session_id=sid, event=env))
-        if role in (_OTHER, _SUBAGENT):
+        if role == _MCP:
+            self._mcp_call(out, cast(McpTool, body), ts)
+        if role in (_OTHER, _SUBAGENT, _AUTO, _MCP):
             if self._state == "starting":
                 self._set_state(out, "idle")
         elif role == _COMPLETE:
@@ -431,14 +468,43 @@ class Session:
         elif role == _START:
             self._set_state(out, "running")
         elif role == _ASK:
-            self._pending[cast(PermissionRequest | UserQuestion, body).request_id] = None
-            if len(self._pending) > MAX_PENDING:  # the oldest was never answered: stop waiting for it
-                del self._pending[next(iter(self._pending))]
+            self._pending.ask(cast(PermissionRequest | UserQuestion, body))  # past MAX_PENDING the oldest is forgotten
             self._set_state(out, "waiting")
         else:  # _RESOLVED
-            self._pending.pop(cast(RequestResolved, body).request_id, None)
             if not self._pending:
                 self._set_state(out, "running" if self._turn_id is not None else "idle")
+
+    def _mcp_call(self, out: list[_Core], body: McpTool, ts: str | None) -> None:
+        """``tool.called`` when an MCP call starts, ``tool.finished`` when it ends.
+
+        The duration is the agent's own when it says one (``mcp-tool.durationMs``), else the
+        time between the two events when both have a native or capture time; with neither
+        (no time but the conversion's clock) there is no ``tool.finished``: a made-up
+        duration would feed analytics a number nobody measured.
+        """
+        sid = self.session_id
+        assert sid is not None
+        if body.phase == "started":
+            self._mcp_open[body.call_id] = ts
+            if len(self._mcp_open) > MAX_PENDING:
+                self._mcp_open.popitem(last=False)
+            out.append(ToolCalled(session_id=sid, server=body.server, tool=body.tool, call_id=body.call_id))
+        elif body.phase in ("completed", "failed"):
+            started = self._mcp_open.pop(body.call_id, None)
+            duration = body.duration_ms
+            if duration is None and started is not None and ts is not None:
+                duration = _ms_between(started, ts)
+            if duration is not None:
+                ok = body.phase == "completed"
+                finished = ToolFinished(
+                    session_id=sid,
+                    server=body.server,
+                    tool=body.tool,
+                    call_id=body.call_id,
+                    ok=ok,
+                    duration_ms=duration,
+                )
+                out.append(finished)
 
     def _set_state(self, out: list[_Core], state: SessionState) -> None:
         if state != self._state:

@@ -306,7 +306,12 @@ def test_session_record_names_the_native_session_and_agent(capture: Path) -> Non
         if isinstance(e, SessionCreated | SessionResumed) and e.record.native_session_id
     ]
     assert {r.native_session_id for r in records} == native
-    assert all(r.agent == info["name"] and r.agent_version == info["version"] for r in records)
+    bridged = {"@agentclientprotocol/claude-agent-acp": "claude-code", "@agentclientprotocol/codex-acp": "codex"}
+    if info["name"] in bridged:  # a bridge: the agent is named as over its own protocol, the package kept as via
+        assert all(r.agent == bridged[info["name"]] and r.agent_version is None for r in records)
+        assert all(r.via == info["name"] and r.via_version == info["version"] for r in records)
+    else:
+        assert all(r.agent == info["name"] and r.agent_version == info["version"] and r.via is None for r in records)
 
 
 # --------------------------------------------------------------------------

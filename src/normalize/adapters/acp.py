@@ -89,6 +89,7 @@ from normalize import (
     Reasoning,
     ReasoningDelta,
     RequestResolved,
+    Routing,
     Sample,
     SessionCreated,
     SessionInfo,
@@ -339,8 +340,21 @@ class _ConfigUpdate(_View, frozen=True):
     config_options: list[_ConfigOption] = []
 
 
+class _ThreadStatus(Struct, frozen=True):
+    type: str | None = None
+
+
+class _CodexMeta(Struct, frozen=True, rename="camel"):
+    thread_status: _ThreadStatus | None = None
+
+
+class _InfoMeta(Struct, frozen=True):
+    codex: _CodexMeta | None = None
+
+
 class _InfoUpdate(_View, frozen=True):
     title: str | UnsetType | None = UNSET
+    meta: _InfoMeta | None = field(default=None, name="_meta")
 
 
 class _CostView(_View, frozen=True):
@@ -508,6 +522,19 @@ _COMPACTION_STATUS: dict[str, Literal["in_progress", "completed", "failed", "can
 #: Agents whose ``agent_message_chunk`` without ``messageId`` is a notice, not model text.
 _NOTICE_WITHOUT_ID = {"@agentclientprotocol/codex-acp", "codex-acp"}
 
+#: ACP bridges: packages that run another agent behind ACP, and the agent they run.  Over
+#: them ``agent`` names the agent (the same as over its own protocol), and the record keeps
+#: the package and its version as ``via`` / ``viaVersion`` (docs/events.md, "Identity").
+_BRIDGES = {
+    "@agentclientprotocol/claude-agent-acp": "claude-code",
+    "@zed-industries/claude-code-acp": "claude-code",
+    "claude-code-acp": "claude-code",
+    "claude-agent-acp": "claude-code",
+    "@agentclientprotocol/codex-acp": "codex",
+    "@zed-industries/codex-acp": "codex",
+    "codex-acp": "codex",
+}
+
 #: The ACP session methods that mark a stream as ACP (detection).
 _ACP_METHODS = {
     "session/new",
@@ -669,6 +696,7 @@ class AcpAdapter(Adapter):
     """Agent Client Protocol v1, client and agent sides of one connection."""
 
     protocol = "acp"
+    routing = Routing(key="sessionId", opened_by={"session/new": ("sessionId",)})
     announces_session = True
     agent = "unknown"
 
@@ -687,6 +715,8 @@ class AcpAdapter(Adapter):
         self._replay_turn = False
         self._anon = 0
         self._agent_version: str | None = None
+        self._via: str | None = None
+        self._via_version: str | None = None
         self._mode: str | None = None
         self._model: str | None = None
         self._cost: float | None = None
@@ -875,9 +905,14 @@ class AcpAdapter(Adapter):
         if result is None:
             return [Passthrough()]
         if result.agent_info is not None:
-            if result.agent_info.name:
-                self.agent = result.agent_info.name
-            self._agent_version = result.agent_info.version
+            name, version = result.agent_info.name, result.agent_info.version
+            agent = _BRIDGES.get(name) if name else None
+            if agent is not None:
+                self.agent, self._via, self._via_version = agent, name, version
+            else:
+                if name:
+                    self.agent = name
+                self._agent_version = version
         caps = result.agent_capabilities if _given(result.agent_capabilities) else None
         return [SessionInfo(capabilities=caps)] if caps is not None else [Passthrough()]
 
@@ -902,6 +937,8 @@ class AcpAdapter(Adapter):
             model=model,
             mode=mode,
             agent_version=self._agent_version,
+            via=self._via,
+            via_version=self._via_version,
         )
         return [SessionCreated(session_id="", record=record), *self._mode_update(mode, model, always=True)]
 
@@ -919,6 +956,8 @@ class AcpAdapter(Adapter):
             native_session_id=view.session_id,
             cwd=view.cwd,
             agent_version=self._agent_version,
+            via=self._via,
+            via_version=self._via_version,
         )
         return [SessionResumed(session_id="", record=record), *out]
 
@@ -946,6 +985,8 @@ class AcpAdapter(Adapter):
             native_session_id=view.session_id,
             cwd=view.cwd,
             agent_version=self._agent_version,
+            via=self._via,
+            via_version=self._via_version,
         )
         return [SessionResumed(session_id="", record=record)]
 
@@ -1109,7 +1150,7 @@ class AcpAdapter(Adapter):
         text = _block_text(block) if block is not None else None
         meta = view.meta.claude_code if view.meta is not None else None
         notice = (meta is not None and meta.kind == "informational") or (
-            kind == "message" and view.message_id is None and self.agent in _NOTICE_WITHOUT_ID
+            kind == "message" and view.message_id is None and self._via in _NOTICE_WITHOUT_ID
         )
         if notice and text is not None:
             # a notice of the agent's own, not the model's text; live even inside a load
@@ -1303,7 +1344,7 @@ class AcpAdapter(Adapter):
         if outcome is None or outcome.outcome != "selected" or outcome.option_id is None:
             return [RequestResolved(request_id=str(rid), outcome="cancelled")]
         answer = {"optionId": outcome.option_id, "kind": kinds.get(outcome.option_id)}
-        return [RequestResolved(request_id=str(rid), outcome="answered", answer=answer)]
+        return [RequestResolved(request_id=str(rid), outcome="answered", answer=answer, option_id=outcome.option_id)]
 
     # client file system and terminals ----------------------------------
 
@@ -1447,6 +1488,12 @@ class AcpAdapter(Adapter):
 
     def _info(self, raw: Raw) -> list[Item]:
         view = _INFO.decode(raw)
+        codex = view.meta.codex if view.meta is not None else None
+        status = codex.thread_status.type if codex is not None and codex.thread_status is not None else None
+        if status == "systemError":
+            # codex-acp's only sign of a failed model call: the error's text follows as agent text
+            message = "the agent reported a system error (codex threadStatus systemError)"
+            return [Error(message=message, error_type="systemError", recoverable=False)]
         if isinstance(view.title, UnsetType):
             return [Passthrough(method="session/update")]  # only updatedAt / `_meta`: nothing the model holds
         return [SessionInfo(title=view.title if view.title is not None else "")]

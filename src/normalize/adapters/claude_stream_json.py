@@ -72,6 +72,7 @@ from normalize import (
     CompletionUsage,
     ContextApplied,
     ContextUpdated,
+    ContextWindow,
     ConversationReset,
     Cost,
     Direction,
@@ -235,6 +236,7 @@ class _ModelUsage(Struct, frozen=True, kw_only=True, rename="camel"):
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cost_usd: float = field(name="costUSD", default=0.0)
+    context_window: int | None = None
 
 
 class _Origin(Struct, frozen=True, kw_only=True):
@@ -359,6 +361,27 @@ class _Response(Struct, frozen=True, kw_only=True):
 
 class _ControlResponse(Struct, frozen=True, kw_only=True):
     response: _Response = _Response()
+
+
+class _PermissionAnswer(Struct, frozen=True, kw_only=True, rename="camel"):
+    """A ``can_use_tool`` answer: ``behavior`` allow | deny, and the rules to keep."""
+
+    behavior: str | None = None
+    updated_permissions: list[Raw] | None = None
+
+
+_PERMISSION_ANSWER = msgspec.json.Decoder(_PermissionAnswer)
+
+
+def _chosen_option(response: Raw) -> str | None:
+    """The option a ``can_use_tool`` answer chose: ``allow``, ``allow_always`` or ``deny``."""
+    try:
+        answer = _PERMISSION_ANSWER.decode(response)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if answer.behavior == "allow" and answer.updated_permissions:
+        return "allow_always"
+    return answer.behavior
 
 
 class _CancelRequest(Struct, frozen=True, kw_only=True):
@@ -546,6 +569,7 @@ class ClaudeStreamJsonAdapter(Adapter):
         self._reset_pending = False
         self._mode: str | None = None
         self._model: str | None = None
+        self._context_used: int | None = None  # the last main-thread call's tokens (usage.context)
         self._tools: list[str] = []
         self._mcp: dict[str, str | None] = {}
         self._commands: list[str] | None = None
@@ -689,7 +713,9 @@ class ClaudeStreamJsonAdapter(Adapter):
             return []
         subagent = self._asked.pop(r.request_id)
         if r.subtype == "success":
-            body = RequestResolved(request_id=r.request_id, outcome="answered", answer=present(r.response))
+            answer = present(r.response)
+            option = None if answer is None else _chosen_option(answer)
+            body = RequestResolved(request_id=r.request_id, outcome="answered", answer=answer, option_id=option)
         else:
             body = RequestResolved(request_id=r.request_id, outcome="cancelled", answer=r.error)
         return [Emit(body=body, subagent_id=subagent)]
@@ -984,6 +1010,9 @@ class ClaudeStreamJsonAdapter(Adapter):
                 )
             )
             return out
+        if sub is None and msg.usage is not None:
+            # what the main thread's last model call held: its whole input and what it wrote
+            self._context_used = tokens_of(msg.usage).total
         thread = self._thread(sub, msg.id)
         for block in blocks:
             streamed = [i for i, b in sorted(thread.blocks.items()) if not b.final]
@@ -1134,6 +1163,18 @@ class ClaudeStreamJsonAdapter(Adapter):
 
     # ---------------------------------------------------------- agent: result
 
+    def _context(self, r: _Result) -> ContextWindow | None:
+        """The context at the end of the turn: the last main-thread call's tokens, and the
+        window of the model that made it (``modelUsage[model].contextWindow``)."""
+        used = self._context_used
+        if used is None:
+            return None
+        windows = [m.context_window for m in (r.model_usage or {}).values() if m.context_window]
+        size = windows[0] if len(windows) == 1 else None  # several models: which one is not said
+        if self._model is not None and r.model_usage is not None and self._model in r.model_usage:
+            size = r.model_usage[self._model].context_window or size
+        return ContextWindow(used=used, size=size)
+
     def _result(self, message: bytes) -> list[Item]:
         r: _Result = _decode(_RESULT, message)
         out: list[Item] = self._session(r.session_id)
@@ -1145,8 +1186,9 @@ class ClaudeStreamJsonAdapter(Adapter):
         if r.model_usage_since_last_result:
             amount = sum(m.cost_usd for m in r.model_usage_since_last_result.values())
             turn_cost = Cost(amount=amount, currency="USD", source="agent")
-        if turn_tokens is not None or turn_cost is not None:
-            out.append(UsageBody(tokens=turn_tokens, cost=turn_cost, scope="turn"))
+        context = self._context(r)
+        if turn_tokens is not None or turn_cost is not None or context is not None:
+            out.append(UsageBody(context=context, tokens=turn_tokens, cost=turn_cost, scope="turn"))
         if r.model_usage is not None or r.total_cost_usd is not None:
             out.append(
                 UsageBody(

@@ -84,6 +84,7 @@ from normalize import (
     QuestionOption,
     ReasoningDelta,
     RequestResolved,
+    Routing,
     Sample,
     SessionCreated,
     SessionInfo,
@@ -196,6 +197,7 @@ class _McpItem(_V, frozen=True, kw_only=True):
     arguments: Raw = ci.NULL
     result: Raw = ci.NULL
     error: Raw = ci.NULL
+    duration_ms: float | None = None
 
 
 class _WebSearchItem(_V, frozen=True, kw_only=True):
@@ -430,6 +432,7 @@ class _ToolCallResult(_V, frozen=True, kw_only=True):
 class _Decision(_V, frozen=True, kw_only=True):
     decision: Raw = ci.NULL
     action: str | None = None
+    scope: str | None = None  # item/permissions/requestApproval: "turn" | "session"
 
 
 def _decoder(t: type[Any]) -> msgspec.json.Decoder[Any]:
@@ -648,6 +651,11 @@ _TERMINAL_STATUS: dict[str, tuple[Literal["ok", "interrupt"], _StopReason]] = {
 
 class CodexAppServerAdapter(Adapter):
     protocol = "codex-app-server"
+    routing = Routing(
+        key="threadId",
+        opened_by={"thread/start": ("thread", "id"), "thread/fork": ("thread", "id")},
+        named_in={"thread/started": ("thread", "id")},
+    )
     announces_session = True
     agent = "codex"
 
@@ -958,7 +966,7 @@ class CodexAppServerAdapter(Adapter):
         v = _MCP.decode(raw)
         result = ci.raw_or_none(v.result)
         error = ci.raw_or_none(v.error)
-        return ci.mcp_finished(v.id, v.server, v.tool, v.arguments, v.status, result, error)
+        return ci.mcp_finished(v.id, v.server, v.tool, v.arguments, v.status, result, error, v.duration_ms)
 
     def _completed_web_search(self, raw: Raw, op: _Open | None) -> list[Body]:
         v = _WEB_SEARCH.decode(raw)
@@ -1264,7 +1272,23 @@ class CodexAppServerAdapter(Adapter):
 
     def _on_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
         self._answered.add(pending.request_id)
-        return [RequestResolved(request_id=pending.request_id, outcome="answered", answer=ci.raw_or_none(raw))]
+        option = self._chosen_option(pending.method, raw)
+        answer = ci.raw_or_none(raw)
+        return [RequestResolved(request_id=pending.request_id, outcome="answered", answer=answer, option_id=option)]
+
+    @staticmethod
+    def _chosen_option(method: str, raw: Raw) -> str | None:
+        """The option id an approval answer chose (the options the request was given)."""
+        if method == "item/tool/requestUserInput":
+            return None
+        try:
+            answer = _DECISION.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if method == "item/permissions/requestApproval":
+            return answer.scope or "turn"
+        decision = ci.raw_or_none(answer.decision)
+        return None if decision is None else _decision_name(decision)
 
     def _on_elicitation_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
         self._answered.add(pending.request_id)

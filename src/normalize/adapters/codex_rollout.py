@@ -160,6 +160,11 @@ class _PathChange(Struct, frozen=True):
     move_path: str | None = None
 
 
+class _Duration(Struct, frozen=True):
+    secs: int = 0
+    nanos: int = 0
+
+
 class _CoreItem(Struct, frozen=True):
     """A core TurnItem of ``item_completed`` (PascalCase ``type``)."""
 
@@ -181,6 +186,7 @@ class _CoreItem(Struct, frozen=True):
     result: Raw = ci.NULL
     error: Raw = ci.NULL
     query: str | None = None
+    duration: _Duration | None = None
 
 
 class _TaskError(Struct, frozen=True):
@@ -938,6 +944,7 @@ class CodexRolloutAdapter(Adapter):
                 item.status,
                 ci.raw_or_none(item.result),
                 ci.raw_or_none(item.error),
+                None if item.duration is None else item.duration.secs * 1000 + item.duration.nanos / 1e6,
             )
         )
 

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
-from msgspec import Raw, Struct
+from msgspec import Raw, Struct, structs
 
 from normalize import (
     Adapter,
@@ -167,6 +167,7 @@ class _Line(Struct, frozen=True):
     summary: str | None = None
     input: Raw = ABSENT
     category: str | None = None
+    paths: list[str] | None = None
     command: str | None = None  # approval_needed's command; response's command name
     reason: str | None = None
     note: str | None = None
@@ -272,6 +273,19 @@ LINE_TYPES = frozenset(
         "response",
     }
 )
+
+#: ``approval_needed.category`` -> category: what the mode asks about, which may be more
+#: precise than the tool (a ``shell`` call that deletes, or reaches the network).
+APPROVAL_CATEGORIES: dict[str, Category] = {
+    "read": "read",
+    "edit": "edit",
+    "delete": "delete",
+    "move": "move",
+    "search": "search",
+    "shell": "execute",
+    "command": "execute",
+    "network": "fetch",
+}
 
 #: Tool name -> category.  hm's built-in tools as the captures show them; others are "other".
 TOOL_CATEGORIES: dict[str, Category] = {
@@ -608,6 +622,7 @@ class HmJsonAdapter(Adapter):
             cwd=line.root,
             model=line.model or None,
             mode=line.mode,
+            provider=line.provider or None,
             created_at=line.time,
             fork_of=previous if fork and previous != line.session else None,
         )
@@ -765,12 +780,16 @@ class HmJsonAdapter(Adapter):
     def _approval_needed(self, line: _Line, sub: str | None) -> list[Item]:
         call_id = line.call_id or ""
         self._requests[call_id] = sub
-        detail = PermissionDetail(command=line.command, reason=line.reason)
+        detail = PermissionDetail(command=line.command, reason=line.reason, paths=line.paths or None)
+        ref = self._ref(call_id, line)
+        category = APPROVAL_CATEGORIES.get(line.category or "")
+        if category is not None:  # what the mode asks about: rm is a delete, curl a fetch
+            ref = structs.replace(ref, category=category)
         body = PermissionRequest(
             request_id=call_id,
-            tool_call=self._ref(call_id, line),
+            tool_call=ref,
             options=list(PERMISSION_OPTIONS),
-            detail=detail if (line.command or line.reason) else None,
+            detail=detail if (line.command or line.reason or line.paths) else None,
         )
         return [self._emit(body, sub)]
 
@@ -793,7 +812,8 @@ class HmJsonAdapter(Adapter):
             edits = _raw_or_none(sent.edits)
             if edits is not None:
                 answer["edits"] = edits
-            out.append(self._emit(RequestResolved(request_id=call_id, outcome="answered", answer=answer), sub))
+            resolved = RequestResolved(request_id=call_id, outcome="answered", answer=answer, option_id=option)
+            out.append(self._emit(resolved, sub))
             return out
         if not self._aborting:
             # decided without anyone answering: --approve edits/all, -p, or a for_session grant
@@ -812,7 +832,8 @@ class HmJsonAdapter(Adapter):
             msg = f"guard.yaml refused a {line.tool or 'tool'} call: {line.reason or ''}".rstrip(": ")
             return [self._emit(Warning(message=msg, source="guard"), sub)]
         call.refused = True
-        return [self._emit(PermissionAuto(tool_call=self._ref(call.call_id, line), option_id=REJECT), sub)]
+        auto = PermissionAuto(tool_call=self._ref(call.call_id, line), option_id=REJECT, reason=line.reason)
+        return [self._emit(auto, sub)]
 
     def _question(self, line: _Line, sub: str | None) -> list[Item]:
         call_id = line.call_id or ""
