@@ -29,9 +29,9 @@ from collections import OrderedDict
 
 from msgspec import structs
 
-from ._model import Decision, PermissionAuto, PermissionRequest, RequestResolved, UserQuestion
+from ._model import Decision, PermissionAuto, PermissionRequest, RequestResolved, ToolCall, UserQuestion
 
-__all__ = ["DECISION_WORDS", "Requests", "decision_of"]
+__all__ = ["DECISION_WORDS", "Calls", "Requests", "decision_of"]
 
 #: Option kinds (ACP's vocabulary) and the answer words of each agent, to decisions.
 DECISION_WORDS: dict[str, Decision] = {
@@ -76,11 +76,12 @@ class Requests:
     resolution is then read from the option id alone).  Eviction is O(1).
     """
 
-    __slots__ = ("_open", "limit")
+    __slots__ = ("_open", "_owner", "limit")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._open: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._owner: dict[str, str | None] = {}  # the sub-agent that asked, if one did
 
     def __len__(self) -> int:
         return len(self._open)
@@ -88,7 +89,7 @@ class Requests:
     def __bool__(self) -> bool:
         return bool(self._open)
 
-    def ask(self, body: PermissionRequest | UserQuestion) -> None:
+    def ask(self, body: PermissionRequest | UserQuestion, subagent_id: str | None = None) -> None:
         """A request is now open."""
         if type(body) is PermissionRequest:
             kinds = {o.id: o.kind for o in body.options}
@@ -96,12 +97,19 @@ class Requests:
             kinds = _QUESTION
         self._open[body.request_id] = kinds
         self._open.move_to_end(body.request_id)
+        self._owner[body.request_id] = subagent_id
         if len(self._open) > self.limit:
-            self._open.popitem(last=False)
+            rid, _ = self._open.popitem(last=False)
+            self._owner.pop(rid, None)
+
+    def open_requests(self) -> list[tuple[str, str | None]]:
+        """The requests still open, oldest first, with the sub-agent that asked."""
+        return [(rid, self._owner.get(rid)) for rid in self._open]
 
     def resolve(self, body: RequestResolved) -> RequestResolved:
         """The request is closed; ``body`` with its decision, when the adapter did not give one."""
         kinds = self._open.pop(body.request_id, None)
+        self._owner.pop(body.request_id, None)
         if body.decision is not None:
             return body
         decision: Decision | None
@@ -122,3 +130,68 @@ class Requests:
             return body
         decision = decision_of(body.option_id)
         return body if decision is None else structs.replace(body, decision=decision)
+
+
+class _OpenCall:
+    __slots__ = ("category", "subagent_id", "tool", "turn_id")
+
+    def __init__(self, call: ToolCall, subagent_id: str | None, turn_id: str | None) -> None:
+        self.tool = call.tool
+        self.category = call.category
+        self.subagent_id = subagent_id
+        self.turn_id = turn_id
+
+
+class Calls:
+    """Tool calls: one ``started`` and one terminal phase each, and what is left open.
+
+    * A second start, or a start or end after the end, is refused (:meth:`refuse` says
+      why): a duplicated line (a reconnect that re-sends, a capture written twice) or a
+      result read before its call would otherwise be counted twice.  ``updated`` is never
+      refused (ACP agents patch finished calls); an end without a start (its start was
+      never written) is let through: nothing contradicts it yet.
+    * The calls still open when their turn ends (main thread only: a sub-agent may run
+      past its parent's turn) and when the input ends are settled by the Session with
+      one policy (docs/adapters.md, "The lifecycle the core owns").
+
+    Open calls are bounded by ``limit``; ended ids are remembered (the last ``seen``) to
+    recognise duplicates.  Eviction is O(1).
+    """
+
+    __slots__ = ("_ended", "_open", "limit", "seen")
+
+    def __init__(self, limit: int, seen: int) -> None:
+        self.limit = limit
+        self.seen = seen
+        self._open: OrderedDict[str, _OpenCall] = OrderedDict()
+        self._ended: OrderedDict[str, None] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def refuse(self, call: ToolCall, subagent_id: str | None, turn_id: str | None) -> str | None:
+        """Record one phase of a call; why it cannot follow what was seen, or None."""
+        cid = call.call_id
+        if call.phase == "updated":
+            return None
+        if cid in self._ended:
+            return f"tool call {cid} already finished; a later {call.phase} phase is not reported"
+        if call.phase == "started":
+            if cid in self._open:
+                return f"tool call {cid} already started; a second start is not reported"
+            self._open[cid] = _OpenCall(call, subagent_id, turn_id)
+            if len(self._open) > self.limit:
+                self._open.popitem(last=False)  # forgotten: a later end is let through
+            return None
+        self._open.pop(cid, None)
+        self._ended[cid] = None
+        if len(self._ended) > self.seen:
+            self._ended.popitem(last=False)
+        return None
+
+    def open_in_turn(self, turn_id: str) -> list[tuple[str, _OpenCall]]:
+        """The main-thread calls ``turn_id`` started and did not end, oldest first."""
+        return [(cid, c) for cid, c in self._open.items() if c.turn_id == turn_id and c.subagent_id is None]
+
+    def open_calls(self) -> list[tuple[str, _OpenCall]]:
+        return list(self._open.items())

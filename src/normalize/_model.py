@@ -483,6 +483,7 @@ class Subagent(Body, tag="subagent", frozen=True, kw_only=True):
     can_message: bool | None = None
     can_stop: bool | None = None
     call_id: str | None = None  # extension: the parent's tool call that spawned it
+    parent_subagent_id: str | None = None  # extension: the sub-agent that spawned it, when nested
 
 
 class Warning(Body, tag="warning", frozen=True, kw_only=True):  # noqa: A001 - the spec's kind name

@@ -42,11 +42,12 @@ import msgspec
 from msgspec import Raw, structs
 
 from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Source
-from ._errors import InputError, MalformedMessage, UsageError
-from ._lifecycle import Requests
+from ._errors import InputError, MalformedMessage, ProtocolViolation, UsageError
+from ._lifecycle import Calls, Requests
 from ._model import (
     AnyBody,
     Body,
+    Category,
     ErrorInfo,
     EventEnvelope,
     McpTool,
@@ -64,6 +65,7 @@ from ._model import (
     SessionStateChanged,
     SessionUpdate,
     Subagent,
+    ToolCall,
     ToolCalled,
     ToolFinished,
     TurnComplete,
@@ -72,6 +74,7 @@ from ._model import (
     _Core,
 )
 from ._model import Error as ErrorBody
+from ._model import Warning as WarningBody
 
 __all__ = ["HOLD_LIMIT", "MAX_PENDING", "Clock", "Session", "format_ts"]
 
@@ -85,6 +88,11 @@ HOLD_LIMIT = 32
 #: How many unanswered permission requests and questions the Session tracks for its
 #: ``waiting`` state; past it the oldest is forgotten (the adapters report theirs).
 MAX_PENDING = 10_000
+
+#: Tool calls open at once (a real session has a handful; parallel tool use reaches tens),
+#: and ended call ids remembered to refuse a duplicated start or end.
+OPEN_CALLS = 10_000
+SEEN_CALLS = 100_000
 
 #: A clock returns seconds since the epoch (``time.time`` by default).
 Clock = Callable[[], float]
@@ -156,7 +164,7 @@ def _kept_text(message: bytes) -> str:
 
 
 # The roles a body plays in the turn state machine, by its exact type.
-_OTHER, _START, _COMPLETE, _ASK, _RESOLVED, _SUBAGENT, _AUTO, _MCP = range(8)
+_OTHER, _START, _COMPLETE, _ASK, _RESOLVED, _SUBAGENT, _AUTO, _MCP, _CALL = range(9)
 _ROLES: dict[type[Body], int] = {
     TurnStart: _START,
     TurnComplete: _COMPLETE,
@@ -166,6 +174,7 @@ _ROLES: dict[type[Body], int] = {
     Subagent: _SUBAGENT,
     PermissionAuto: _AUTO,
     McpTool: _MCP,
+    ToolCall: _CALL,
 }
 
 
@@ -198,6 +207,8 @@ class Session:
         self._turn_id: str | None = None
         self._state: SessionState = "starting"
         self._mcp_open: OrderedDict[str, str | None] = OrderedDict()  # MCP calls started: their time
+        self._native_ts: str | None = None  # the native time of the item being emitted (MCP durations)
+        self._calls = Calls(OPEN_CALLS, SEEN_CALLS)  # one start and one end per call; what is left open
         self._pending = Requests(MAX_PENDING)  # open requests, for the waiting state and decisions
         self._created = False
         self._closed = False
@@ -264,6 +275,23 @@ class Session:
         out = self._dispatch(self.adapter.close(), None, None)
         sid = self.session_id
         assert sid is not None
+        for request_id, subagent_id in self._pending.open_requests():
+            reason = f"request {request_id} was never answered: the input ended first"
+            self._event(
+                out,
+                WarningBody(message=reason, source="normalize"),
+                None,
+                "open-request",
+                None,
+                None,
+                subagent_id,
+                True,
+            )
+            cancelled = RequestResolved(request_id=request_id, outcome="cancelled")
+            self._event(out, cancelled, None, "open-request", None, None, subagent_id, True)
+        for call_id, call in self._calls.open_calls():
+            reason = f"tool call {call_id} ({call.tool}) never finished: the input ended first"
+            self._settle_call(out, call_id, call.tool, call.category, call.subagent_id, reason)
         if self._turn_id is not None:
             reason = f"the stream ended during {self._turn_id}"
             self._synth(out, ErrorBody(message=reason, error_type="cut-off", recoverable=False), "close")
@@ -331,9 +359,11 @@ class Session:
         accounted = message is None
         for item in items:
             if isinstance(item, Body):
+                self._native_ts = native_ts
                 self._event(out, item, message, method, native_ts or t, None, None, False)
                 accounted = True
             elif isinstance(item, Emit):
+                self._native_ts = item.ts or native_ts
                 self._event(
                     out,
                     item.body,
@@ -430,8 +460,23 @@ class Session:
         elif role == _COMPLETE:
             if self._turn_id is None:
                 self._synth(out, TurnStart(), "turn-complete-without-start")
+            else:
+                for call_id, call in self._calls.open_in_turn(self._turn_id):
+                    reason = f"tool call {call_id} ({call.tool}) was still open when {self._turn_id} ended"
+                    self._settle_call(out, call_id, call.tool, call.category, None, reason)
+        elif role == _CALL:
+            why = self._calls.refuse(cast(ToolCall, body), subagent_id, self._turn_id)
+            if why is not None:  # a duplicate or late phase: reported, not counted twice
+                if self.strict:
+                    raise ProtocolViolation(why)
+                body = ErrorBody(message=why, error_type=ProtocolViolation.error_type, recoverable=True)
         elif role == _SUBAGENT:
-            subagent_id = None  # the body's own subagentId names it (docs/events.md)
+            # the body's own subagentId names it (docs/events.md); the envelope's, when an
+            # adapter gives one, is the sub-agent it runs inside: a nested sub-agent's parent
+            sub = cast(Subagent, body)
+            if subagent_id is not None and subagent_id != sub.subagent_id and sub.parent_subagent_id is None:
+                body = structs.replace(sub, parent_subagent_id=subagent_id)
+            subagent_id = None
         elif role == _RESOLVED:
             body = self._pending.resolve(cast(RequestResolved, body))
         elif role == _AUTO:
@@ -458,8 +503,8 @@ class Session:
         )
         out.append(SessionEvent(session_id=sid, event=env))
         if role == _MCP:
-            self._mcp_call(out, cast(McpTool, body), ts)
-        if role in (_OTHER, _SUBAGENT, _AUTO, _MCP):
+            self._mcp_call(out, cast(McpTool, body), None if synthetic else self._native_ts)
+        if role in (_OTHER, _SUBAGENT, _AUTO, _MCP, _CALL):
             if self._state == "starting":
                 self._set_state(out, "idle")
         elif role == _COMPLETE:
@@ -468,19 +513,34 @@ class Session:
         elif role == _START:
             self._set_state(out, "running")
         elif role == _ASK:
-            self._pending.ask(cast(PermissionRequest | UserQuestion, body))  # past MAX_PENDING the oldest is forgotten
+            self._pending.ask(cast(PermissionRequest | UserQuestion, body), subagent_id)  # past MAX_PENDING: forgotten
             self._set_state(out, "waiting")
         else:  # _RESOLVED
             if not self._pending:
                 self._set_state(out, "running" if self._turn_id is not None else "idle")
 
+    def _settle_call(
+        self,
+        out: list[_Core],
+        call_id: str,
+        tool: str,
+        category: Category | None,
+        subagent_id: str | None,
+        reason: str,
+    ) -> None:
+        """One policy for a call left open: a warning saying why, then its ``failed`` phase."""
+        warning = WarningBody(message=reason, source="normalize")
+        self._event(out, warning, None, "open-call", None, None, subagent_id, True)
+        failed = ToolCall(call_id=call_id, tool=tool, phase="failed", category=category)
+        self._event(out, failed, None, "open-call", None, None, subagent_id, True)
+
     def _mcp_call(self, out: list[_Core], body: McpTool, ts: str | None) -> None:
         """``tool.called`` when an MCP call starts, ``tool.finished`` when it ends.
 
         The duration is the agent's own when it says one (``mcp-tool.durationMs``), else the
-        time between the two events when both have a native or capture time; with neither
-        (no time but the conversion's clock) there is no ``tool.finished``: a made-up
-        duration would feed analytics a number nobody measured.
+        time between the two events when the agent wrote both times; with neither (only a
+        capture's receive time, or the conversion's clock) there is no ``tool.finished``: a
+        duration that depends on how the stream was read is not the call's.
         """
         sid = self.session_id
         assert sid is not None

@@ -86,6 +86,8 @@ from normalize import (
     PlanEntry,
     Problem,
     ProtocolViolation,
+    Question,
+    QuestionOption,
     Reasoning,
     ReasoningDelta,
     RequestResolved,
@@ -103,6 +105,7 @@ from normalize import (
     TurnStart,
     Usage,
     UserMessage,
+    UserQuestion,
 )
 from normalize import (
     Warning as WarningBody,
@@ -779,18 +782,8 @@ class AcpAdapter(Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
-        out: list[Item] = [Emit(body=b, synthetic=True) for b in self._flush_all()]
-        out.extend(
-            Emit(
-                body=WarningBody(
-                    message=f"tool call {call.call_id} was still open when the stream ended", source="normalize"
-                ),
-                synthetic=True,
-            )
-            for call in self._calls.values()
-            if not call.ended
-        )
-        return out
+        # calls and requests left open are settled by the core (docs/adapters.md)
+        return [Emit(body=b, synthetic=True) for b in self._flush_all()]
 
     # ------------------------------------------------------------------ dispatch
 
@@ -1125,7 +1118,7 @@ class AcpAdapter(Adapter):
             pending = self._pending.get((side, view.request_id))
             if pending is None:
                 continue
-            if pending.method == "session/request_permission":
+            if pending.method in ("session/request_permission", "elicitation/create"):
                 del self._pending[(side, view.request_id)]
                 return [RequestResolved(request_id=str(view.request_id), outcome="cancelled")]
             if pending.method == "session/prompt":
@@ -1346,6 +1339,39 @@ class AcpAdapter(Adapter):
         answer = {"optionId": outcome.option_id, "kind": kinds.get(outcome.option_id)}
         return [RequestResolved(request_id=str(rid), outcome="answered", answer=answer, option_id=outcome.option_id)]
 
+    def _req_elicitation(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
+        """A form the agent asks the user to fill (claude-agent-acp's AskUserQuestion): each
+        field of ``requestedSchema`` is one question, its ``oneOf`` / ``enum`` the options."""
+        try:
+            view = _ELICITATION.decode(params)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return [Passthrough()]
+        fields = view.requested_schema.properties if view.requested_schema is not None else {}
+        questions = [
+            Question(
+                id=name,
+                prompt=f.title or f.description or view.message,
+                header=view.message if (f.title or f.description) else None,
+                multi_select=f.type == "array",
+                allow_free_text=not _choices(f),
+                options=_choices(f),
+            )
+            for name, f in fields.items()
+        ]
+        if not questions:  # a url elicitation, or a form without fields: the message is the question
+            questions = [
+                Question(id=str(rid), prompt=view.message, multi_select=False, allow_free_text=False, options=[])
+            ]
+        return [UserQuestion(request_id=str(rid), blocking=True, questions=questions)]
+
+    def _res_elicitation(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
+        """``accept`` (with the form's ``content``) answers it; ``decline`` and ``cancel`` do not."""
+        if msg.error is not None or not _given(msg.result):
+            return [RequestResolved(request_id=str(rid), outcome="cancelled")]
+        action = _ELICITATION_RESULT.decode(msg.result).action
+        outcome: Literal["answered", "cancelled"] = "answered" if action == "accept" else "cancelled"
+        return [RequestResolved(request_id=str(rid), outcome=outcome, answer=msg.result)]
+
     # client file system and terminals ----------------------------------
 
     def _linked(self, path: str) -> _Call | None:
@@ -1527,6 +1553,55 @@ class AcpAdapter(Adapter):
         return [Emit(body=WarningBody(message=text, source="agent"), origin="live")]
 
 
+class _SchemaChoice(Struct, frozen=True):
+    const: Any = None
+    title: str | None = None
+
+
+class _SchemaField(Struct, frozen=True, rename="camel"):
+    type: str | None = None
+    title: str | None = None
+    description: str | None = None
+    one_of: list[_SchemaChoice] | None = None
+    enum: list[Any] | None = None
+    items: _SchemaChoices | None = None
+
+
+class _SchemaChoices(Struct, frozen=True, rename="camel"):
+    """``items`` of an array field: the choices of a multi-select."""
+
+    any_of: list[_SchemaChoice] | None = None
+    one_of: list[_SchemaChoice] | None = None
+    enum: list[Any] | None = None
+
+
+class _Schema(Struct, frozen=True):
+    properties: dict[str, _SchemaField] = {}
+
+
+class _Elicitation(Struct, frozen=True, rename="camel"):
+    message: str = ""
+    mode: str | None = None
+    requested_schema: _Schema | None = None
+
+
+class _ElicitationResult(Struct, frozen=True):
+    action: str | None = None
+
+
+_ELICITATION = msgspec.json.Decoder(_Elicitation)
+_ELICITATION_RESULT = msgspec.json.Decoder(_ElicitationResult)
+
+
+def _choices(f: _SchemaField) -> list[QuestionOption]:
+    """A field's choices: ``oneOf`` consts with titles, or ``enum`` values (of the items, for an array)."""
+    src: _SchemaField | _SchemaChoices = f.items if f.type == "array" and f.items is not None else f
+    listed = src.one_of or (src.any_of if isinstance(src, _SchemaChoices) else None)
+    if listed:
+        return [QuestionOption(id=str(c.const), label=c.title or str(c.const)) for c in listed]
+    return [QuestionOption(id=str(v), label=str(v)) for v in src.enum or ()]
+
+
 _REQUESTS: dict[str, _RequestHandler] = {
     "initialize": AcpAdapter._req_passthrough,
     "session/new": AcpAdapter._req_new,
@@ -1537,6 +1612,7 @@ _REQUESTS: dict[str, _RequestHandler] = {
     "session/set_config_option": AcpAdapter._req_with_params,
     "session/prompt": AcpAdapter._req_prompt,
     "session/request_permission": AcpAdapter._req_permission,
+    "elicitation/create": AcpAdapter._req_elicitation,
     "fs/read_text_file": AcpAdapter._req_fs_read,
     "fs/write_text_file": AcpAdapter._req_fs_write,
     "terminal/create": AcpAdapter._req_terminal_create,
@@ -1556,6 +1632,7 @@ _RESPONSES: dict[str, _ResponseHandler] = {
     "session/set_config_option": AcpAdapter._res_set_config,
     "session/prompt": AcpAdapter._res_prompt,
     "session/request_permission": AcpAdapter._res_permission,
+    "elicitation/create": AcpAdapter._res_elicitation,
     "terminal/create": AcpAdapter._res_terminal_create,
     "terminal/output": AcpAdapter._res_terminal_output,
     "terminal/wait_for_exit": AcpAdapter._res_terminal_exit,

@@ -49,6 +49,8 @@ import msgspec
 from msgspec import Raw, Struct, field
 
 from normalize import (
+    AccountAvailable,
+    AccountExhausted,
     Adapter,
     AssistantDelta,
     AssistantMessage,
@@ -58,6 +60,8 @@ from normalize import (
     Completion,
     CompletionUsage,
     ContextApplied,
+    ContextDegraded,
+    ContextDrop,
     ContextUpdated,
     ContextWindow,
     Direction,
@@ -316,6 +320,13 @@ class _RateLimitsParams(_V, frozen=True, kw_only=True):
     rate_limits: Raw = ci.NULL
 
 
+class _LimitState(_V, frozen=True, kw_only=True):
+    """What ``account/rateLimits/updated`` says of the account itself."""
+
+    rate_limit_reached_type: str | None = None
+    plan_type: str | None = None
+
+
 class _PlanStep(_V, frozen=True, kw_only=True):
     step: str
     status: str
@@ -462,6 +473,7 @@ _DELTA = _decoder(_DeltaParams)
 _PROGRESS = _decoder(_ProgressParams)
 _TOKEN_USAGE = _decoder(_TokenUsageParams)
 _RATE_LIMITS = _decoder(_RateLimitsParams)
+_LIMIT_STATE = _decoder(_LimitState)
 _PLAN = _decoder(_PlanParams)
 _DIFF = _decoder(_DiffParams)
 _ERROR = _decoder(_ErrorParams)
@@ -676,6 +688,8 @@ class CodexAppServerAdapter(Adapter):
         self._totals: _Breakdown | None = None
         self._usage_raw: bytes | None = None
         self._rate_limits: bytes | None = None
+        self._account: str | None = None  # the account, as the plan names it (account.*)
+        self._exhausted = False  # a usage limit was reached and has not lifted
 
     # ------------------------------------------------------------ contract
 
@@ -710,14 +724,12 @@ class CodexAppServerAdapter(Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
+        # tool calls and requests left open are settled by the core (docs/adapters.md); the
+        # items the core does not see as calls (web searches, compactions) are reported here
         out: list[Item] = []
         for item_id, op in self._open.items():
-            if op.kind in _CALL_KINDS:
+            if op.kind in _NOT_CALLS:
                 msg = f"codex {op.kind} {item_id} never completed: the stream ended first"
-                out.append(Emit(body=WarningBody(message=msg, source="normalize"), synthetic=True))
-        for (side, rid), p in self._pending.items():
-            if side == "agent":
-                msg = f"codex request {rid} ({p.method}) was never answered"
                 out.append(Emit(body=WarningBody(message=msg, source="normalize"), synthetic=True))
         self._open.clear()
         self._pending.clear()
@@ -1131,7 +1143,23 @@ class CodexAppServerAdapter(Adapter):
         if bytes(raw) == self._rate_limits or not ci.present(raw):
             return [Passthrough()]  # unchanged, or no limits in it (absent is omitted, never null)
         self._rate_limits = bytes(raw)
-        return [Usage(rate_limits=raw)]
+        state = _LIMIT_STATE.decode(raw)
+        return [Usage(rate_limits=raw), *self._account_limit(state.rate_limit_reached_type, state.plan_type)]
+
+    def _account_limit(self, reached: str | None, plan: str | None) -> list[Item]:
+        """``account.exhausted`` when a limit is reached, ``account.available`` when it lifts.
+
+        The account is named by its plan when Codex says it (``planType``), else
+        ``default``: the one account the agent runs with."""
+        account = plan or self._account or "default"
+        self._account = account
+        if reached is not None and not self._exhausted:
+            self._exhausted = True
+            return [AccountExhausted(session_id="", agent=self.agent, account=account, reason="limit")]
+        if reached is None and self._exhausted:
+            self._exhausted = False
+            return [AccountAvailable(session_id="", agent=self.agent, account=account)]
+        return []
 
     def _on_error(self, params: Raw) -> list[Item]:
         p = _ERROR.decode(params)
@@ -1139,7 +1167,13 @@ class CodexAppServerAdapter(Adapter):
             self._turn_error = True
         kind = ci.error_type(p.error.codex_error_info)
         # a retry notice (willRetry: true) is a warning: Codex retries and the turn goes on
-        return [ci.error_notice(_error_text(p.error), retrying=p.will_retry, error_type=kind)]
+        out: list[Item] = [ci.error_notice(_error_text(p.error), retrying=p.will_retry, error_type=kind)]
+        if kind == "usageLimitExceeded":
+            out += self._account_limit(kind, None)
+        elif kind == "contextWindowExceeded" and not p.will_retry:
+            drop = ContextDrop(what="message", reason=_error_text(p.error))
+            out.append(ContextDegraded(session_id="", dropped=[drop]))
+        return out
 
     def _on_warning(self, params: Raw) -> list[Item]:
         p = _WARNING.decode(params)
@@ -1316,6 +1350,9 @@ _CALL_KINDS = frozenset(
         "contextCompaction",
     }
 )
+
+#: Open items whose start is not a ``tool-call`` body (the core settles those).
+_NOT_CALLS = frozenset({"webSearch", "contextCompaction"})
 
 _MCP_ACTION: dict[str, Literal["added", "removed", "updated", "failed"]] = {
     "starting": "updated",

@@ -57,10 +57,11 @@ from normalize import (
     Body,
     Compaction,
     ContextApplied,
+    ContextDegraded,
+    ContextDrop,
     ContextUpdated,
     ContextWindow,
     Direction,
-    Emit,
     Error,
     FileDiff,
     Item,
@@ -82,7 +83,6 @@ from normalize import (
     Usage,
     WebSearch,
 )
-from normalize import Warning as WarningBody
 from normalize.adapters import _codex_items as ci
 from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent, bounded_feed
 
@@ -530,13 +530,9 @@ class CodexRolloutAdapter(Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
-        # a file cut before its turn ended: the calls it left open are reported, not forgotten
-        out: list[Item] = [
-            Emit(body=WarningBody(message=f"tool call {call_id} never finished", source="normalize"), synthetic=True)
-            for call_id in self._open
-        ]
+        # a file cut before its turn ended: the core settles the calls it left open (docs/adapters.md)
         self._open.clear()
-        return out
+        return []
 
     # ------------------------------------------------------------ line types
 
@@ -752,6 +748,8 @@ class CodexRolloutAdapter(Adapter):
             etype = None if isinstance(err, str) else _error_type(err.codex_error_info)
             if message != self._turn_error:
                 out.append(Error(message=message, error_type=etype, recoverable=False))
+            if etype == "contextWindowExceeded":  # as the live adapter: the context overflowed
+                out.append(ContextDegraded(session_id="", dropped=[ContextDrop(what="message", reason=message)]))
             out.append(ci.failed_turn(event.turn_id))
         else:
             out.append(TurnComplete(reason="ok", stop_reason="completed", native_turn_id=event.turn_id))

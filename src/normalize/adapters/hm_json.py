@@ -59,6 +59,8 @@ from normalize import (
     Compaction,
     Completion,
     CompletionUsage,
+    ContextDegraded,
+    ContextDrop,
     ContextWindow,
     Cost,
     Direction,
@@ -273,6 +275,9 @@ LINE_TYPES = frozenset(
         "response",
     }
 )
+
+#: The placeholder hm sends for an image to a model without vision (doc: ``warning``).
+_NO_VISION = "[image omitted: model has no vision]"
 
 #: ``approval_needed.category`` -> category: what the mode asks about, which may be more
 #: precise than the tool (a ``shell`` call that deletes, or reaches the network).
@@ -560,13 +565,8 @@ class HmJsonAdapter(Adapter):
     def close(self) -> list[Item]:
         self._closed = True
         out: list[Item] = []
-        for rid, owner in self._requests.items():
-            resolved = RequestResolved(request_id=rid, outcome="cancelled")
-            out.append(Emit(body=resolved, subagent_id=owner, synthetic=True))
+        # calls and requests left open are settled by the core (docs/adapters.md)
         self._requests.clear()
-        for call in self._calls.values():
-            msg = f"tool call {call.call_id} ({call.tool}) never finished: the stream ended before its result"
-            out.append(Emit(body=Warning(message=msg, source="normalize"), subagent_id=call.subagent, synthetic=True))
         self._calls.clear()
         for sid, info in self._subs.items():
             if not info.ended:
@@ -916,7 +916,11 @@ class HmJsonAdapter(Adapter):
         return [self._emit(Warning(message=line.text or "retrying", source="retry"), sub)]
 
     def _warning(self, line: _Line, sub: str | None) -> list[Item]:
-        return [self._emit(Warning(message=line.text or "", source="agent"), sub)]
+        text = line.text or ""
+        out: list[Item] = [self._emit(Warning(message=text, source="agent"), sub)]
+        if _NO_VISION in text:  # the model has no vision: hm sends a placeholder for every image (doc)
+            out.append(ContextDegraded(session_id="", dropped=[ContextDrop(what="image", reason=text)]))
+        return out
 
     def _error(self, line: _Line, sub: str | None) -> list[Item]:
         body = Error(message=line.text or "error", error_type="agent", recoverable=True)
