@@ -577,3 +577,20 @@ def test_doctor_goes_on_past_a_file_that_fails_while_read(
     code, out, _ = run(capsys, "doctor", str(src))
     assert code == 0
     assert "1 session(s)" in out and f"{src / 'a.jsonl'}: Input/output error" in out
+
+
+def test_a_closed_stdout_is_not_reported_as_a_bad_input(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import types
+
+    class Closed(io.BytesIO):
+        def write(self, data: object) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr("sys.stdout", types.SimpleNamespace(buffer=Closed()))
+    code = main(["convert", str(SAMPLE), str(SAMPLE)])
+    _, err = capsys.readouterr()
+    assert code == 0
+    assert "Broken pipe" not in err and "skipped" not in err

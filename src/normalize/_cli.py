@@ -168,6 +168,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
             for item in items:
                 try:
                     _convert_item(item, args, redactor, names, out_file, inputs, tally, bar)
+                except BrokenPipeError:  # the reader went away (`| head`): stop quietly
+                    raise
                 except OSError as exc:
                     tally.failed += 1
                     _say(f"{exc.filename or item.name}: {exc.strerror or exc}", bar)
