@@ -16,8 +16,10 @@ from ._errors import (
     LineTooLong,
     MalformedMessage,
     NormalizeError,
+    NotASession,
     ProtocolViolation,
     TruncatedLine,
+    UnreadableInput,
     UsageError,
 )
 from ._lines import DEFAULT_MAX_LINE, CaptureParser, LineProblem, LineSplitter, Message, Record
@@ -86,6 +88,7 @@ __all__ = [
     "MalformedMessage",
     "Message",
     "NormalizeError",
+    "NotASession",
     "Pacer",
     "Passthrough",
     "Problem",
@@ -99,6 +102,7 @@ __all__ = [
     "Source",
     "StreamHeader",
     "TruncatedLine",
+    "UnreadableInput",
     "UsageError",
     "Wiretap",
     "__version__",

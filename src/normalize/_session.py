@@ -154,8 +154,13 @@ def _ms_between(start: str, end: str) -> float | None:
     return max(delta.total_seconds() * 1000, 0.0)
 
 
-def _kept_text(message: bytes, limit: int = 4096) -> str:
-    return message[:limit].decode("utf-8", errors="replace")
+def _kept_text(message: bytes) -> str:
+    """A bad line kept whole as text, each invalid UTF-8 sequence replaced by U+FFFD.
+
+    The line is already bounded by the reader (``max_line``), so nothing is
+    cut: a large tool result with one stray byte keeps its end.
+    """
+    return message.decode("utf-8", errors="replace")
 
 
 # The roles a body plays in the turn state machine, by its exact type.

@@ -113,7 +113,7 @@ def test_export_doctor_and_convert_read_the_agents_folders_too(
     assert "~/.claude/projects" in capsys.readouterr().err
     out = tmp_path / "out"
     assert main(["convert", "-o", f"{out}/"]) == 0
-    assert len(list(out.glob("*.normalized.jsonl"))) > 10
+    assert len(list(out.rglob("*.normalized.jsonl"))) > 10  # each under its path relative to its folder
     assert main(["convert"]) == 2  # to stdout, a folder's worth of sessions would be one stream: say where
 
 

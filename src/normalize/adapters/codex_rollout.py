@@ -470,16 +470,21 @@ class CodexRolloutAdapter(Adapter):
 
     @classmethod
     def detect(cls, sample: Sequence[Sample]) -> float:
-        if not sample:
-            return 0.0
-        try:
-            first = _line_decoder.decode(sample[0][0])
-        except msgspec.DecodeError:
-            return 0.0
-        if first.type in LINE_TYPES and bytes(first.payload) != b"null" and first.timestamp is not None:
-            return 0.95 if first.type == "session_meta" else 0.8
-        if first.type is None and first.id is not None and first.timestamp is not None:
-            return 0.7  # the oldest files: {id, timestamp, instructions, git}
+        """The first line of the rollout envelope decides; lines of an unknown ``type`` before it are tolerated."""
+        for n, (data, _) in enumerate(sample[:5]):
+            try:
+                line = _line_decoder.decode(data)
+            except msgspec.DecodeError:
+                return 0.0
+            if line.timestamp is None:
+                return 0.0
+            if line.type in LINE_TYPES and bytes(line.payload) != b"null":
+                return 0.95 if line.type == "session_meta" else 0.8
+            if n == 0 and line.type is None and line.id is not None:
+                return 0.7  # the oldest files: {id, timestamp, instructions, git}
+            if line.type is None or bytes(line.payload) == b"null":
+                return 0.0
+            # an enveloped line of a type this version does not know: look at the next
         return 0.0
 
     # ------------------------------------------------------------------ feed

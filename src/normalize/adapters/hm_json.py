@@ -494,7 +494,13 @@ class HmJsonAdapter(Adapter):
 
     @classmethod
     def detect(cls, sample: Sequence[Sample]) -> float:
-        seen = 0
+        """Scores the lines it recognises; an unknown type or a line that is not JSON is tolerated.
+
+        A later hm release adds line types (kept as ``session.update``), and a
+        wrapper may print a banner first: neither may hide the stream.  Most of
+        the agent's JSON lines must be hm's (``v: 1`` and a session).
+        """
+        seen = other = 0
         first: str | None = None
         for data, from_ in sample:
             if from_ == "client":
@@ -502,12 +508,15 @@ class HmJsonAdapter(Adapter):
             try:
                 head = _head_decoder.decode(data)
             except msgspec.DecodeError:
-                return 0.0
-            if head.v != 1 or head.session is None or head.type not in LINE_TYPES:
-                return 0.0
-            first = first or head.type
-            seen += 1
-        if not seen:
+                other += 1
+                continue
+            if head.v != 1 or head.session is None:
+                other += 1
+                continue
+            if head.type in LINE_TYPES:
+                first = first or head.type
+                seen += 1
+        if not seen or seen < other:
             return 0.0
         return 0.95 if first == "session_start" else 0.7
 

@@ -16,13 +16,14 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
-
-import msgspec
+from typing import BinaryIO, Literal
 
 from normalize import (
+    DEFAULT_MAX_LINE,
     DetectionError,
     InputError,
+    LineProblem,
+    LineSplitter,
     SessionInput,
     StreamHeader,
     decode,
@@ -30,6 +31,7 @@ from normalize import (
     find_inputs,
     read_records,
 )
+from normalize._outputs import is_normalized_file
 
 from ._tables import SessionRows, TableBuilder, unknown_clock
 
@@ -50,24 +52,13 @@ class InputSpec:
         return [Path(self.main), *(Path(c) for c in self.companions)]
 
 
-class _HeaderView(msgspec.Struct):
-    type: str
-
-
-_header_decoder = msgspec.json.Decoder(_HeaderView)
+#: The longest line of a normalized stream read back (longer ones make the file a problem, unread).
+MAX_LINE = DEFAULT_MAX_LINE
 
 
 def is_normalized(path: Path) -> bool:
     """Whether a file is a normalized stream: its first line is a ``stream.header``."""
-    try:
-        with path.open("rb") as f:
-            first = f.readline(1 << 16)
-    except OSError:
-        return False
-    try:
-        return _header_decoder.decode(first).type == "stream.header"
-    except msgspec.DecodeError:
-        return False
+    return is_normalized_file(path)
 
 
 def discover(paths: Iterable[Path], *, protocol: str | None = None) -> Iterator[InputSpec | InputError]:
@@ -105,9 +96,10 @@ def read_input(spec: InputSpec, *, content: bool = False) -> list[SessionRows]:
     out: list[SessionRows] = []
     builder: TableBuilder | None = None
     with open(spec.main, "rb") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
+        for item in _lines(f):
+            if isinstance(item, LineProblem):
+                raise InputError(f"{spec.main}:{item.line}: {item.error.message}")
+            lineno, line = item
             try:
                 ev = decode(line)
             except InputError as exc:
@@ -123,6 +115,14 @@ def read_input(spec: InputSpec, *, content: bool = False) -> list[SessionRows]:
     if builder is not None:
         out.extend(builder.finish())
     return out
+
+
+def _lines(f: BinaryIO) -> Iterator[tuple[int, bytes] | LineProblem]:
+    """The lines of a normalized stream, each bounded by :data:`MAX_LINE` (memory stays bounded)."""
+    splitter = LineSplitter(MAX_LINE)
+    while chunk := f.read(1 << 16):
+        yield from splitter.feed(chunk)
+    yield from splitter.close()
 
 
 def _read_safely(spec: InputSpec, keep: frozenset[str] | None = None) -> list[SessionRows] | InputError:
