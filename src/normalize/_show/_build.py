@@ -54,9 +54,9 @@ from normalize import (
     Usage,
     UserMessage,
     UserQuestion,
-    Warning,
     WebSearch,
 )
+from normalize import Warning as WarningBody
 
 __all__ = [
     "Builder",
@@ -351,6 +351,17 @@ class _Session:
         return t
 
 
+@dataclass
+class _Ctx:
+    """Where one event goes: its session, its turn, the item list (a sub-agent's, inside a call), its time."""
+
+    st: _Session
+    turn: TurnView
+    items: list[Item]
+    ts: float | None
+    replay: bool
+
+
 class Builder:
     """Feed CoreEvents; read :attr:`sessions` at any time."""
 
@@ -423,7 +434,7 @@ class Builder:
             items = sub.items
         handler = _HANDLERS.get(type(body))
         if handler is not None:
-            handler(self, st, turn, items, body, ts, replay)
+            handler(self, _Ctx(st, turn, items, ts, replay), body)
 
     @staticmethod
     def _clock(st: _Session, turn: TurnView, ts: float | None) -> None:
@@ -458,66 +469,67 @@ class Builder:
                 turn.items.append(sub)
         return sub
 
-    def _call(self, st: _Session, items: list[Item], call_id: str, tool: str, ts: float | None, replay: bool) -> Call:
-        call = st.calls.get(call_id)
+    @staticmethod
+    def _call(c: _Ctx, call_id: str, tool: str) -> Call:
+        call = c.st.calls.get(call_id)
         if call is None:
-            call = Call(call_id, tool, start=ts, replay=replay)
-            st.calls[call_id] = call
-            items.append(call)
+            call = Call(call_id, tool, start=c.ts, replay=c.replay)
+            c.st.calls[call_id] = call
+            c.items.append(call)
         return call
 
     @staticmethod
-    def _phase(st: _Session, call: Call, phase: str, ts: float | None) -> None:
+    def _phase(c: _Ctx, call: Call, phase: str) -> None:
         call.phase = phase
         if phase in ("completed", "failed"):
-            call.end = ts
-            st.open_calls.discard(call.call_id)
+            call.end = c.ts
+            c.st.open_calls.discard(call.call_id)
         else:
-            st.open_calls.add(call.call_id)
+            c.st.open_calls.add(call.call_id)
 
     # ---- handlers, one per body type
 
-    def _turn_start(self, st: _Session, turn: TurnView, items: list[Item], body: TurnStart, ts: float | None, replay: bool) -> None:  # noqa: E501
-        turn.replay = replay
+    def _turn_start(self, c: _Ctx, body: TurnStart) -> None:
+        c.turn.replay = c.replay
 
-    def _turn_complete(self, st: _Session, turn: TurnView, items: list[Item], body: TurnComplete, ts: float | None, replay: bool) -> None:  # noqa: E501
-        turn.reason = body.reason
-        turn.stop_reason = body.stop_reason
-        if not turn._has_turn_usage and turn._call_tokens:
-            turn.tokens = dict(turn._call_tokens)
-            turn.cost = turn._call_cost or turn.cost
+    def _turn_complete(self, c: _Ctx, body: TurnComplete) -> None:
+        c.turn.reason = body.reason
+        c.turn.stop_reason = body.stop_reason
+        if not c.turn._has_turn_usage and c.turn._call_tokens:
+            c.turn.tokens = dict(c.turn._call_tokens)
+            c.turn.cost = c.turn._call_cost or c.turn.cost
 
-    def _user(self, st: _Session, turn: TurnView, items: list[Item], body: UserMessage, ts: float | None, replay: bool) -> None:  # noqa: E501
-        items.append(UserItem(body.text, bool(body.queued), len(body.images or ()), replay))
+    def _user(self, c: _Ctx, body: UserMessage) -> None:
+        c.items.append(UserItem(body.text, bool(body.queued), len(body.images or ()), c.replay))
 
-    def _text(self, st: _Session, items: list[Item], key: str, kind: Literal["assistant", "reasoning"], replay: bool) -> Text:  # noqa: E501
-        t = st.texts.get(key)
+    def _text(self, c: _Ctx, key: str, kind: Literal["assistant", "reasoning"]) -> Text:
+        t = c.st.texts.get(key)
         if t is None:
-            t = Text(kind, replay=replay)
-            st.texts[key] = t
-            items.append(t)
+            t = Text(kind, replay=c.replay)
+            c.st.texts[key] = t
+            c.items.append(t)
         return t
 
-    def _assistant_delta(self, st: _Session, turn: TurnView, items: list[Item], body: AssistantDelta, ts: float | None, replay: bool) -> None:  # noqa: E501
-        self._text(st, items, "m:" + body.message_id, "assistant", replay).text += body.text
+    def _assistant_delta(self, c: _Ctx, body: AssistantDelta) -> None:
+        self._text(c, "m:" + body.message_id, "assistant").text += body.text
 
-    def _assistant(self, st: _Session, turn: TurnView, items: list[Item], body: AssistantMessage, ts: float | None, replay: bool) -> None:  # noqa: E501
-        self._text(st, items, "m:" + body.message_id, "assistant", replay).text = body.text
+    def _assistant(self, c: _Ctx, body: AssistantMessage) -> None:
+        self._text(c, "m:" + body.message_id, "assistant").text = body.text
 
-    def _reasoning_delta(self, st: _Session, turn: TurnView, items: list[Item], body: ReasoningDelta, ts: float | None, replay: bool) -> None:  # noqa: E501
-        self._text(st, items, "r:" + body.reasoning_id, "reasoning", replay).text += body.text
+    def _reasoning_delta(self, c: _Ctx, body: ReasoningDelta) -> None:
+        self._text(c, "r:" + body.reasoning_id, "reasoning").text += body.text
 
-    def _reasoning(self, st: _Session, turn: TurnView, items: list[Item], body: Reasoning, ts: float | None, replay: bool) -> None:  # noqa: E501
-        t = self._text(st, items, "r:" + body.reasoning_id, "reasoning", replay)
+    def _reasoning(self, c: _Ctx, body: Reasoning) -> None:
+        t = self._text(c, "r:" + body.reasoning_id, "reasoning")
         if body.text is not None:
             t.text = body.text
         t.summary = body.summary
         t.redacted = body.redacted
 
-    def _tool(self, st: _Session, turn: TurnView, items: list[Item], body: ToolCall, ts: float | None, replay: bool) -> None:  # noqa: E501
-        call = self._call(st, items, body.call_id, body.tool, ts, replay)
+    def _tool(self, c: _Ctx, body: ToolCall) -> None:
+        call = self._call(c, body.call_id, body.tool)
         call.tool = body.tool or call.tool
-        self._phase(st, call, body.phase, ts)
+        self._phase(c, call, body.phase)
         for name in ("title", "category", "exit_code", "description"):
             value = getattr(body, name)
             if value is not None:
@@ -530,47 +542,47 @@ class Builder:
             if loc.path not in call.paths:
                 call.paths.append(loc.path)
 
-    def _mcp(self, st: _Session, turn: TurnView, items: list[Item], body: McpTool, ts: float | None, replay: bool) -> None:  # noqa: E501
-        call = self._call(st, items, body.call_id, f"{body.server}/{body.tool}", ts, replay)
+    def _mcp(self, c: _Ctx, body: McpTool) -> None:
+        call = self._call(c, body.call_id, f"{body.server}/{body.tool}")
         call.kind = "mcp"
         call.category = call.category or "mcp"
-        self._phase(st, call, "updated" if body.phase == "progress" else body.phase, ts)
+        self._phase(c, call, "updated" if body.phase == "progress" else body.phase)
         if body.arguments is not None:
             call.input = plain(body.arguments)
         if body.result is not None:
             call.output = plain(body.result)
 
-    def _web(self, st: _Session, turn: TurnView, items: list[Item], body: WebSearch, ts: float | None, replay: bool) -> None:  # noqa: E501
-        call = self._call(st, items, body.call_id, "web search", ts, replay)
+    def _web(self, c: _Ctx, body: WebSearch) -> None:
+        call = self._call(c, body.call_id, "web search")
         call.kind = "web-search"
         call.category = call.category or "web-search"
-        self._phase(st, call, body.phase, ts)
+        self._phase(c, call, body.phase)
         if body.query is not None:
             call.input = {"query": body.query}
             call.title = call.title or body.query
         if body.results is not None:
             call.output = plain(body.results)
 
-    def _output(self, st: _Session, turn: TurnView, items: list[Item], body: CommandOutput, ts: float | None, replay: bool) -> None:  # noqa: E501
-        call = self._call(st, items, body.call_id, "command", ts, replay)
+    def _output(self, c: _Ctx, body: CommandOutput) -> None:
+        call = self._call(c, body.call_id, "command")
         if sum(len(s) for s in call.stdout) < MAX_TEXT:
             call.stdout.append(body.delta)
 
-    def _diff(self, st: _Session, turn: TurnView, items: list[Item], body: FileDiff, ts: float | None, replay: bool) -> None:  # noqa: E501
+    def _diff(self, c: _Ctx, body: FileDiff) -> None:
         entry = (body.path, _clip(body.diff), body.change_kind)
         if body.call_id is not None:
-            call = self._call(st, items, body.call_id, "edit", ts, replay)
+            call = self._call(c, body.call_id, "edit")
             if entry not in call.diffs:
                 call.diffs.append(entry)
         else:
-            call = Call(f"diff:{len(st.calls)}", "file change", category="edit", phase="completed", replay=replay)
+            call = Call(f"diff:{len(c.st.calls)}", "file change", category="edit", phase="completed", replay=c.replay)
             call.diffs.append(entry)
-            st.calls[call.call_id] = call
-            items.append(call)
+            c.st.calls[call.call_id] = call
+            c.items.append(call)
 
-    def _permission(self, st: _Session, turn: TurnView, items: list[Item], body: PermissionRequest, ts: float | None, replay: bool) -> None:  # noqa: E501
+    def _permission(self, c: _Ctx, body: PermissionRequest) -> None:
         ref = body.tool_call
-        call = self._call(st, items, ref.call_id, ref.tool, ts, replay)
+        call = self._call(c, ref.call_id, ref.tool)
         call.title = call.title or ref.title
         call.category = call.category or ref.category
         if call.input is None and ref.input is not None:
@@ -579,51 +591,51 @@ class Builder:
         if body.detail is not None:
             parts = [body.detail.reason, body.detail.command, body.detail.blocked_path]
             detail = " · ".join(p for p in parts if p) or None
-        perm = Permission(body.request_id, [o.label for o in body.options], detail, start=ts)
+        perm = Permission(body.request_id, [o.label for o in body.options], detail, start=c.ts)
         call.permission = perm
-        st.requests[body.request_id] = perm
-        st.pending.add(body.request_id)
+        c.st.requests[body.request_id] = perm
+        c.st.pending.add(body.request_id)
 
-    def _question(self, st: _Session, turn: TurnView, items: list[Item], body: UserQuestion, ts: float | None, replay: bool) -> None:  # noqa: E501
-        q = Question(body.request_id, [q.prompt for q in body.questions], replay=replay)
-        st.requests[body.request_id] = q
-        st.pending.add(body.request_id)
-        items.append(q)
+    def _question(self, c: _Ctx, body: UserQuestion) -> None:
+        q = Question(body.request_id, [q.prompt for q in body.questions], replay=c.replay)
+        c.st.requests[body.request_id] = q
+        c.st.pending.add(body.request_id)
+        c.items.append(q)
 
-    def _resolved(self, st: _Session, turn: TurnView, items: list[Item], body: RequestResolved, ts: float | None, replay: bool) -> None:  # noqa: E501
-        req = st.requests.get(body.request_id)
-        st.pending.discard(body.request_id)
+    def _resolved(self, c: _Ctx, body: RequestResolved) -> None:
+        req = c.st.requests.get(body.request_id)
+        c.st.pending.discard(body.request_id)
         if req is None:
-            items.append(Notice("note", f"request {body.request_id} {body.outcome}", replay=replay))
+            c.items.append(Notice("note", f"request {body.request_id} {body.outcome}", replay=c.replay))
             return
         req.answer = plain(body.answer)
         if body.outcome == "cancelled":
             req.outcome = "cancelled"
         elif isinstance(req, Permission):
             req.outcome = _decision(body.answer)
-            req.end = ts
+            req.end = c.ts
         else:
             req.outcome = "answered"
 
-    def _auto(self, st: _Session, turn: TurnView, items: list[Item], body: PermissionAuto, ts: float | None, replay: bool) -> None:  # noqa: E501
+    def _auto(self, c: _Ctx, body: PermissionAuto) -> None:
         ref = body.tool_call
-        call = self._call(st, items, ref.call_id, ref.tool, ts, replay)
+        call = self._call(c, ref.call_id, ref.tool)
         if call.permission is None:
             call.permission = Permission(None, [], outcome=f"auto: {body.option_id}")
 
-    def _plan(self, st: _Session, turn: TurnView, items: list[Item], body: Plan, ts: float | None, replay: bool) -> None:  # noqa: E501
-        items.append(PlanItem([(e.status, e.content) for e in body.entries], body.explanation, replay))
+    def _plan(self, c: _Ctx, body: Plan) -> None:
+        c.items.append(PlanItem([(e.status, e.content) for e in body.entries], body.explanation, c.replay))
 
-    def _subagent_body(self, st: _Session, turn: TurnView, items: list[Item], body: Subagent, ts: float | None, replay: bool) -> None:  # noqa: E501
-        sub = st.subagents.get(body.subagent_id)
+    def _subagent_body(self, c: _Ctx, body: Subagent) -> None:
+        sub = c.st.subagents.get(body.subagent_id)
         if sub is None:
             sub = SubagentView(body.subagent_id)
-            st.subagents[body.subagent_id] = sub
-            parent = st.calls.get(body.call_id or body.subagent_id)
+            c.st.subagents[body.subagent_id] = sub
+            parent = c.st.calls.get(body.call_id or body.subagent_id)
             if parent is not None and parent.subagent is None:
                 parent.subagent = sub
             else:
-                items.append(sub)
+                c.items.append(sub)
         if body.phase != "progress":
             sub.phase = body.phase
         for name in ("name", "description", "prompt", "model"):
@@ -635,58 +647,58 @@ class Builder:
         if body.stats is not None:
             sub.stats = plain(body.stats)
 
-    def _usage(self, st: _Session, turn: TurnView, items: list[Item], body: Usage, ts: float | None, replay: bool) -> None:  # noqa: E501
+    def _usage(self, c: _Ctx, body: Usage) -> None:
         tokens = _tokens(body)
         cost = body.cost.amount if body.cost is not None else None
         if body.cost is not None:
-            turn.currency = st.view.currency = body.cost.currency
+            c.turn.currency = c.st.view.currency = body.cost.currency
         if body.scope == "session":
             if tokens:
-                st.view.session_tokens = tokens
+                c.st.view.session_tokens = tokens
             if cost is not None:
-                st.view.session_cost = cost
+                c.st.view.session_cost = cost
         elif body.scope == "turn":
-            turn._has_turn_usage = True
+            c.turn._has_turn_usage = True
             if tokens:
-                turn.tokens = tokens
+                c.turn.tokens = tokens
             if cost is not None:
-                turn.cost = cost
+                c.turn.cost = cost
         elif tokens or cost is not None:
             for k, v in tokens.items():
-                turn._call_tokens[k] = turn._call_tokens.get(k, 0) + v
-            turn._call_cost += cost or 0.0
-            if not turn._has_turn_usage:
-                turn.tokens = dict(turn._call_tokens)
-                if turn._call_cost:
-                    turn.cost = turn._call_cost
+                c.turn._call_tokens[k] = c.turn._call_tokens.get(k, 0) + v
+            c.turn._call_cost += cost or 0.0
+            if not c.turn._has_turn_usage:
+                c.turn.tokens = dict(c.turn._call_tokens)
+                if c.turn._call_cost:
+                    c.turn.cost = c.turn._call_cost
 
-    def _info(self, st: _Session, turn: TurnView, items: list[Item], body: SessionInfo, ts: float | None, replay: bool) -> None:  # noqa: E501
+    def _info(self, c: _Ctx, body: SessionInfo) -> None:
         for name in ("title", "cwd", "model"):
             value = getattr(body, name)
             if value is not None:
-                setattr(st.view, name, value)
+                setattr(c.st.view, name, value)
 
-    def _mode(self, st: _Session, turn: TurnView, items: list[Item], body: ModeUpdate, ts: float | None, replay: bool) -> None:  # noqa: E501
+    def _mode(self, c: _Ctx, body: ModeUpdate) -> None:
         if body.model is not None:
-            st.view.model = body.model
+            c.st.view.model = body.model
         if body.mode_id is not None:
-            st.view.mode = body.mode_id
+            c.st.view.mode = body.mode_id
 
-    def _warning(self, st: _Session, turn: TurnView, items: list[Item], body: Warning, ts: float | None, replay: bool) -> None:  # noqa: E501
-        items.append(Notice("warning", body.message, body.source, replay))
+    def _warning(self, c: _Ctx, body: WarningBody) -> None:
+        c.items.append(Notice("warning", body.message, body.source, c.replay))
 
-    def _error(self, st: _Session, turn: TurnView, items: list[Item], body: Error, ts: float | None, replay: bool) -> None:  # noqa: E501
+    def _error(self, c: _Ctx, body: Error) -> None:
         detail = body.error_type
         if body.recoverable is not None:
             detail = f"{detail or 'error'}, {'recoverable' if body.recoverable else 'not recoverable'}"
-        items.append(Notice("error", body.message, detail, replay))
+        c.items.append(Notice("error", body.message, detail, c.replay))
 
-    def _compaction(self, st: _Session, turn: TurnView, items: list[Item], body: Compaction, ts: float | None, replay: bool) -> None:  # noqa: E501
+    def _compaction(self, c: _Ctx, body: Compaction) -> None:
         if body.status != "in_progress":
-            items.append(Notice("note", f"context compaction {body.status}", body.summary or body.error, replay))
+            c.items.append(Notice("note", f"context compaction {body.status}", body.summary or body.error, c.replay))
 
-    def _reset(self, st: _Session, turn: TurnView, items: list[Item], body: ConversationReset, ts: float | None, replay: bool) -> None:  # noqa: E501
-        items.append(Notice("note", "conversation reset", body.trigger, replay))
+    def _reset(self, c: _Ctx, body: ConversationReset) -> None:
+        c.items.append(Notice("note", "conversation reset", body.trigger, c.replay))
 
 
 _HANDLERS: dict[type, Any] = {
@@ -711,7 +723,7 @@ _HANDLERS: dict[type, Any] = {
     Usage: Builder._usage,
     SessionInfo: Builder._info,
     ModeUpdate: Builder._mode,
-    Warning: Builder._warning,
+    WarningBody: Builder._warning,
     Error: Builder._error,
     Compaction: Builder._compaction,
     ConversationReset: Builder._reset,

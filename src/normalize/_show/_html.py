@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cache
 from html import escape
 from importlib import resources
@@ -28,7 +28,19 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
 from .._version import __version__
-from ._build import Call, Item, Notice, Permission, PlanItem, Question, SessionView, SubagentView, Text, TurnView, UserItem
+from ._build import (
+    Call,
+    Item,
+    Notice,
+    Permission,
+    PlanItem,
+    Question,
+    SessionView,
+    SubagentView,
+    Text,
+    TurnView,
+    UserItem,
+)
 
 __all__ = ["IndexRow", "render_index", "render_page", "render_sessions"]
 
@@ -75,7 +87,7 @@ def _markdown() -> MarkdownIt:
 
 
 def markdown(text: str) -> str:
-    return _markdown().render(text)
+    return str(_markdown().render(text))
 
 
 # ---------------------------------------------------------------- values
@@ -118,7 +130,7 @@ def _command(value: Any) -> str | None:
 def _clock(ts: float | None) -> str:
     if ts is None:
         return "unknown"
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _secs(seconds: float | None) -> str:
@@ -139,8 +151,12 @@ def _tokens(tokens: dict[str, int]) -> str:
         return ""
     names = {"input": "in", "output": "out", "cache_read": "cache read", "cache_write": "cache write",
              "reasoning": "reasoning"}  # fmt: skip
-    parts = [f"{tokens[k]:,} {label}" for k, label in names.items() if tokens.get(k) or k in ("input", "output")]
-    parts = [p for p, k in zip(parts, [k for k in names if tokens.get(k) or k in ("input", "output")]) if k in tokens]
+    # input and output always (when known); the others only when not zero
+    parts = [
+        f"{tokens[k]:,} {label}"
+        for k, label in names.items()
+        if k in tokens and (tokens[k] or k in ("input", "output"))
+    ]
     if not parts and "total" in tokens:
         parts = [f"{tokens['total']:,} total"]
     return " · ".join(parts)
@@ -213,11 +229,15 @@ def _call(call: Call, key: str) -> str:
     if call.description and call.description != call.title:
         body.append(f"<div>{e(call.description)}</div>")
     if call.paths:
-        body.append('<div class="lbl">files</div><div>' + ", ".join(f"<code>{e(p)}</code>" for p in call.paths) + "</div>")
+        body.append(
+            '<div class="lbl">files</div><div>' + ", ".join(f"<code>{e(p)}</code>" for p in call.paths) + "</div>"
+        )
     if command is not None:
         body.append(f'<div class="lbl">command</div><pre class="cmd">$ {e(_clip(command))}</pre>')
         rest = {
-            k: v for k, v in call.input.items() if k not in ("command", "cmd") and not (k == "description" and v == call.description)
+            k: v
+            for k, v in call.input.items()
+            if k not in ("command", "cmd") and not (k == "description" and v == call.description)
         }
         if rest:
             body.append(f'<div class="lbl">input</div><pre>{e(_clip(_json(rest)))}</pre>')
@@ -290,7 +310,10 @@ def _item(item: Item, key: str) -> str:
     if isinstance(item, PlanItem):
         lis = "".join(f'<li class="{e(s)}">{e(c)} <span class="badge">{e(s)}</span></li>' for s, c in item.entries)
         expl = f"<div>{e(item.explanation)}</div>" if item.explanation else ""
-        return f'<div class="item plan{_replay(item)}" data-kind="plan"><div class="lbl">plan</div>{expl}<ul>{lis}</ul></div>'
+        return (
+            f'<div class="item plan{_replay(item)}" data-kind="plan"><div class="lbl">plan</div>{expl}'
+            f"<ul>{lis}</ul></div>"
+        )
     if isinstance(item, Question):
         qs = "".join(f"<li>{e(q)}</li>" for q in item.questions)
         outcome = item.outcome or "pending"
@@ -347,18 +370,16 @@ def _turn(session: SessionView, turn: TurnView, n: int, anchor: str) -> str:
 
 
 def _timeline(session: SessionView, anchor: str) -> str:
-    turns = [t for t in session.real_turns if t.start is not None and t.end is not None]
-    total = sum(max(0.0, t.end - t.start) for t in turns if t.end is not None and t.start is not None)
-    if not turns or total <= 0:
+    spans = [(t, t.end - t.start) for t in session.real_turns if t.start is not None and t.end is not None]
+    total = sum(max(0.0, span) for _, span in spans)
+    if not spans or total <= 0:
         return '<div class="timeline"><div class="legend">timeline: no times in this input</div></div>'
     width = 1000.0
     rects = []
     x = 0.0
     numbers = {id(t): i for i, t in enumerate(session.real_turns, 1)}
-    for t in turns:
-        assert t.start is not None and t.end is not None
-        span = max(0.0, t.end - t.start)
-        w = width * span / total
+    for t, span in spans:
+        w = width * max(0.0, span) / total
         known = sum(t.phases.values())
         tx = x
         n = numbers[id(t)]
@@ -432,7 +453,10 @@ def render_sessions(sessions: Sequence[SessionView]) -> str:
             if t.turn_id is not None:
                 n += 1
             turns.append(_turn(s, t, n, anchor))
-        fails = "".join(f'<div class="item notice error" data-kind="error"><span class="tag">session failed</span>{e(f)}</div>' for f in s.failures)  # noqa: E501
+        fails = "".join(
+            f'<div class="item notice error" data-kind="error"><span class="tag">session failed</span>{e(f)}</div>'
+            for f in s.failures
+        )
         out.append(
             f'<section class="session" id="{e(anchor)}"><h2>{e(session_title(s))}</h2>{_facts(s)}'
             f"{_timeline(s, anchor)}{''.join(turns)}{fails}</section>"
@@ -469,7 +493,7 @@ def _page(title: str, content: str, *, toolbar: bool, live: bool = False, source
         f'<meta http-equiv="Content-Security-Policy" content="{e(csp)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<meta name="generator" content="normalize {e(__version__)}">'
-        f"<title>{e(title)}</title><style nonce=\"{nonce}\">{_asset('show.css')}</style></head>"
+        f'<title>{e(title)}</title><style nonce="{nonce}">{_asset("show.css")}</style></head>'
         f'<body{live_attr}><header class="top"><h1>{e(title)}{src} {live_note}</h1>{bar}</header>'
         f'<main id="sessions">{content}</main>'
         f'<script nonce="{nonce}">{_asset("show.js")}</script></body></html>'
@@ -493,7 +517,7 @@ class IndexRow:
 def render_index(rows: Sequence[IndexRow], *, source: str, problems: Sequence[str] = ()) -> str:
     """The index page of a folder: one row per session, linking to its page."""
     body = []
-    for r in sorted(rows, key=lambda r: (r.session.start or 0.0), reverse=True):
+    for r in sorted(rows, key=lambda r: r.session.start or 0.0, reverse=True):
         s = r.session
         agent = s.agent + (f" {s.agent_version}" if s.agent_version else "")
         project = (s.cwd or "").rstrip("/").rsplit("/", 1)[-1]
@@ -504,7 +528,7 @@ def render_index(rows: Sequence[IndexRow], *, source: str, problems: Sequence[st
         )
     table = (
         '<table class="index"><thead><tr><th>agent</th><th>date</th><th>project</th><th>title</th>'
-        f'<th>turns</th><th>cost</th></tr></thead><tbody>{"".join(body)}</tbody></table>'
+        f"<th>turns</th><th>cost</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
     )
     if problems:
         table += '<div class="item notice warning"><span class="tag">skipped</span>' + e("\n".join(problems)) + "</div>"
