@@ -333,6 +333,7 @@ class _Session:
         self.requests: dict[str, Permission | Question] = {}
         self.subagents: dict[str, SubagentView] = {}
         self.last_ts: float | None = None
+        self.last_turn: TurnView | None = None
         self.open_calls: set[str] = set()
         self.pending: set[str] = set()
 
@@ -441,8 +442,9 @@ class Builder:
         """Credit the time since the previous event to what the turn was doing."""
         if ts is None:
             return
-        prev = st.last_ts
+        prev = st.last_ts if st.last_turn is turn else None  # only time inside this turn is the turn's
         st.last_ts = ts
+        st.last_turn = turn
         if turn.start is None:
             turn.start = ts
         if turn.end is None or ts > turn.end:
@@ -480,6 +482,8 @@ class Builder:
 
     @staticmethod
     def _phase(c: _Ctx, call: Call, phase: str) -> None:
+        if call.phase in ("completed", "failed") and phase not in ("completed", "failed"):
+            return  # an update that arrives after the result (out of order) does not reopen the call
         call.phase = phase
         if phase in ("completed", "failed"):
             call.end = c.ts

@@ -40,6 +40,10 @@ class Input:
     protocol: str | None = None  # None: a normalized stream
     companions: list[Path] = field(default_factory=list)
 
+    @property
+    def paths(self) -> list[Path]:
+        return [self.main, *self.companions]
+
 
 def discover(source: Path, protocol: str | None = None) -> Iterator[Input | InputError]:
     """The inputs under ``source`` (a file or a folder); an unreadable file as its error."""
@@ -78,5 +82,5 @@ def read(inp: Input) -> list[SessionView]:
     if inp.protocol is None:
         stream: Iterator[object] = _normalized(inp.main)
     else:
-        stream = iter(events(read_records([inp.main, *inp.companions]), protocol=inp.protocol, clock=unknown_clock))
+        stream = iter(events(read_records(inp.paths), protocol=inp.protocol, clock=unknown_clock))
     return list(Builder().feed_all(stream).sessions.values())
