@@ -58,7 +58,11 @@ def _tags(page: str) -> list[tuple[str, dict[str, str | None]]]:
 @pytest.mark.parametrize("capture", CAPTURES, ids=capture_id)
 def test_every_capture_renders_with_its_prompts_and_tool_names(capture: Path) -> None:
     inp = _input(capture)
-    page = render_page(read(inp))
+    sessions = read(inp)
+    page = render_page(sessions)
+    for turn in (t for s in sessions for t in s.real_turns):  # the timeline never shows more time than the turn took
+        if turn.start is not None and turn.end is not None:
+            assert sum(turn.phases.values()) <= turn.end - turn.start + 1e-6
     prompts: set[str] = set()
     tools: dict[str, str] = {}  # call id -> its last name (a placeholder may come first)
     for ev in events(read_records(inp.paths), protocol=inp.protocol):

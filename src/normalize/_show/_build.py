@@ -332,7 +332,6 @@ class _Session:
         self.texts: dict[str, Text] = {}
         self.requests: dict[str, Permission | Question] = {}
         self.subagents: dict[str, SubagentView] = {}
-        self.last_ts: float | None = None
         self.last_turn: TurnView | None = None
         self.open_calls: set[str] = set()
         self.pending: set[str] = set()
@@ -442,10 +441,11 @@ class Builder:
         """Credit the time since the previous event to what the turn was doing."""
         if ts is None:
             return
-        prev = st.last_ts if st.last_turn is turn else None  # only time inside this turn is the turn's
-        st.last_ts = ts
+        # only time inside this turn is the turn's, and only time past the latest event seen:
+        # events that arrive out of time order are not counted twice
+        prev = turn.end if st.last_turn is turn else None
         st.last_turn = turn
-        if turn.start is None:
+        if turn.start is None or ts < turn.start:
             turn.start = ts
         if turn.end is None or ts > turn.end:
             turn.end = ts

@@ -246,7 +246,7 @@ def _call(call: Call, key: str) -> str:
     body.append(perm_block)
     if call.subagent is not None:
         body.append(_subagent(call.subagent, key + "s"))
-    if streamed and streamed.strip() != output_text.strip():
+    if streamed and not output_text:  # the streamed output, when the call gave no final one
         body.append(f'<div class="lbl">command output</div><pre class="out">{e(_clip(streamed))}</pre>')
     if output_text:
         body.append(f'<div class="lbl">output</div><pre class="out">{e(_clip(output_text))}</pre>')
