@@ -128,7 +128,7 @@ def test_the_page_holds_prompt_answer_tools_and_approvals(browser: Any, protocol
     )
     assert sorted(tools) == sorted(c.tool for c in calls)
     summaries = browser.execute_script(
-        "return Array.from(document.querySelectorAll('details.call > summary')).map(e => e.innerText)"
+        "return Array.from(document.querySelectorAll('details.call > summary')).map(e => e.textContent)"
     )
     for call, summary in zip(calls, summaries, strict=True):
         assert call.tool in summary  # visible even when folded
