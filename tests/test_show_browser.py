@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -87,8 +87,9 @@ def browser() -> Iterator[Any]:
     assert CHROMIUM is not None and DRIVER is not None
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,1500"):
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
         opts.add_argument(arg)
+    opts.add_argument("--window-size=1200,1500")
     driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=opts)
     try:
         yield driver
@@ -206,7 +207,7 @@ def test_a_screenshot_of_the_richest_capture_is_not_blank(browser: Any, protocol
 
 
 class _Beacon(BaseHTTPRequestHandler):
-    hits: list[str] = []
+    hits: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
         _Beacon.hits.append(self.path)
@@ -219,7 +220,7 @@ class _Beacon(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def beacon() -> Iterator[str]:
-    _Beacon.hits = []
+    _Beacon.hits.clear()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Beacon)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -261,7 +262,8 @@ def test_hostile_session_runs_nothing_loads_nothing_hides_nothing(
         "const q = s => document.querySelectorAll(s).length;"
         "return {script: q('script'), style: q('style'), img: q('img'), iframe: q('iframe'), base: q('base'),"
         " refresh: q('meta[http-equiv=refresh]'),"
-        " on: Array.from(document.querySelectorAll('*')).filter(e => e.getAttributeNames().some(a => a.startsWith('on'))).length,"
+        " on: Array.from(document.querySelectorAll('*'))"
+        "   .filter(e => e.getAttributeNames().some(a => a.startsWith('on'))).length,"
         " styled: q('[style]'),"
         " badLinks: Array.from(document.links).filter(a => !/^(https?:|#)/.test(a.getAttribute('href'))).length}"
     )  # fmt: skip
