@@ -206,7 +206,7 @@ def measure(driver: Any, page: Path, rounds: int) -> tuple[float, float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--turns", type=int, default=400, help="turns of the synthetic session")
+    ap.add_argument("--turns", type=int, default=150, help="turns of the synthetic session")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="normalize-show-bench-"))
     synth = tmp / "synthetic.normalized.jsonl"

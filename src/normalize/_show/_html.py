@@ -51,9 +51,9 @@ FILTERS = (
     ("user", "prompts"),
     ("assistant", "answers"),
     ("reasoning", "reasoning"),
-    ("tool", "tool calls"),
-    ("notice", "errors, warnings, notes"),
-    ("other", "plans, questions"),
+    ("tool", "tools"),
+    ("notice", "errors & notes"),
+    ("other", "plans & questions"),
 )
 
 
