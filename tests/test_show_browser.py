@@ -161,6 +161,45 @@ def test_folding_opens_and_closes(browser: Any, tmp_path: Path) -> None:
     assert browser.execute_script("return Array.from(document.querySelectorAll('details')).every(d => !d.open)")
 
 
+def test_printed_every_fold_is_open_and_the_toolbar_is_gone(browser: Any, tmp_path: Path) -> None:
+    capture = RICHEST["hm-json"]
+    _open(browser, render_page(read(_input(capture))), tmp_path / "page.html")
+    heights = (
+        "return Array.from(document.querySelectorAll('details:not([open])'))"
+        ".map(d => d.getBoundingClientRect().height"
+        "  - d.querySelector(':scope > summary').getBoundingClientRect().height)"
+    )
+    on_screen = browser.execute_script(heights)
+    assert on_screen and all(h < 5 for h in on_screen), "folded: the summary only"
+    try:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+        on_paper = browser.execute_script(heights)
+        assert len(on_paper) == len(on_screen)
+        assert all(h > 10 for h in on_paper), "printed: the folded content too"
+        assert browser.execute_script("return document.getElementById('toolbar').offsetParent") is None
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+
+
+def test_without_javascript_everything_is_there_but_the_toolbar(browser: Any, tmp_path: Path) -> None:
+    capture = RICHEST["codex-app-server"]
+    sessions = read(_input(capture))
+    try:
+        browser.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": True})
+        _open(browser, render_page(sessions), tmp_path / "page.html")
+        from selenium.webdriver.common.by import By
+
+        assert not browser.find_element(By.ID, "toolbar").is_displayed()
+        text = browser.find_element(By.ID, "sessions").text
+        for item in _all_items(sessions):
+            if isinstance(item, UserItem):
+                assert item.text.strip().splitlines()[0] in text
+            if isinstance(item, Call):
+                assert item.tool in text
+    finally:
+        browser.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
+
+
 def test_search_and_kind_filters_hide_what_does_not_match(browser: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 

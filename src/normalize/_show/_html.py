@@ -291,7 +291,7 @@ def _item(item: Item, key: str) -> str:
         words = len((item.text or item.summary or "").split())
         label = "reasoning (redacted)" if item.redacted and not item.text else f"reasoning · {words} words"
         inner = ""
-        if item.summary:
+        if item.summary and item.summary != item.text:
             inner += f'<div class="md">{markdown(item.summary)}</div>'
         if item.text:
             inner += f'<div class="md">{markdown(item.text)}</div>'
