@@ -316,3 +316,38 @@ def test_hostile_session_runs_nothing_loads_nothing_hides_nothing(
         assert value in text, value  # shown as text
     time.sleep(0.3)
     assert _Beacon.hits == [], "the page fetched something"
+
+
+def test_the_live_page_updates_in_the_browser_as_the_file_grows(browser: Any, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from selenium.webdriver.common.by import By
+
+    capture = (
+        ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.332" / "16-permission-stdio-allow.tap.jsonl"
+    )
+    lines = capture.read_bytes().splitlines(keepends=True)
+    live = tmp_path / "live.tap.jsonl"
+    live.write_bytes(b"".join(lines[:3]))
+    with subprocess.Popen(
+        [sys.executable, "-m", "normalize", "show", "--follow", str(live), "--poll", "0.05"],
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            assert proc.stderr is not None
+            line = proc.stderr.readline()
+            browser.get(line[line.index("http://") :].split()[0])
+            main = browser.find_element(By.ID, "sessions")
+            assert "touch file please" not in main.text
+            with live.open("ab") as f:
+                f.write(b"".join(lines[3:]))
+            deadline = time.monotonic() + 20
+            while "approval: allowed" not in main.text and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert "touch file please" in main.text and "approval: allowed" in main.text
+            assert "live · updated" in browser.find_element(By.ID, "live-state").text
+        finally:
+            proc.terminate()
+            assert proc.wait(timeout=10) == 0
