@@ -429,9 +429,11 @@ class Builder:
         self._clock(st, turn, ts)
         body = env.body
         items = turn.items
-        if env.subagent_id is not None:
-            sub = self._subagent(st, turn, env.subagent_id)
-            items = sub.items
+        owner = env.subagent_id  # a sub-agent's events go into it; its own lifecycle events beside it
+        if isinstance(body, Subagent) and owner == body.subagent_id:
+            owner = None
+        if owner is not None:
+            items = self._subagent(st, turn.items, owner).items
         handler = _HANDLERS.get(type(body))
         if handler is not None:
             handler(self, _Ctx(st, turn, items, ts, replay), body)
@@ -459,16 +461,18 @@ class Builder:
             phase = "tool"
         turn.phases[phase] = turn.phases.get(phase, 0.0) + gap
 
-    def _subagent(self, st: _Session, turn: TurnView, subagent_id: str) -> SubagentView:
+    @staticmethod
+    def _subagent(st: _Session, items: list[Item], subagent_id: str, call_id: str | None = None) -> SubagentView:
+        """The sub-agent's view; made on first sight, nested in the call that spawned it (else put in ``items``)."""
         sub = st.subagents.get(subagent_id)
         if sub is None:
             sub = SubagentView(subagent_id)
             st.subagents[subagent_id] = sub
-            parent = st.calls.get(subagent_id)
+            parent = st.calls.get(call_id or subagent_id)
             if parent is not None and parent.subagent is None:
                 parent.subagent = sub
             else:
-                turn.items.append(sub)
+                items.append(sub)
         return sub
 
     @staticmethod
@@ -631,15 +635,7 @@ class Builder:
         c.items.append(PlanItem([(e.status, e.content) for e in body.entries], body.explanation, c.replay))
 
     def _subagent_body(self, c: _Ctx, body: Subagent) -> None:
-        sub = c.st.subagents.get(body.subagent_id)
-        if sub is None:
-            sub = SubagentView(body.subagent_id)
-            c.st.subagents[body.subagent_id] = sub
-            parent = c.st.calls.get(body.call_id or body.subagent_id)
-            if parent is not None and parent.subagent is None:
-                parent.subagent = sub
-            else:
-                c.items.append(sub)
+        sub = self._subagent(c.st, c.items, body.subagent_id, body.call_id)
         if body.phase != "progress":
             sub.phase = body.phase
         for name in ("name", "description", "prompt", "model"):

@@ -13,10 +13,8 @@ Safe by construction: everything that came from an agent is data.
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 from functools import cache
 from html import escape
 from importlib import resources
@@ -41,6 +39,7 @@ from ._build import (
     TurnView,
     UserItem,
 )
+from ._format import clip, clock, command_of, cost_text, json_text, secs, session_title, text_of, tokens_text
 
 __all__ = ["IndexRow", "render_index", "render_page", "render_sessions"]
 
@@ -90,85 +89,6 @@ def markdown(text: str) -> str:
     return str(_markdown().render(text))
 
 
-# ---------------------------------------------------------------- values
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-
-
-def _text_of(value: Any) -> str:
-    """A tool output as text: strings as they are, content blocks by their text, the rest as JSON."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and value and all(isinstance(b, dict) and isinstance(b.get("text"), str) for b in value):
-        return "\n".join(b["text"] for b in value)
-    if isinstance(value, dict):
-        for key in ("output", "stdout", "content", "text", "result"):
-            inner = value.get(key)
-            if isinstance(inner, str) and len(value) <= 3:
-                return inner
-    return _json(value)
-
-
-def _clip(text: str, limit: int = 20_000) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n… {len(text) - limit} more characters not shown"
-
-
-def _command(value: Any) -> str | None:
-    if isinstance(value, dict):
-        cmd = value.get("command") or value.get("cmd")
-        if isinstance(cmd, str):
-            return cmd
-        if isinstance(cmd, list) and all(isinstance(c, str) for c in cmd):
-            return " ".join(cmd)
-    return None
-
-
-def _clock(ts: float | None) -> str:
-    if ts is None:
-        return "unknown"
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _secs(seconds: float | None) -> str:
-    if seconds is None:
-        return "unknown"
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    minutes, sec = divmod(int(seconds), 60)
-    if minutes < 120:
-        return f"{minutes} min {sec} s"
-    return f"{minutes // 60} h {minutes % 60} min"
-
-
-def _tokens(tokens: dict[str, int]) -> str:
-    if not tokens:
-        return ""
-    names = {"input": "in", "output": "out", "cache_read": "cache read", "cache_write": "cache write",
-             "reasoning": "reasoning"}  # fmt: skip
-    # input and output always (when known); the others only when not zero
-    parts = [
-        f"{tokens[k]:,} {label}"
-        for k, label in names.items()
-        if k in tokens and (tokens[k] or k in ("input", "output"))
-    ]
-    if not parts and "total" in tokens:
-        parts = [f"{tokens['total']:,} total"]
-    return " · ".join(parts)
-
-
-def _cost(amount: float | None, currency: str | None) -> str:
-    if amount is None:
-        return ""
-    sign = "$" if (currency or "USD").upper() == "USD" else f"{currency} "
-    return f"{sign}{amount:.4f}"
-
-
 # ---------------------------------------------------------------- items
 
 
@@ -202,22 +122,22 @@ def _permission(perm: Permission) -> tuple[str, str]:
         parts.append(f"<div>{e(perm.detail)}</div>")
     if perm.options:
         parts.append("<div>options: " + ", ".join(f"<code>{e(o)}</code>" for o in perm.options) + "</div>")
-    wait = f" after {_secs(perm.end - perm.start)}" if perm.start is not None and perm.end is not None else ""
+    wait = f" after {secs(perm.end - perm.start)}" if perm.start is not None and perm.end is not None else ""
     parts.append(f'<div>outcome: <span class="badge {e(cls)}">{e(outcome)}</span>{e(wait)}</div></div>')
     return badge, "".join(parts)
 
 
 def _call(call: Call, key: str) -> str:
-    command = _command(call.input)
-    input_text = "" if call.input is None else (_json(call.input) if command is None else "")
-    output_text = "" if call.output is None else _text_of(call.output)
+    command = command_of(call.input)
+    input_text = "" if call.input is None else (json_text(call.input) if command is None else "")
+    output_text = "" if call.output is None else text_of(call.output)
     streamed = "".join(call.stdout)
     size = len(input_text) + len(output_text) + len(streamed) + sum(len(d[1]) for d in call.diffs)
     failed = call.phase == "failed" or (call.exit_code not in (None, 0))
     is_open = size < OPEN_BELOW or failed or call.subagent is not None
     status = call.phase + (f" · exit {call.exit_code}" if call.exit_code is not None else "")
     if call.start is not None and call.end is not None:
-        status += f" · {_secs(call.end - call.start)}"
+        status += f" · {secs(call.end - call.start)}"
     badge, perm_block = _permission(call.permission) if call.permission is not None else ("", "")
     cat = call.category or "other"
     head = (
@@ -233,23 +153,23 @@ def _call(call: Call, key: str) -> str:
             '<div class="lbl">files</div><div>' + ", ".join(f"<code>{e(p)}</code>" for p in call.paths) + "</div>"
         )
     if command is not None:
-        body.append(f'<div class="lbl">command</div><pre class="cmd">$ {e(_clip(command))}</pre>')
+        body.append(f'<div class="lbl">command</div><pre class="cmd">$ {e(clip(command))}</pre>')
         rest = {
             k: v
             for k, v in call.input.items()
             if k not in ("command", "cmd") and not (k == "description" and v == call.description)
         }
         if rest:
-            body.append(f'<div class="lbl">input</div><pre>{e(_clip(_json(rest)))}</pre>')
+            body.append(f'<div class="lbl">input</div><pre>{e(clip(json_text(rest)))}</pre>')
     elif input_text and input_text != "{}":
-        body.append(f'<div class="lbl">input</div><pre>{e(_clip(input_text))}</pre>')
+        body.append(f'<div class="lbl">input</div><pre>{e(clip(input_text))}</pre>')
     body.append(perm_block)
     if call.subagent is not None:
         body.append(_subagent(call.subagent, key + "s"))
     if streamed and not output_text:  # the streamed output, when the call gave no final one
-        body.append(f'<div class="lbl">command output</div><pre class="out">{e(_clip(streamed))}</pre>')
+        body.append(f'<div class="lbl">command output</div><pre class="out">{e(clip(streamed))}</pre>')
     if output_text:
-        body.append(f'<div class="lbl">output</div><pre class="out">{e(_clip(output_text))}</pre>')
+        body.append(f'<div class="lbl">output</div><pre class="out">{e(clip(output_text))}</pre>')
     for path, diff, change in call.diffs:
         label = f"{change} " if change else ""
         body.append(f'<div class="lbl">{e(label)}diff</div><div><code>{e(path)}</code></div>{_diff(diff)}')
@@ -273,7 +193,7 @@ def _subagent(sub: SubagentView, key: str) -> str:
         parts.append(f'<div class="item user"><span class="who">task</span>{e(sub.prompt)}</div>')
     parts.append(_items(sub.items, key))
     if sub.result is not None:
-        parts.append(f'<div class="lbl">result</div><pre class="out">{e(_clip(_text_of(sub.result)))}</pre>')
+        parts.append(f'<div class="lbl">result</div><pre class="out">{e(clip(text_of(sub.result)))}</pre>')
     return f'<div class="subagent" data-kind="subagent">{"".join(parts)}</div>'
 
 
@@ -317,7 +237,7 @@ def _item(item: Item, key: str) -> str:
     if isinstance(item, Question):
         qs = "".join(f"<li>{e(q)}</li>" for q in item.questions)
         outcome = item.outcome or "pending"
-        answer = f"<pre>{e(_clip(_text_of(item.answer)))}</pre>" if item.answer is not None else ""
+        answer = f"<pre>{e(clip(text_of(item.answer)))}</pre>" if item.answer is not None else ""
         return (
             f'<div class="item plan{_replay(item)}" data-kind="question"><div class="lbl">question to the user</div>'
             f'<ul>{qs}</ul><div>outcome: <span class="badge {e(outcome)}">{e(outcome)}</span></div>{answer}</div>'
@@ -345,10 +265,10 @@ def _turn(session: SessionView, turn: TurnView, n: int, anchor: str) -> str:
         title = f"turn {n}"
     meta = []
     if turn.start is not None:
-        meta.append(_clock(turn.start)[11:19])
+        meta.append(clock(turn.start)[11:19])
     if turn.start is not None and turn.end is not None and turn.turn_id is not None:
-        meta.append(_secs(turn.end - turn.start))
-    usage = " · ".join(x for x in (_tokens(turn.tokens), _cost(turn.cost, turn.currency)) if x)
+        meta.append(secs(turn.end - turn.start))
+    usage = " · ".join(x for x in (tokens_text(turn.tokens), cost_text(turn.cost, turn.currency)) if x)
     if usage:
         meta.append(usage)
     badges = ""
@@ -384,11 +304,11 @@ def _timeline(session: SessionView, anchor: str) -> str:
         tx = x
         n = numbers[id(t)]
         for phase in ("model", "tool", "approval"):
-            secs = t.phases.get(phase, 0.0)
-            if secs <= 0 or known <= 0:
+            spent = t.phases.get(phase, 0.0)
+            if spent <= 0 or known <= 0:
                 continue
-            pw = w * secs / known
-            tip = f"turn {n}: {phase} {_secs(secs)}"
+            pw = w * spent / known
+            tip = f"turn {n}: {phase} {secs(spent)}"
             rects.append(
                 f'<a href="#{e(anchor)}-t{n}"><rect class="ph-{phase}" x="{tx:.2f}" y="0" width="{pw:.2f}" height="18">'
                 f"<title>{e(tip)}</title></rect></a>"
@@ -399,7 +319,7 @@ def _timeline(session: SessionView, anchor: str) -> str:
             rects.append(f'<rect class="ph-sep" x="{x - 0.75:.2f}" y="0" width="1.5" height="18"/>')
     totals = session.phases
     legend = "".join(
-        f'<span class="sw ph-{p}"></span>{label} {e(_secs(totals.get(p, 0.0)))}'
+        f'<span class="sw ph-{p}"></span>{label} {e(secs(totals.get(p, 0.0)))}'
         for p, label in (("model", "model"), ("tool", "tools"), ("approval", "waiting for approval"))
     )
     return (
@@ -415,11 +335,11 @@ def _facts(session: SessionView) -> str:
         ("protocol", session.protocol or ""),
         ("model", session.model or ""),
         ("working directory", session.cwd or ""),
-        ("started", _clock(session.start)),
-        ("duration", _secs(session.duration)),
+        ("started", clock(session.start)),
+        ("duration", secs(session.duration)),
         ("turns", str(len(session.real_turns))),
-        ("tokens", _tokens(session.tokens)),
-        ("cost", _cost(session.cost, session.currency)),
+        ("tokens", tokens_text(session.tokens)),
+        ("cost", cost_text(session.cost, session.currency)),
         ("session", session.session_id),
     ]
     if session.parent_id:
@@ -428,16 +348,6 @@ def _facts(session: SessionView) -> str:
         rows.append(("replayed", f"{session.replayed} of {session.events} events are replayed history"))
     cells = "".join(f"<div><dt>{e(k)}</dt><dd>{e(v) if v else '—'}</dd></div>" for k, v in rows)
     return f'<dl class="facts">{cells}</dl>'
-
-
-def session_title(session: SessionView) -> str:
-    if session.title:
-        return session.title
-    prompt = session.prompt()
-    if prompt:
-        line = prompt.strip().splitlines()[0]
-        return line[:80] + ("…" if len(line) > 80 else "")
-    return session.session_id
 
 
 def render_sessions(sessions: Sequence[SessionView]) -> str:
@@ -522,9 +432,9 @@ def render_index(rows: Sequence[IndexRow], *, source: str, problems: Sequence[st
         agent = s.agent + (f" {s.agent_version}" if s.agent_version else "")
         project = (s.cwd or "").rstrip("/").rsplit("/", 1)[-1]
         body.append(
-            f"<tr><td>{e(agent)}</td><td>{e(_clock(s.start))}</td><td>{e(project)}</td>"
+            f"<tr><td>{e(agent)}</td><td>{e(clock(s.start))}</td><td>{e(project)}</td>"
             f'<td><a href="{e(r.href)}">{e(session_title(s))}</a></td>'
-            f'<td class="num">{len(s.real_turns)}</td><td class="num">{e(_cost(s.cost, s.currency))}</td></tr>'
+            f'<td class="num">{len(s.real_turns)}</td><td class="num">{e(cost_text(s.cost, s.currency))}</td></tr>'
         )
     table = (
         '<table class="index"><thead><tr><th>agent</th><th>date</th><th>project</th><th>title</th>'

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text as RichText
 
 from ._build import Call, Item, Notice, PlanItem, Question, SessionView, SubagentView, Text, UserItem
-from ._html import _clip, _clock, _command, _cost, _json, _secs, _text_of, _tokens, session_title
+from ._format import clip, clock, command_of, cost_text, json_text, secs, session_title, text_of, tokens_text
 
 __all__ = ["render_terminal", "show_terminal"]
 
@@ -40,12 +40,12 @@ def _header(s: SessionView) -> Table:
         ("protocol", s.protocol or ""),
         ("model", s.model or ""),
         ("cwd", s.cwd or ""),
-        ("started", _clock(s.start)),
-        ("duration", _secs(s.duration)),
+        ("started", clock(s.start)),
+        ("duration", secs(s.duration)),
         ("turns", str(len(s.real_turns))),
-        ("tokens", _tokens(s.tokens)),
-        ("cost", _cost(s.cost, s.currency)),
-        ("time in turns", " · ".join(f"{p} {_secs(v)}" for p, v in s.phases.items() if v > 0)),
+        ("tokens", tokens_text(s.tokens)),
+        ("cost", cost_text(s.cost, s.currency)),
+        ("time in turns", " · ".join(f"{p} {secs(v)}" for p, v in s.phases.items() if v > 0)),
     ):
         if v:
             t.add_row(k, RichText(v))
@@ -56,11 +56,11 @@ def _header(s: SessionView) -> Table:
 
 def _call(call: Call) -> Panel:
     parts: list[RenderableType] = []
-    command = _command(call.input)
+    command = command_of(call.input)
     if command is not None:
-        parts.append(RichText("$ " + _clip(command, 2000), style="bold"))
+        parts.append(RichText("$ " + clip(command, 2000), style="bold"))
     elif call.input not in (None, {}):
-        parts.append(RichText(_lines(_json(call.input)), style="dim"))
+        parts.append(RichText(_lines(json_text(call.input)), style="dim"))
     perm = call.permission
     if perm is not None and perm.request_id is not None:
         options = ", ".join(perm.options)
@@ -68,7 +68,7 @@ def _call(call: Call) -> Panel:
     if call.subagent is not None:
         parts.append(_subagent(call.subagent))
     streamed = "".join(call.stdout)
-    output = _text_of(call.output) if call.output is not None else ""
+    output = text_of(call.output) if call.output is not None else ""
     if streamed and streamed.strip() != output.strip():
         parts.append(RichText(_lines(streamed)))
     if output:
@@ -97,7 +97,7 @@ def _subagent(sub: SubagentView) -> Panel:
         body.append(RichText("task: " + sub.prompt, style="blue"))
     body.extend(_items(sub.items))
     if sub.result is not None:
-        body.append(RichText(_lines(_text_of(sub.result)), style="dim"))
+        body.append(RichText(_lines(text_of(sub.result)), style="dim"))
     title = f"sub-agent {sub.name or ''} · {sub.phase}"
     return Panel(Group(*body), title=title, title_align="left", border_style="blue")
 
@@ -144,7 +144,7 @@ def render_terminal(sessions: Sequence[SessionView]) -> list[RenderableType]:
                 label += " · replayed history"
             if t.reason == "interrupt":
                 label += " · interrupted"
-            usage = " · ".join(x for x in (_tokens(t.tokens), _cost(t.cost, t.currency)) if x)
+            usage = " · ".join(x for x in (tokens_text(t.tokens), cost_text(t.cost, t.currency)) if x)
             out.append(Rule(label + (f" · {usage}" if usage else ""), align="left", style="dim"))
             out.extend(_items(t.items))
         out.extend(RichText(f"session failed: {f}", style="bold red") for f in s.failures)
