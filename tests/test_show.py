@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -213,8 +214,6 @@ def test_cli_writes_one_page_for_a_file(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_cli_writes_an_index_and_one_page_per_session_for_a_folder(tmp_path: Path) -> None:
-    import shutil
-
     source = tmp_path / "sessions"
     (source / "a").mkdir(parents=True)
     (source / "b").mkdir()
@@ -295,3 +294,31 @@ def test_follow_serves_the_page_and_pushes_new_events(tmp_path: Path) -> None:
         finally:
             proc.terminate()
             assert proc.wait(timeout=10) == 0
+
+
+def test_show_runs_an_agent_command_under_tap_and_serves_its_page(tmp_path: Path) -> None:
+    capture = ADAPTERS / "hm-json" / "captures" / "hm-handwritten" / "01_plain_answer.jsonl"
+    cat = shutil.which("cat")
+    assert cat is not None
+    with subprocess.Popen(
+        [sys.executable, "-m", "normalize", "show", "--poll", "0.05", "--", cat, str(capture)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            assert proc.stderr is not None and proc.stdout is not None
+            line = proc.stderr.readline()
+            url = line[line.index("http://") :].split()[0]
+            assert "the agent exited (0)" in proc.stderr.readline()
+            with urllib.request.urlopen(url + "events", timeout=20) as stream:
+                raw = ""
+                while not raw.startswith("data: "):
+                    raw = stream.readline().decode()
+            page = json.loads(raw[6:])
+            assert "What&#x27;s the difference between" in page and "hm-json" in page
+        finally:
+            proc.terminate()
+            assert proc.wait(timeout=10) == 0  # the agent's exit status
+        assert proc.stdout.read() == capture.read_text("utf-8"), "the agent's stdout relayed untouched"

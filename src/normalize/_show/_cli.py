@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import webbrowser
 from pathlib import Path
@@ -23,7 +24,12 @@ def add_show_command(sub: Any) -> None:
         description="Render any native capture, stored session file, folder or normalized JSONL as a "
         "self-contained HTML page that fetches nothing; a folder gives an index page and one page per input.",
     )
-    s.add_argument("source", metavar="SOURCE", help="a file or a folder")
+    s.add_argument(
+        "source",
+        nargs="*",
+        metavar="SOURCE | -- COMMAND",
+        help="a file or a folder; or, after --, an agent command to run under tap and show live",
+    )
     s.add_argument("--protocol", "-p", help="skip detection and read native input as this protocol")
     s.add_argument(
         "-o",
@@ -52,7 +58,15 @@ def _name(path: Path) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    source = Path(args.source)
+    words: list[str] = args.source
+    if not words:
+        raise UsageError("nothing to show: normalize show SOURCE, or normalize show [options] -- COMMAND...")
+    if len(words) > 1 or (not Path(words[0]).exists() and shutil.which(words[0]) is not None):
+        from ._live import run_and_serve
+
+        # several words, or one that names a program and no file: an agent command
+        return run_and_serve(words, protocol=args.protocol, port=args.port, poll=args.poll, open_browser=args.open)
+    source = Path(words[0])
     if not source.exists():
         raise UsageError(f"{source}: no such file or directory")
     if args.follow:

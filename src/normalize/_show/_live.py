@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
 import webbrowser
 from collections.abc import Callable
@@ -34,7 +36,7 @@ from ._build import Builder
 from ._html import render_page, render_sessions
 from ._read import is_normalized
 
-__all__ = ["EVERY", "Published", "serve"]
+__all__ = ["EVERY", "Published", "run_and_serve", "serve"]
 
 #: Seconds between two publications while events keep coming.
 EVERY = 0.2
@@ -138,7 +140,9 @@ async def _tail_normalized(path: Path, builder: Builder, changed: Callable[[], N
             changed()
 
 
-async def _run(path: Path, protocol: str | None, poll: float, state: Published) -> bool:
+async def _run(
+    path: Path, protocol: str | None, poll: float, state: Published, child: subprocess.Popen[bytes] | None
+) -> bool:
     """Follow until a signal (True) or until the file goes wrong (False, said on stderr)."""
     builder = Builder()
     dirty = threading.Event()
@@ -159,10 +163,23 @@ async def _run(path: Path, protocol: str | None, poll: float, state: Published) 
                 scope.cancel()
                 return
 
+    async def watch(proc: subprocess.Popen[bytes]) -> None:
+        while proc.poll() is None:
+            await anyio.sleep(EVERY)
+        await anyio.sleep(3 * poll + EVERY)  # the follower reads what the agent wrote last
+        publish()
+        print(
+            f"normalize: the agent exited ({proc.returncode}); the page stays up until Ctrl-C",
+            file=sys.stderr,
+            flush=True,
+        )
+
     problem: str | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(until_signal, tg.cancel_scope)
         tg.start_soon(publisher)
+        if child is not None:
+            tg.start_soon(watch, child)
         try:
             if is_normalized(path):
                 await _tail_normalized(path, builder, dirty.set, poll)
@@ -184,9 +201,19 @@ async def _run(path: Path, protocol: str | None, poll: float, state: Published) 
 
 
 def serve(
-    path: Path, *, protocol: str | None = None, port: int = 0, poll: float = 0.1, open_browser: bool = False
+    path: Path,
+    *,
+    protocol: str | None = None,
+    port: int = 0,
+    poll: float = 0.1,
+    open_browser: bool = False,
+    child: subprocess.Popen[bytes] | None = None,
 ) -> int:
-    """Serve the live page of ``path`` until Ctrl-C (or SIGTERM); 0 when stopped, 1 if the file went wrong."""
+    """Serve the live page of ``path`` until Ctrl-C (or SIGTERM).
+
+    Returns 0 when stopped, 1 if the file went wrong; with ``child`` (the ``tap``
+    writing ``path``), the child's exit status.
+    """
     state = Published()
     hosts: set[str] = set()
     server = ThreadingHTTPServer(("127.0.0.1", port), _handler(state, path.name, lambda: hosts))
@@ -201,10 +228,30 @@ def serve(
         webbrowser.open(url)
     ok = True
     try:
-        ok = anyio.run(_run, path, protocol, poll, state)
+        ok = anyio.run(_run, path, protocol, poll, state, child)
     except KeyboardInterrupt:
         pass
     finally:
         server.shutdown()
         server.server_close()
+    if child is not None:
+        try:
+            return child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.terminate()
+            return child.wait()
     return 0 if ok else 1
+
+
+def run_and_serve(
+    command: list[str], *, protocol: str | None = None, port: int = 0, poll: float = 0.1, open_browser: bool = False
+) -> int:
+    """``normalize show -- COMMAND``: run the agent under ``normalize tap`` (its stdio relayed), serve its page live."""
+    with tempfile.TemporaryDirectory(prefix="normalize-show-") as tmp:
+        record = Path(tmp) / "session.tap.jsonl"
+        record.touch()  # followed from the start; tap writes into it (same file)
+        tap = [sys.executable, "-m", "normalize", "tap", "--record", str(record)]
+        if protocol is not None:
+            tap += ["--protocol", protocol]
+        child = subprocess.Popen([*tap, "--", *command])
+        return serve(record, protocol=protocol, port=port, poll=poll, open_browser=open_browser, child=child)
