@@ -41,7 +41,7 @@ from ._build import (
 )
 from ._format import clip, clock, command_of, cost_text, json_text, secs, session_title, text_of, tokens_text
 
-__all__ = ["IndexRow", "render_index", "render_page", "render_sessions"]
+__all__ = ["IndexRow", "render_index", "render_live_page", "render_page", "render_sessions"]
 
 #: A call whose input and output together are shorter than this is shown unfolded.
 OPEN_BELOW = 1500
@@ -410,10 +410,15 @@ def _page(title: str, content: str, *, toolbar: bool, live: bool = False, source
     )
 
 
-def render_page(sessions: Sequence[SessionView], *, source: str | None = None, live: bool = False) -> str:
+def render_page(sessions: Sequence[SessionView], *, source: str | None = None) -> str:
     """One self-contained page for the sessions of one input."""
     title = session_title(sessions[0]) if len(sessions) == 1 else f"{len(sessions)} sessions"
-    return _page(title, render_sessions(sessions), toolbar=True, live=live, source=source)
+    return _page(title, render_sessions(sessions), toolbar=True, source=source)
+
+
+def render_live_page(sessions_html: str, *, source: str) -> str:
+    """The page ``--follow`` serves: ``sessions_html`` (from :func:`render_sessions`) now, updates by events."""
+    return _page(f"{source} (live)", sessions_html, toolbar=True, live=True, source=None)
 
 
 class IndexRow:

@@ -33,7 +33,7 @@ import anyio
 from normalize import InputError, StreamHeader, decode, follow
 
 from ._build import Builder
-from ._html import render_page, render_sessions
+from ._html import render_live_page, render_sessions
 from ._read import is_normalized
 
 __all__ = ["EVERY", "Published", "run_and_serve", "serve"]
@@ -87,7 +87,7 @@ def _handler(state: Published, title: str, allowed_hosts: Callable[[], set[str]]
         def _page(self) -> None:
             with state.cond:
                 html = state.html
-            body = render_page([], source=title, live=True).replace(render_sessions([]), html, 1).encode("utf-8")
+            body = render_live_page(html, source=title).encode("utf-8")
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
