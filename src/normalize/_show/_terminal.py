@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 
 from rich.console import Console, Group, RenderableType
 from rich.markdown import Markdown
+from rich.pager import Pager
 from rich.panel import Panel
 from rich.rule import Rule
 from rich.syntax import Syntax
@@ -151,12 +157,35 @@ def render_terminal(sessions: Sequence[SessionView]) -> list[RenderableType]:
     return out
 
 
+class _Pager(Pager):
+    """``$PAGER``, else ``less -R`` (colours kept); without either, the text as it is."""
+
+    def show(self, content: str) -> None:
+        command = shlex.split(os.environ.get("PAGER") or "less -R")
+        if not command or shutil.which(command[0]) is None:
+            sys.stdout.write(content)
+            return
+        with subprocess.Popen(command, stdin=subprocess.PIPE, text=True, errors="backslashreplace") as proc:
+            assert proc.stdin is not None
+            try:
+                proc.stdin.write(content)
+                proc.stdin.close()
+            except BrokenPipeError:  # the reader quit the pager early
+                pass
+            while True:
+                try:
+                    proc.wait()
+                    break
+                except KeyboardInterrupt:  # Ctrl-C belongs to the pager while it runs
+                    continue
+
+
 def show_terminal(sessions: Sequence[SessionView], console: Console | None = None) -> None:
     """Print the sessions; through the pager (``$PAGER``, or ``less -R``) when the output is a terminal."""
     console = console or Console()
     parts = render_terminal(sessions)
     if console.is_terminal:
-        with console.pager(styles=True):
+        with console.pager(_Pager(), styles=True):
             console.print(*parts)
     else:
         console.print(*parts)
