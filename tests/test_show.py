@@ -20,7 +20,7 @@ from helpers import ADAPTERS, capture_files, capture_id, golden_path, protocol_o
 from hostile import hostile_jsonl, payloads
 from normalize import McpTool, SessionEvent, ToolCall, UserMessage, events, find_inputs, read_records
 from normalize._cli import main
-from normalize._show._build import Builder, Call, SessionView, SubagentView, Text, UserItem
+from normalize._show._build import Builder, Call, Notice, SessionView, SubagentView, Text, UserItem
 from normalize._show._html import render_page
 from normalize._show._read import Input, read
 from normalize._show._terminal import render_terminal
@@ -136,6 +136,13 @@ def test_replayed_history_is_marked() -> None:
     assert "replayed history" in page
     live = render_page(_sessions(STREAM_JSON / "16-permission-stdio-allow.tap.jsonl"))
     assert "replayed history" not in live
+
+
+def test_an_error_is_marked_once() -> None:
+    (session,) = _sessions(STREAM_JSON / "17-api-error-400.jsonl")
+    errors = [i for t in session.turns for i in t.items if isinstance(i, Notice) and i.kind == "error"]
+    assert [e.message for e in errors] == ["API Error: 400 fake server: scripted invalid request"]
+    assert 'class="item notice error"' in render_page([session])
 
 
 def test_usage_per_turn_and_for_the_session() -> None:

@@ -397,8 +397,11 @@ class Builder:
         elif isinstance(ev, MessageCompleted):
             st = self._session(ev.session_id)
             err = ev.result.error
-            if err is not None and st.turn is not None:
-                st.turn.items.append(Notice("error", err.message, err.error_type))
+            turn = st.turn
+            if err is not None and turn is not None:
+                said = any(isinstance(i, Notice) and i.kind == "error" and i.message == err.message for i in turn.items)
+                if not said:  # the same error as an error event is shown once
+                    turn.items.append(Notice("error", err.message, err.error_type))
 
     @staticmethod
     def _record(view: SessionView, rec: SessionRecord) -> None:
