@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import shutil
 import sys
 import webbrowser
@@ -57,7 +58,13 @@ def _name(path: Path) -> str:
     return path.stem
 
 
+def _need(module: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise UsageError(f"normalize show needs {module}: pip install 'normalize[show]'")
+
+
 def cmd_show(args: argparse.Namespace) -> int:
+    _need("rich" if args.terminal else "markdown_it")
     words: list[str] = args.source
     if not words:
         raise UsageError("nothing to show: normalize show SOURCE, or normalize show [options] -- COMMAND...")
