@@ -439,7 +439,8 @@ def render_index(rows: Sequence[IndexRow], *, source: str, problems: Sequence[st
         body.append(
             f'<tr><td class="nw">{e(agent)}</td><td class="nw">{e(clock(s.start))}</td><td>{e(project)}</td>'
             f'<td><a href="{e(r.href)}">{e(session_title(s))}</a></td>'
-            f'<td class="num">{len(s.real_turns)}</td><td class="num">{e(cost_text(s.cost, s.currency) or "—")}</td></tr>'
+            f'<td class="num">{len(s.real_turns)}</td>'
+            f'<td class="num">{e(cost_text(s.cost, s.currency) or "—")}</td></tr>'
         )
     table = (
         '<table class="index"><thead><tr><th>agent</th><th>date</th><th>project</th><th>title</th>'
