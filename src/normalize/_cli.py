@@ -396,6 +396,10 @@ def _parser() -> argparse.ArgumentParser:
 
     add_doctor_command(sub)
 
+    from ._show._cli import add_show_command
+
+    add_show_command(sub)
+
     a = sub.add_parser("adapters", help="list the registered adapters")
     a.set_defaults(func=cmd_adapters)
     return p
