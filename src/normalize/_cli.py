@@ -19,6 +19,7 @@ from ._errors import DetectionError, InputError, NormalizeError, UsageError
 from ._lines import DEFAULT_MAX_LINE
 from ._redact import Redactor
 from ._registry import available
+from ._term import printable
 from ._version import __version__
 
 __all__ = ["main"]
@@ -63,7 +64,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         found = 0
         for inp in find_inputs([Path(p) for p in args.inputs], protocol=args.protocol, max_line=args.max_line):
             if isinstance(inp, DetectionError):
-                print(f"normalize: skipped: {inp.message}", file=sys.stderr)
+                print(f"normalize: skipped: {printable(inp.message)}", file=sys.stderr)
                 status = 1
                 continue
             found += 1
@@ -101,11 +102,11 @@ def cmd_detect(args: argparse.Namespace) -> int:
     status = 0
     for inp in find_inputs([Path(p) for p in args.inputs], max_line=args.max_line):
         if isinstance(inp, DetectionError):
-            print(f"normalize: {inp.message}", file=sys.stderr)
+            print(f"normalize: {printable(inp.message)}", file=sys.stderr)
             status = 1
             continue
         extra = f" (+{len(inp.companions)} companion files)" if inp.companions else ""
-        print(f"{inp.main}\t{inp.protocol}{extra}")
+        print(f"{printable(inp.main)}\t{printable(inp.protocol)}{extra}")
     return status
 
 
@@ -124,7 +125,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         with sys.stdin.buffer if name == "-" else open(name, "rb") as f:
             for problem in validate_lines(f):
                 count += 1
-                print(f"{name}: {problem}")
+                print(f"{printable(name)}: {printable(problem)}")
     if count:
         print(f"normalize: {count} problem(s)", file=sys.stderr)
         return 1
@@ -230,16 +231,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except UsageError as exc:
-        print(f"normalize: {exc}", file=sys.stderr)
+        print(f"normalize: {printable(exc)}", file=sys.stderr)
         return 2
     except InputError as exc:
-        print(f"normalize: {exc.message}", file=sys.stderr)
+        print(f"normalize: {printable(exc.message)}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0
     except OSError as exc:
-        print(f"normalize: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
+        print(f"normalize: {printable(exc.filename or '')}: {exc.strerror}", file=sys.stderr)
         return 1
     except NormalizeError as exc:  # the base: any other library error
-        print(f"normalize: {exc}", file=sys.stderr)
+        print(f"normalize: {printable(exc)}", file=sys.stderr)
         return 1

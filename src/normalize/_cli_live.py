@@ -23,6 +23,7 @@ from ._errors import InputError, UsageError
 from ._model import _Core
 from ._redact import Redactor
 from ._registry import adapter_class
+from ._term import printable
 from ._version import __version__
 
 __all__ = ["cmd_replay", "cmd_tap", "follow_cmd"]
@@ -149,7 +150,7 @@ def cmd_tap(args: argparse.Namespace) -> int:
     def on_error(exc: InputError) -> None:
         if writer is not None and not told:  # without --events nobody asked for events
             told.append(exc)
-            print(f"normalize tap: {exc.message}; relaying without events", file=sys.stderr, flush=True)
+            print(f"normalize tap: {printable(exc.message)}; relaying without events", file=sys.stderr, flush=True)
 
     async def run() -> int:
         return await relay(
@@ -165,7 +166,7 @@ def cmd_tap(args: argparse.Namespace) -> int:
     try:
         rc = anyio.run(run)
     except FileNotFoundError as exc:
-        print(f"normalize tap: {command[0]}: {exc.strerror}", file=sys.stderr)
+        print(f"normalize tap: {printable(command[0])}: {exc.strerror}", file=sys.stderr)
         return 127
     finally:
         if owned is not None:

@@ -46,6 +46,7 @@ from ._model import (
 from ._model import (
     Warning as WarningBody,
 )
+from ._term import printable
 
 __all__ = [
     "DoctorReport",
@@ -320,15 +321,20 @@ def _path_of(exc: DetectionError) -> str:
 
 
 def format_text(report: DoctorReport) -> str:
-    """The report for a person: one section per agent version, the biggest counts first."""
+    """The report for a person: one section per agent version, the biggest counts first.
+
+    Every name, version, path and message comes from the input, so each goes
+    through :func:`normalize._term.printable`: no escape sequence reaches the terminal.
+    """
+    p = printable
     out: list[str] = []
     sessions = sum(g.sessions for g in report.groups)
     out.append(f"normalize doctor: {sessions} session(s), {len(report.groups)} agent version(s)")
     for g in report.groups:
         out.append("")
-        version = g.version or "version unknown"
+        version = p(g.version) if g.version else "version unknown"
         out.append(
-            f"{g.agent} {version}  ({', '.join(g.protocols)}): "
+            f"{p(g.agent)} {version}  ({', '.join(p(x) for x in g.protocols)}): "
             f"{g.sessions} session(s), {g.files} file(s), {g.messages} native message(s)"
         )
         for title, entries, unit in (
@@ -341,23 +347,23 @@ def format_text(report: DoctorReport) -> str:
                 out.append(f"  {title}: none")
                 continue
             out.append(f"  {title}: {total} {unit} of {len(entries)} kind(s)")
-            width = max(len(f"{e.protocol} {e.name}") for e in entries)
-            for e in entries:
-                label = f"{e.protocol} {e.name}"
-                line = f"    {e.count:>6}  {label:<{width}}  {e.example.where()}"
+            labels = [f"{p(e.protocol)} {p(e.name)}" for e in entries]
+            width = max(len(label) for label in labels)
+            for e, label in zip(entries, labels, strict=True):
+                line = f"    {e.count:>6}  {label:<{width}}  {p(e.example.where())}"
                 if e.message:
                     line += f"  {_one_line(e.message)}"
                 out.append(line)
     if report.skipped:
         out.append("")
         out.append(f"not recognised: {len(report.skipped)} file(s)")
-        out.extend(f"  {s.reason}" for s in report.skipped)
+        out.extend(f"  {p(s.reason)}" for s in report.skipped)
     return "\n".join(out) + "\n"
 
 
 def _one_line(text: str, limit: int = 80) -> str:
     flat = " ".join(text.split())
-    return repr(flat if len(flat) <= limit else flat[:limit] + "…")
+    return printable(repr(flat if len(flat) <= limit else flat[:limit] + "…"))
 
 
 _json = msgspec.json.Encoder()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from normalize import UsageError
+from normalize._term import printable
 
 from ._load import Loaded, Scan, load
 from ._stats import Line, Summary, summarize
@@ -71,7 +72,7 @@ def _load(args: argparse.Namespace, label: str, tables: tuple[str, ...]) -> Load
 
 def _tell(problems: list[str]) -> None:
     for problem in problems:
-        print(f"normalize: skipped: {problem}", file=sys.stderr)
+        print(f"normalize: skipped: {printable(problem)}", file=sys.stderr)
 
 
 def _status(found: int, problems: list[str]) -> int:
@@ -98,11 +99,17 @@ def _approvals(line: Line) -> str:
 
 
 def render_stats(summary: Summary, out: TextIO, *, width: int | None = None) -> None:
-    """The summary as a rich table."""
+    """The summary as a rich table.
+
+    Every cell is a plain ``Text`` (never read as rich markup) and every value
+    from the input goes through :func:`printable` (no escape sequence reaches
+    the terminal).
+    """
     if importlib.util.find_spec("rich") is None:
         raise UsageError("the stats table needs rich: pip install 'normalize[analytics]' (or use --json)")
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="normalize stats", show_lines=False)
     for name, justify in (
@@ -125,7 +132,7 @@ def render_stats(summary: Summary, out: TextIO, *, width: int | None = None) -> 
     def add(line: Line, style: str | None = None) -> None:
         sessions = str(line.sessions) + (f" (+{line.subagents} sub)" if line.subagents else "")
         cost = f"{line.cost:.4f}" + ("*" if line.sessions_without_cost else "")
-        table.add_row(
+        cells = (
             line.agent,
             line.model or "-",
             sessions,
@@ -139,8 +146,8 @@ def render_stats(summary: Summary, out: TextIO, *, width: int | None = None) -> 
             _fmt_int(line.tokens["cache_read_tokens"]),
             _fmt_int(line.tokens["cache_write_tokens"]),
             cost,
-            style=style,
         )
+        table.add_row(*(Text(printable(c)) for c in cells), style=style)
 
     for line in summary.sorted_lines():
         add(line)
@@ -221,7 +228,7 @@ def _tree(spans: list[Any]) -> list[str]:
     def walk(parent: int | None, depth: int) -> None:
         for s in sorted(children.get(parent, []), key=lambda s: (s.start_time or 0, s.name)):
             ms = ((s.end_time or 0) - (s.start_time or 0)) / 1e6
-            lines.append(f"{'  ' * depth}{s.name}  [{ms:.0f} ms]")
+            lines.append(f"{'  ' * depth}{printable(s.name)}  [{ms:.0f} ms]")
             walk(s.context.span_id, depth + 1)
 
     walk(None, 0)
