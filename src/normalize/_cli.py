@@ -34,7 +34,12 @@ def _convert_one(inp: SessionInput, out: BinaryIO, args: argparse.Namespace, red
         origin=args.origin,
     ):
         line = encode(ev)
-        out.write((redactor.redact(line) if redactor is not None else line) + b"\n")
+        if redactor is None:
+            out.write(line + b"\n")
+        else:  # deltas may be held back to find a secret cut across them
+            out.writelines(held + b"\n" for held in redactor.feed(line))
+    if redactor is not None:
+        out.writelines(held + b"\n" for held in redactor.flush())
 
 
 def _out_path(out_dir: Path, inp: SessionInput) -> Path:
@@ -138,6 +143,9 @@ def cmd_adapters(args: argparse.Namespace) -> int:
     return 0
 
 
+_REDACT_HELP = "scrub API keys, tokens, passwords and private keys (needs the redact extra)"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="normalize", description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--version", action="version", version=f"normalize {__version__}")
@@ -158,7 +166,11 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument(
         "-o", "--output", help="output file, or folder (an existing one, or ending in /) for one file per session"
     )
-    c.add_argument("--redact", action="store_true", help="scrub API keys, tokens and private keys from the output")
+    c.add_argument(
+        "--redact",
+        action="store_true",
+        help="scrub API keys, tokens, passwords and private keys (needs the redact extra)",
+    )
     c.add_argument("--strict", action="store_true", help="stop at the first bad input instead of reporting it")
     c.add_argument("--origin", choices=["live", "replay"], help="override the origin of every event")
     c.add_argument(
@@ -186,7 +198,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE.jsonl|-",
         help="write normalized events there as they happen; - is stderr (use /dev/fd/N for another descriptor)",
     )
-    t.add_argument("--redact", action="store_true", help="scrub API keys, tokens and private keys from the events")
+    t.add_argument(
+        "--redact",
+        action="store_true",
+        help="scrub API keys, tokens, passwords and private keys (needs the redact extra)",
+    )
     t.add_argument("agent", nargs=argparse.REMAINDER, metavar="-- AGENT_COMMAND...")
     common(t)
     t.set_defaults(func=cmd_tap)
@@ -198,7 +214,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--from-seq", type=int, default=0, metavar="N", help="resume after the event with seq N")
     r.add_argument("-o", "--output", type=Path, help="output file (default stdout)")
     r.add_argument("--strict", action="store_true", help="stop at the first bad input instead of reporting it")
-    r.add_argument("--redact", action="store_true", help="scrub API keys, tokens and private keys from the events")
+    r.add_argument(
+        "--redact",
+        action="store_true",
+        help="scrub API keys, tokens, passwords and private keys (needs the redact extra)",
+    )
     common(r)
     r.set_defaults(func=cmd_replay)
 

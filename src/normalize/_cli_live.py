@@ -64,8 +64,18 @@ class _EventWriter:
         if not events:
             return
         lines = [encode(ev) for ev in events]
+        if self.redactor is not None:  # deltas may be held back to find a secret cut across them
+            lines = [held for line in lines for held in self.redactor.feed(line)]
+        self._write(lines)
+
+    def finish(self) -> None:
+        """Write what the redactor still holds back (at the end of the stream)."""
         if self.redactor is not None:
-            lines = [self.redactor.redact(line) for line in lines]
+            self._write(self.redactor.flush())
+
+    def _write(self, lines: list[bytes]) -> None:
+        if not lines:
+            return
         if not self._header:
             self._header = True
             head = encode_header(library_version=__version__, input=self._input, protocol=self._protocol())
@@ -110,6 +120,7 @@ def follow_cmd(args: argparse.Namespace) -> int:
                     writer.write([ev])
             tg.cancel_scope.cancel()
         writer.write(stream.closing)
+        writer.finish()
 
     try:
         anyio.run(run)
@@ -165,6 +176,8 @@ def cmd_tap(args: argparse.Namespace) -> int:
 
     try:
         rc = anyio.run(run)
+        if writer is not None:
+            writer.finish()
     except FileNotFoundError as exc:
         print(f"normalize tap: {printable(command[0])}: {exc.strerror}", file=sys.stderr)
         return 127
@@ -204,6 +217,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             async for ev in events:
                 writer.write([ev])
             tg.cancel_scope.cancel()
+        writer.finish()
 
     try:
         anyio.run(run)

@@ -24,6 +24,7 @@ from normalize._term import printable
 
 from ._load import Loaded, Scan, load
 from ._stats import Line, Summary, summarize
+from ._tables import SessionRows
 
 __all__ = ["add_commands", "cmd_export", "cmd_otel", "cmd_stats"]
 
@@ -73,6 +74,31 @@ def _load(args: argparse.Namespace, label: str, tables: tuple[str, ...]) -> Load
 def _tell(problems: list[str]) -> None:
     for problem in problems:
         print(f"normalize: skipped: {printable(problem)}", file=sys.stderr)
+
+
+def _redactor(args: argparse.Namespace) -> Any:
+    if not getattr(args, "redact", False):
+        return None
+    from normalize import Redactor
+
+    return Redactor()
+
+
+def _redact_rows(rows: SessionRows, redactor: Any) -> SessionRows:
+    """Every text cell of every table with its secrets replaced (JSON columns included)."""
+    if redactor is None:
+        return rows
+    text = redactor.redact_text
+    rows.tables = {
+        name: [tuple(text(v) if isinstance(v, str) else v for v in row) for row in table]
+        for name, table in rows.tables.items()
+    }
+    return rows
+
+
+def _told_redacted(redactor: Any) -> None:
+    if redactor is not None and redactor.counts:
+        print(f"normalize: redacted {redactor.summary()}", file=sys.stderr)
 
 
 def _status(found: int, problems: list[str]) -> int:
@@ -189,12 +215,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.parquet is not None:
         stores["parquet"] = ParquetStore(Path(args.parquet))
     found = 0
+    redactor = _redactor(args)
     try:
         with _progress("converting sessions") as progress:
             scan = Scan([Path(p) for p in args.inputs], protocol=args.protocol, jobs=_jobs(args), progress=progress)
             # each session goes to the stores as soon as its worker is done: memory is the stores' buffers
             for rows in scan:
                 found += 1
+                _redact_rows(rows, redactor)
                 for store in stores.values():
                     store.offer(rows)
         for store in stores.values():
@@ -204,6 +232,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         if isinstance(duck, DuckDBStore):
             duck.close()
     _tell(scan.problems)
+    _told_redacted(redactor)
     for target, store in stores.items():
         r = store.result
         print(
@@ -248,8 +277,10 @@ def cmd_otel(args: argparse.Namespace) -> int:
         except ImportError:
             raise UsageError("this needs the OpenTelemetry SDK: pip install 'normalize[otel]'") from None
         exporter = memory = InMemorySpanExporter()
+    redactor = _redactor(args)
     loaded = _load(args, "reading sessions", ("sessions", "turns", "tool_calls"))
-    sessions = [loaded.sessions[k] for k in sorted(loaded.sessions)]
+    sessions = [_redact_rows(loaded.sessions[k], redactor) for k in sorted(loaded.sessions)]
+    _told_redacted(redactor)
     count = emit_spans(sessions, exporter, batch=args.endpoint is not None, service_name=args.service_name)
     if memory is not None:
         for line in _tree(list(memory.get_finished_spans())):
@@ -271,6 +302,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
+_REDACT_HELP = "scrub API keys, tokens, passwords and private keys from every text (needs the redact extra)"
+
+
 def add_commands(subparsers: Any) -> None:
     """Add ``stats``, ``export`` and ``otel`` to the CLI's ``add_subparsers()`` object."""
     s = subparsers.add_parser(
@@ -286,6 +320,7 @@ def add_commands(subparsers: Any) -> None:
     _common(e)
     e.add_argument("--duckdb", metavar="FILE", help="the DuckDB file to create or add to")
     e.add_argument("--parquet", metavar="DIR", help="the Parquet dataset folder (partitioned by agent and date)")
+    e.add_argument("--redact", action="store_true", help=_REDACT_HELP)
     e.set_defaults(func=cmd_export)
 
     o = subparsers.add_parser("otel", help="sessions -> OpenTelemetry traces (GenAI semantic conventions)")
@@ -296,4 +331,5 @@ def add_commands(subparsers: Any) -> None:
         help="send over OTLP/HTTP, e.g. http://localhost:4318/v1/traces (default: print the span tree)",
     )
     o.add_argument("--service-name", default="normalize", help="the resource's service.name (default normalize)")
+    o.add_argument("--redact", action="store_true", help=_REDACT_HELP)
     o.set_defaults(func=cmd_otel)
