@@ -102,9 +102,10 @@ _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 
 #: a text without any of these words holds no ``name = value`` secret: the keyword
 #: rules (the slowest, by far) are only tried on a text that has one
-_WORDS = re.compile(r"(?i)key|token|secret|pass|pw|credential|contras")
+_WORDS = re.compile(r"(?i)key|token|secret|passw|pwd|_pw|_pass|credential|contras")
 _AUTH = re.compile(r"(?i)bearer|authorization")
 _AWS = re.compile(r"(?i)aws")
+_LOWER_TWIN = {gate: re.compile(gate.pattern.removeprefix("(?i)").lower()) for gate in (_WORDS, _AUTH, _AWS)}
 #: every token shape is at least this long a run of token characters (real keys are far longer)
 _LONG = re.compile(r"[A-Za-z0-9_\-+/=]{16,}")
 _URL = re.compile(r"://")
@@ -115,6 +116,8 @@ _PLUGIN_GATES = {
     "BasicAuthDetector": _URL,
     "PrivateKeyDetector": _PEM,
     "NpmDetector": _NPM,
+    "ArtifactoryDetector": re.compile(r"AKC|AP[0-9A-F]"),
+    "MailchimpDetector": re.compile(r"-us[0-9]"),
     "CloudantDetector": _WORDS,
     "IbmCloudIamDetector": _WORDS,
     "IbmCosHmacDetector": _WORDS,
@@ -198,7 +201,16 @@ def _rules() -> list[_Rule]:
         raise UsageError(
             "redaction needs detect-secrets: pip install 'agent-normalize[redact]' (or pip install detect-secrets)"
         ) from None
-    gates = {"env-secret": _WORDS, "netrc-password": _WORDS, "bearer-token": _AUTH, "private-key": _PEM}
+    sk = re.compile(r"sk-")
+    gates = {
+        "env-secret": _WORDS,
+        "netrc-password": _WORDS,
+        "bearer-token": _AUTH,
+        "private-key": _PEM,
+        "anthropic-key": sk,
+        "openai-key": sk,
+        "google-api-key": re.compile(r"AIza"),
+    }
     own = [_Rule(kind, pattern, whole, _named, gates.get(kind, _LONG)) for kind, pattern, whole in _OWN]
     plugins: list[_Rule] = []
     classes: list[Any] = sorted(get_mapping_from_secret_type_to_class().values(), key=lambda c: c.__name__)
@@ -276,11 +288,21 @@ def _lines_with(word: re.Pattern[str], text: str) -> list[tuple[int, int]]:
 def _find(text: str, rules: list[_Rule]) -> list[tuple[int, int, str]]:
     """The secrets in ``text``: non-overlapping ``(start, end, kind)``, in order, markers left alone."""
     found: list[tuple[int, int, int]] = []  # start, end, rule rank
+    lines: dict[re.Pattern[str], list[tuple[int, int]]] = {}
+    lower = text.lower()
+    if len(lower) != len(text):  # a few characters change length in lower case: keep the offsets
+        lower = text
     for gate, whole, members in _groups(rules):
-        if whole:
-            where = [(0, len(text))] if gate.search(text) else []
-        else:
-            where = _lines_with(gate, text)
+        where = lines.get(gate)
+        if where is None:
+            # a case-insensitive gate is searched, faster, as its lower-case twin in the lower-cased text
+            twin = _LOWER_TWIN.get(gate)
+            if twin is not None and lower is not text:
+                where = lines[gate] = _lines_with(twin, lower)
+            else:
+                where = lines[gate] = _lines_with(gate, text)
+        if whole and where:
+            where = [(0, len(text))]
         for pos, endpos in where:
             for rank, rule in members:
                 for m in rule.pattern.finditer(text, pos, endpos):
