@@ -132,7 +132,7 @@ def render_stats(summary: Summary, out: TextIO, *, width: int | None = None) -> 
     the terminal).
     """
     if importlib.util.find_spec("rich") is None:
-        raise UsageError("the stats table needs rich: pip install 'normalize[analytics]' (or use --json)")
+        raise UsageError("the stats table needs rich: pip install 'agent-normalize[analytics]' (or use --json)")
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -275,7 +275,7 @@ def cmd_otel(args: argparse.Namespace) -> int:
         try:
             from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
         except ImportError:
-            raise UsageError("this needs the OpenTelemetry SDK: pip install 'normalize[otel]'") from None
+            raise UsageError("this needs the OpenTelemetry SDK: pip install 'agent-normalize[otel]'") from None
         exporter = memory = InMemorySpanExporter()
     redactor = _redactor(args)
     loaded = _load(args, "reading sessions", ("sessions", "turns", "tool_calls"))
