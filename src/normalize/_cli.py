@@ -1,4 +1,4 @@
-"""The ``normalize`` command line.
+"""The ``normalize`` command line (its help, ``normalize --help``, is written for a person: see _DESCRIPTION).
 
 Exit codes: 0 done; 1 some input could not be read, detected or validated (the
 rest was still processed); 2 the command was used wrongly.
@@ -143,13 +143,36 @@ def cmd_adapters(args: argparse.Namespace) -> int:
     return 0
 
 
+_DESCRIPTION = """\
+Read what AI coding agents write (Claude Code, Codex, ACP agents, Antigravity, hm),
+live or from their session files, as one stream of typed events: the same JSON
+lines whatever the agent, ready for your app, a log, or a database."""
+
+_EPILOG = """\
+examples:
+  normalize convert ~/.claude/projects/PROJECT/SESSION.jsonl     one session as normalized JSONL
+  normalize convert ~/.codex/sessions -o out/                    a folder: one file per session
+  normalize stats ~/.claude/projects ~/.codex/sessions           tokens, cost, tools per agent and model
+  normalize tap --events - -- codex app-server                   run an agent and watch its events
+  normalize doctor ~/.claude/projects                            what normalize did not understand
+
+Run "normalize COMMAND --help" for a command's options.
+Exit codes: 0 done; 1 some input could not be read or detected (the rest was
+processed); 2 the command was used wrongly.
+Docs: README.md and docs/ (events, live use, analytics, reliability)."""
+
 _REDACT_HELP = "scrub API keys, tokens, passwords and private keys (needs the redact extra)"
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="normalize", description=__doc__.splitlines()[0] if __doc__ else None)
+    p = argparse.ArgumentParser(
+        prog="normalize",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--version", action="version", version=f"normalize {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument(
