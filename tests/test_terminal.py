@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from helpers import ADAPTERS
 from normalize._cli import main
-from normalize._doctor import add_doctor_command
-from normalize._term import printable
+from normalize._doctor import add_doctor_command, diagnose, format_json
+from normalize._term import json_for_terminal, printable
 
 CAPTURE = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.332" / "01-print-text.jsonl"
 
@@ -101,3 +105,51 @@ def test_validate_escapes_what_it_quotes_from_the_stream(tmp_path: Path, capsys:
     out, err = capsys.readouterr()
     assert not CONTROL.search(out + err), repr(out + err)
     assert "ev\\x1b[2J.jsonl: line 2" in out
+
+
+RAW_UTF8 = re.compile(rb"\x7f|\xc2[\x80-\x9f]|\xe2\x80[\x8e\x8f\xa8-\xae]|\xe2\x81[\xa6-\xa9]")
+
+
+def test_json_for_a_terminal_escapes_what_json_leaves_raw_and_keeps_the_value() -> None:
+    value = {"model": HOSTILE + "\x7f\u2028\u2067"}
+    plain = msgspec.json.encode(value)
+    assert RAW_UTF8.search(plain)  # JSON alone leaves C1, DEL and bidi marks raw
+    safe = json_for_terminal(plain)
+    assert not RAW_UTF8.search(safe)
+    assert b"\\u009b" in safe and b"\\u202e" in safe
+    assert msgspec.json.decode(safe) == value
+
+
+def test_convert_to_a_terminal_writes_no_raw_control_but_to_a_file_the_exact_bytes(tmp_path: Path) -> None:
+    f = hostile_capture(tmp_path)
+    to_file = subprocess.run(
+        [sys.executable, "-m", "normalize", "convert", str(f)], capture_output=True, check=True
+    ).stdout
+    assert RAW_UTF8.search(to_file)  # a pipe gets JSON as msgspec writes it
+    main_fd, tty_fd = os.openpty()
+    chunks = []
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "normalize", "convert", str(f)], stdout=tty_fd)
+        os.close(tty_fd)  # the child holds the terminal now; read while it writes (a pty buffers little)
+        while True:
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:  # the terminal's other end is closed: everything was read
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        os.close(main_fd)
+    shown = b"".join(chunks)
+    assert b'"type":"session.created"' in shown
+    assert not RAW_UTF8.search(shown)
+    assert b"\\u009b31m" in shown
+
+
+def test_doctor_json_escapes_c1_and_bidi_marks(tmp_path: Path) -> None:
+    hostile_capture(tmp_path)
+    text = format_json(diagnose([tmp_path]))
+    assert b"brand_new" in text
+    assert not RAW_UTF8.search(text)

@@ -19,14 +19,22 @@ from ._errors import DetectionError, InputError, NormalizeError, UsageError
 from ._lines import DEFAULT_MAX_LINE
 from ._redact import Redactor
 from ._registry import available
-from ._term import printable
+from ._term import json_for_terminal, printable
 from ._version import __version__
 
 __all__ = ["main"]
 
 
 def _convert_one(inp: SessionInput, out: BinaryIO, args: argparse.Namespace, redactor: Redactor | None) -> None:
-    out.write(encode_header(library_version=__version__, input=str(inp.main), protocol=inp.protocol) + b"\n")
+    def write(data: bytes) -> None:
+        out.write(data)
+
+    if out.isatty():  # a person reads it: no raw C1 or bidi control from the input (JSON escapes the rest)
+
+        def write(data: bytes) -> None:
+            out.write(json_for_terminal(data))
+
+    write(encode_header(library_version=__version__, input=str(inp.main), protocol=inp.protocol) + b"\n")
     for ev in events(
         read_records(inp.paths, max_line=args.max_line),
         protocol=inp.protocol,
@@ -35,11 +43,13 @@ def _convert_one(inp: SessionInput, out: BinaryIO, args: argparse.Namespace, red
     ):
         line = encode(ev)
         if redactor is None:
-            out.write(line + b"\n")
+            write(line + b"\n")
         else:  # deltas may be held back to find a secret cut across them
-            out.writelines(held + b"\n" for held in redactor.feed(line))
+            for held in redactor.feed(line):
+                write(held + b"\n")
     if redactor is not None:
-        out.writelines(held + b"\n" for held in redactor.flush())
+        for held in redactor.flush():
+            write(held + b"\n")
 
 
 def _out_path(out_dir: Path, inp: SessionInput) -> Path:

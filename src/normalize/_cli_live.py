@@ -23,7 +23,7 @@ from ._errors import InputError, UsageError
 from ._model import _Core
 from ._redact import Redactor
 from ._registry import adapter_class
-from ._term import printable
+from ._term import json_for_terminal, printable
 from ._version import __version__
 
 __all__ = ["cmd_replay", "cmd_tap", "follow_cmd"]
@@ -59,6 +59,10 @@ class _EventWriter:
         self._input = input
         self._protocol = protocol
         self._header = False
+        try:
+            self._tty = out.isatty()
+        except ValueError:  # closed
+            self._tty = False
 
     def write(self, events: Sequence[_Core]) -> None:
         if not events:
@@ -80,7 +84,10 @@ class _EventWriter:
             self._header = True
             head = encode_header(library_version=__version__, input=self._input, protocol=self._protocol())
             lines.insert(0, head)
-        _write_all(self.out, b"".join(line + b"\n" for line in lines))
+        data = b"".join(line + b"\n" for line in lines)
+        if self._tty:  # a person reads it: no raw C1 or bidi control from the input (JSON escapes the rest)
+            data = json_for_terminal(data)
+        _write_all(self.out, data)
 
 
 async def _until_signal(scope: anyio.CancelScope, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:

@@ -46,7 +46,7 @@ from ._model import (
 from ._model import (
     Warning as WarningBody,
 )
-from ._term import printable
+from ._term import json_for_terminal, printable
 
 __all__ = [
     "DoctorReport",
@@ -370,7 +370,8 @@ _json = msgspec.json.Encoder()
 
 
 def format_json(report: DoctorReport) -> bytes:
-    return msgspec.json.format(_json.encode(report), indent=2) + b"\n"
+    """The report as JSON; what JSON leaves raw of terminal controls (C1, bidi marks) escaped too."""
+    return json_for_terminal(msgspec.json.format(_json.encode(report), indent=2)) + b"\n"
 
 
 # ---------------------------------------------------------------- command line
