@@ -320,7 +320,12 @@ def test_export_redact_leaves_no_secret_in_any_table(tmp_path: Path, capsys: pyt
     red = dump(tmp_path / "red.duckdb")
     assert KEY not in red and "export-s3cret-v4lue" not in red
     assert "[REDACTED:anthropic-key]" in red
-    assert "normalize: redacted" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "normalize: redacted" in err
+    assert "not redacted by this run" not in err
+    # the sessions of an earlier export are kept as they are: the run says so
+    assert main(["export", str(folder), "--duckdb", str(tmp_path / "plain.duckdb"), "-j", "1", "--redact"]) == 0
+    assert "the 1 session(s) already there were left as they were, not redacted" in capsys.readouterr().err
 
 
 def test_otel_redact_leaves_no_secret_in_the_spans(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

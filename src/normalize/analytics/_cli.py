@@ -239,6 +239,12 @@ def cmd_export(args: argparse.Namespace) -> int:
             f"normalize: {target}: {r.added} added, {r.replaced} replaced, {r.skipped} already there",
             file=sys.stderr,
         )
+        if redactor is not None and r.skipped:
+            print(
+                f"normalize: {target}: the {r.skipped} session(s) already there were left as they were, "
+                "not redacted by this run (export into a new file to be sure)",
+                file=sys.stderr,
+            )
     return _status(found, scan.problems)
 
 
