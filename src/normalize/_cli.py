@@ -149,7 +149,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_adapters(args: argparse.Namespace) -> int:
     for name, cls in sorted(available().items()):
-        print(f"{name}\t{cls.__module__}.{cls.__qualname__}")
+        print(f"{printable(name)}\t{printable(f'{cls.__module__}.{cls.__qualname__}')}")
     return 0
 
 

@@ -258,17 +258,21 @@ _SPACE = re.compile(r"\s")
 
 
 _Groups = list[tuple[re.Pattern[str], bool, list[tuple[int, _Rule]]]]
-_groups_of: dict[int, _Groups] = {}
+_groups_of: dict[int, tuple[list[_Rule], _Groups]] = {}
 
 
 def _groups(rules: list[_Rule]) -> _Groups:
     """The rules by gate, each with its rank in ``rules``: a gate not found skips its whole group."""
-    groups = _groups_of.get(id(rules))
-    if groups is None:
-        by: dict[tuple[re.Pattern[str], bool], list[tuple[int, _Rule]]] = {}
-        for rank, rule in enumerate(rules):
-            by.setdefault((rule.gate, rule.whole), []).append((rank, rule))
-        groups = _groups_of[id(rules)] = [(g, w, members) for (g, w), members in by.items()]
+    known = _groups_of.get(id(rules))
+    if known is not None and known[0] is rules:
+        return known[1]
+    by: dict[tuple[re.Pattern[str], bool], list[tuple[int, _Rule]]] = {}
+    for rank, rule in enumerate(rules):
+        by.setdefault((rule.gate, rule.whole), []).append((rank, rule))
+    groups = [(g, w, members) for (g, w), members in by.items()]
+    if len(_groups_of) > 8:
+        _groups_of.clear()
+    _groups_of[id(rules)] = (rules, groups)
     return groups
 
 
