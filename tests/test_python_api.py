@@ -33,6 +33,17 @@ def events_of(capture: Path) -> list[Any]:
 
 @pytest.mark.parametrize("capture", one_capture_per_protocol(), ids=protocol_of)
 def test_every_event_has_a_plain_data_view_equal_to_its_json_line(capture: Path) -> None:
+    header = normalize.StreamHeader(
+        schema_version="1", library="normalize", library_version="1", input="x", protocol="p"
+    )
+    assert header.to_dict() == {
+        "type": "stream.header",
+        "schemaVersion": "1",
+        "library": "normalize",
+        "libraryVersion": "1",
+        "input": "x",
+        "protocol": "p",
+    }
     for ev in events_of(capture):
         line = json.loads(normalize.encode(ev))
         assert ev.to_dict() == line

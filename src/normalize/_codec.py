@@ -23,6 +23,7 @@ from ._model import (
     SessionEvent,
     Subagent,
     _Core,
+    _PlainData,
 )
 
 __all__ = ["SCHEMA_VERSION", "StreamHeader", "decode", "encode", "encode_header", "to_builtins"]
@@ -32,7 +33,14 @@ SCHEMA_VERSION = "1"
 
 
 class StreamHeader(
-    Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, tag_field="type", tag="stream.header"
+    _PlainData,
+    Struct,
+    frozen=True,
+    kw_only=True,
+    rename="camel",
+    omit_defaults=True,
+    tag_field="type",
+    tag="stream.header",
 ):
     """The first line of a normalized stream: what wrote it, from what."""
 
