@@ -25,6 +25,7 @@ from ._model import _Core
 from ._outputs import same_file
 from ._redact import Redactor
 from ._registry import adapter_class
+from ._term import json_for_terminal, printable
 from ._version import __version__
 
 __all__ = ["cmd_replay", "cmd_tap", "follow_cmd"]
@@ -60,18 +61,35 @@ class _EventWriter:
         self._input = input
         self._protocol = protocol
         self._header = False
+        try:
+            self._tty = out.isatty()
+        except ValueError:  # closed
+            self._tty = False
 
     def write(self, events: Sequence[_Core]) -> None:
         if not events:
             return
         lines = [encode(ev) for ev in events]
+        if self.redactor is not None:  # deltas may be held back to find a secret cut across them
+            lines = [held for line in lines for held in self.redactor.feed(line)]
+        self._write(lines)
+
+    def finish(self) -> None:
+        """Write what the redactor still holds back (at the end of the stream)."""
         if self.redactor is not None:
-            lines = [self.redactor.redact(line) for line in lines]
+            self._write(self.redactor.flush())
+
+    def _write(self, lines: list[bytes]) -> None:
+        if not lines:
+            return
         if not self._header:
             self._header = True
             head = encode_header(library_version=__version__, input=self._input, protocol=self._protocol())
             lines.insert(0, head)
-        _write_all(self.out, b"".join(line + b"\n" for line in lines))
+        data = b"".join(line + b"\n" for line in lines)
+        if self._tty:  # a person reads it: no raw C1 or bidi control from the input (JSON escapes the rest)
+            data = json_for_terminal(data)
+        _write_all(self.out, data)
 
 
 async def _until_signal(scope: anyio.CancelScope, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -120,6 +138,7 @@ def follow_cmd(args: argparse.Namespace) -> int:
                     writer.write([ev])
             tg.cancel_scope.cancel()
         writer.write(stream.closing)
+        writer.finish()
 
     try:
         anyio.run(run)
@@ -160,7 +179,7 @@ def cmd_tap(args: argparse.Namespace) -> int:
     def on_error(exc: InputError) -> None:
         if writer is not None and not told:  # without --events nobody asked for events
             told.append(exc)
-            print(f"normalize tap: {exc.message}; relaying without events", file=sys.stderr, flush=True)
+            print(f"normalize tap: {printable(exc.message)}; relaying without events", file=sys.stderr, flush=True)
 
     async def run() -> int:
         return await relay(
@@ -175,8 +194,10 @@ def cmd_tap(args: argparse.Namespace) -> int:
 
     try:
         rc = anyio.run(run)
+        if writer is not None:
+            writer.finish()
     except FileNotFoundError as exc:
-        print(f"normalize tap: {command[0]}: {exc.strerror}", file=sys.stderr)
+        print(f"normalize tap: {printable(command[0])}: {exc.strerror}", file=sys.stderr)
         return 127
     finally:
         if owned is not None:
@@ -231,6 +252,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 async for ev in events:
                     writer.write([ev])
             tg.cancel_scope.cancel()
+        writer.finish()
 
     try:
         anyio.run(run)
