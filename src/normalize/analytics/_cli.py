@@ -252,6 +252,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     def unchanged(spec: InputSpec) -> bool:
         # with --redact every file is read, so that sessions an earlier run left unredacted are named
         return not args.all and redactor is None and all(store.unchanged(spec) for store in targets)
+
     try:
         with _progress("converting sessions") as progress:
             scan = Scan(
