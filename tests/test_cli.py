@@ -118,7 +118,9 @@ def test_validate_reports_line_and_field_of_each_problem(capsys: pytest.CaptureF
 
 
 @pytest.mark.parametrize("ts", ["[trimmed for fixture]", "2025-09-24T19:22:20", "2025-13-01T00:00:00Z", ""])
-def test_validate_rejects_a_ts_that_is_not_rfc_3339(capsys: pytest.CaptureFixture[str], tmp_path: Path, ts: str) -> None:
+def test_validate_rejects_a_ts_that_is_not_rfc_3339(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, ts: str
+) -> None:
     good = tmp_path / "good.jsonl"
     assert run(capsys, "convert", str(SAMPLE), "-o", str(good))[0] == 0
     assert run(capsys, "validate", str(good))[0] == 0
