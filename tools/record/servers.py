@@ -26,7 +26,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -204,6 +204,25 @@ def _user_text(content: Any) -> str:
 
 # ---------------------------------------------------------------- Anthropic
 
+#: Tools renamed between Claude Code versions: the script's name, then the older one.
+_RENAMED = {"Agent": "Task"}
+
+
+def _offered_names(step: Step, tools: Any) -> Step:
+    """The step with a tool the agent does not offer renamed to the older name it does offer.
+
+    Claude Code called its sub-agent tool ``Task`` before 2.1.2xx and ``Agent`` since; the scripts say
+    ``Agent``, and an older agent answers a call of a tool it does not know with an error.
+    """
+    offered = {t.get("name") for t in tools or () if isinstance(t, dict)}
+    blocks = tuple(
+        replace(b, name=_RENAMED[b.name])
+        if isinstance(b, Tool) and b.name not in offered and _RENAMED.get(b.name) in offered
+        else b
+        for b in step.blocks
+    )
+    return step if blocks == step.blocks else replace(step, blocks=blocks)
+
 
 class AnthropicHandler(_Handler):
     def do_POST(self) -> None:
@@ -220,6 +239,7 @@ class AnthropicHandler(_Handler):
         # A request offering no tools is a side request (a session title the agent asks for,
         # quoting the prompt): it gets the default answer and consumes no scripted step.
         step = self.server.script.next_step(first) if body.get("tools") else self.server.script.default
+        step = _offered_names(step, body.get("tools"))
         if step.status != 200:
             err = {"type": "error", "error": {"type": step.error_type, "message": step.error_message}}
             self._json(step.status, err)
