@@ -224,6 +224,7 @@ class _Sniff(Struct, frozen=True):
     session_id: object = None
     uuid: object = None
     parentUuid: object = "absent"
+    leafUuid: object = None
 
 
 _LINE = msgspec.json.Decoder(_Line)
@@ -308,6 +309,7 @@ class ClaudeTranscriptAdapter(Adapter):
         self._agents: Bounded[str, str] = Bounded("sub-agent", OPEN_ITEMS)
         #: per thread: the message whose usage was given and the index of its first text block
         self._usage_msg: Bounded[str | None, str] = Bounded("thread (usage)", OPEN_ITEMS)
+        self._usage_given: Bounded[str | None, Tokens] = Bounded("thread (usage given)", OPEN_ITEMS)
         self._first_text: Bounded[str | None, tuple[str, int]] = Bounded("thread (text)", OPEN_ITEMS)
         #: uuids that already have a conversation line (user/assistant) as a child
         self._parents: Recent[str] = Recent()
@@ -324,12 +326,19 @@ class ClaudeTranscriptAdapter(Adapter):
 
     @classmethod
     def detect(cls, sample: Sequence[Sample]) -> float:
-        """Transcript lines have a top-level camelCase ``sessionId``; message lines a ``parentUuid``."""
-        chained = flat = 0
+        """Transcript lines have a top-level camelCase ``sessionId``; message lines a ``parentUuid``.
+
+        A resumed 2.0.x session's file starts with ``summary`` lines (``leafUuid``, no
+        ``sessionId``), up to the whole sample.
+        """
+        chained = flat = summaries = 0
         for data, _ in sample:
             try:
                 v = _SNIFF.decode(data)
             except (msgspec.DecodeError, msgspec.ValidationError):
+                continue
+            if v.type == "summary" and isinstance(v.leafUuid, str) and v.session_id is None:
+                summaries += 1
                 continue
             if not isinstance(v.type, str) or not isinstance(v.sessionId, str) or v.session_id is not None:
                 continue
@@ -339,7 +348,9 @@ class ClaudeTranscriptAdapter(Adapter):
                 flat += 1
         if chained:
             return 0.95
-        return 0.5 if flat else 0.0
+        if flat:
+            return 0.5
+        return 0.5 if summaries == len(sample) else 0.0
 
     @classmethod
     def owner_of(cls, path: Path) -> str | None:
@@ -669,9 +680,12 @@ class ClaudeTranscriptAdapter(Adapter):
         if thread is None:
             self._reply_due = self._command = False
         usage = present(msg.usage)
-        if usage is not None and msg.model != "<synthetic>" and self._usage_msg.get(thread) != msg_id:
-            self._usage_msg[thread] = msg_id
-            self._usage(usage, thread, items)
+        if usage is not None and msg.model != "<synthetic>":
+            if self._usage_msg.get(thread) != msg_id:
+                self._usage_msg[thread] = msg_id
+                self._usage(usage, thread, items)
+            else:
+                self._usage_more(usage, thread, items)
         index = line.apiBlockIndex or 0
         for block in msg.content:
             self._block(line, msg_id, index, block, thread, items)
@@ -721,7 +735,28 @@ class ClaudeTranscriptAdapter(Adapter):
             usage = _USAGE.decode(raw)
         except msgspec.ValidationError:
             return
-        self._put(items, Usage(tokens=tokens_of(usage), scope="call"), thread)
+        tokens = self._usage_given[thread] = tokens_of(usage)
+        self._put(items, Usage(tokens=tokens, scope="call"), thread)
+
+    def _usage_more(self, raw: Raw, thread: str | None, items: list[Item]) -> None:
+        """A later line of the same API message that counts more tokens than its first line.
+
+        2.1.332 repeats the final usage on every line of a message; 1.0.x-2.0.x write each
+        line with the usage known when its block ended (``output_tokens: 1`` from the stream's
+        start, the final count only on some last lines).  What a later line adds is reported
+        as one more ``call`` usage, so a message's usages sum to the most any line says.
+        """
+        given = self._usage_given.get(thread)
+        if given is None:
+            return
+        try:
+            now = tokens_of(_USAGE.decode(raw))
+        except msgspec.ValidationError:
+            return
+        more = _more(now, given)
+        if more is not None:
+            self._usage_given[thread] = now
+            self._put(items, Usage(tokens=more, scope="call"), thread)
 
     # ------------------------------------------------------ other lines
 
@@ -779,6 +814,15 @@ class ClaudeTranscriptAdapter(Adapter):
     def _title(self, line: _Line, items: list[Item]) -> None:
         title = line.customTitle or line.aiTitle or line.summary
         items.append(SessionInfo(title=title) if title is not None else Passthrough(method=line.type))
+
+
+def _more(now: Tokens, given: Tokens) -> Tokens | None:
+    """What ``now`` counts beyond ``given`` (None: nothing more, or a count went down)."""
+    fields = ("input", "output", "total", "cache_read", "cache_write", "reasoning")
+    diff = {f: (getattr(now, f) or 0) - (getattr(given, f) or 0) for f in fields}
+    if any(d < 0 for d in diff.values()) or not any(diff.values()):
+        return None
+    return Tokens(**{f: d if d or getattr(now, f) is not None else None for f, d in diff.items()})
 
 
 ClaudeTranscriptAdapter._TYPES = {
