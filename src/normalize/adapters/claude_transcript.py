@@ -319,6 +319,9 @@ class ClaudeTranscriptAdapter(Adapter):
         #: the last word), and the last main line was a slash command (its expansion follows)
         self._reply_due = False
         self._command = False
+        self._companions_started = False
+        #: the time of the session's own last line (a turn the companions close ends then)
+        self._main_ts: str | None = None
         #: inline sidechains (1.0.x): a sidechain line's uuid -> the sub-agent (its Task call)
         self._inline: dict[str, str] = {}
 
@@ -393,7 +396,16 @@ class ClaudeTranscriptAdapter(Adapter):
         if line.type == "attachment":
             method = f"attachment/{self._attachment(line).type}"
         items.append(Source(method=method, ts=line.timestamp))
-        if self._ending is not None and not self._continues_message(line):
+        if line.isSidechain and line.agentId is not None and not self._companions_started:
+            # the first line of a sub-agent file: the session's own file, read first, is over
+            self._companions_started = True
+            if self._ending is not None:
+                self._end_turn(items, synthetic=True, ts=self._main_ts)
+            self._infer_turn_end(items, ts=self._main_ts)
+        elif not line.isSidechain and line.timestamp is not None:
+            self._main_ts = line.timestamp
+        if self._ending is not None and not line.isSidechain and not self._continues_message(line):
+            # (a sub-agent's line, from a file read after the session's, is no part of the main turn)
             self._end_turn(items, synthetic=True)
         self._follow_chain(line, items)
         if line.cwd is not None and not self._cwd_known:
@@ -458,9 +470,9 @@ class ClaudeTranscriptAdapter(Adapter):
             and line.message.id == self._ending_msg
         )
 
-    def _end_turn(self, items: list[Item], *, synthetic: bool, interrupt: bool = False) -> None:
+    def _end_turn(self, items: list[Item], *, synthetic: bool, interrupt: bool = False, ts: str | None = None) -> None:
         body = TurnComplete(reason="interrupt" if interrupt else "ok", stop_reason=self._ending)
-        items.append(Emit(body=body, synthetic=True) if synthetic else body)
+        items.append(Emit(body=body, synthetic=True, ts=ts) if synthetic else body)
         self._in_turn = False
         self._ending = self._ending_msg = None
         self._reply_due = False
@@ -517,7 +529,9 @@ class ClaudeTranscriptAdapter(Adapter):
     #    while a turn is open ends that turn as completed (``ok``, made up) when nothing is
     #    pending on the main thread: no tool call without its result, and the model answered
     #    after the last prompt or tool result (``_reply_due``).
-    # 2. The end of the file ends the last turn ``ok`` under the same condition.
+    # 2. The end of the file ends the last turn ``ok`` under the same condition; the
+    #    session's file is over at the end of the input or at the first line of a sub-agent
+    #    file (``agentId``: companions are read after the session's file).
     # 3. Otherwise the turn is left open: a new prompt makes the Session close it as
     #    ``interrupt``, the end of the file as cut off.  A file that ends on a tool call
     #    without result, a tool result the model never answered, or a prompt without an
@@ -530,9 +544,9 @@ class ClaudeTranscriptAdapter(Adapter):
         """Whether the main thread still waits for something (see Turn inference)."""
         return self._reply_due or any(call.subagent is None for call in self._calls.values())
 
-    def _infer_turn_end(self, items: list[Item]) -> None:
+    def _infer_turn_end(self, items: list[Item], ts: str | None = None) -> None:
         if self._in_turn and self._ending is None and not self._pending():
-            items.append(Emit(body=TurnComplete(reason="ok"), synthetic=True))
+            items.append(Emit(body=TurnComplete(reason="ok"), synthetic=True, ts=ts))
             self._in_turn = False
 
     # -------------------------------------------------- inline sub-agents
