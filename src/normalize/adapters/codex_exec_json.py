@@ -416,7 +416,8 @@ class _Legacy:
       thread id in this shape.
     * The prompt line is the user's message and starts the turn; the ``task_started``
       that follows is the same start (it gives no second one).
-    * Each ``msg`` goes through a rollout adapter as the ``event_msg`` it is.
+    * Each ``msg`` goes through a rollout adapter as the ``event_msg`` it is, but
+      ``stream_error``, a retry notice (a warning; the turn goes on).
     * Turn inference (no ``task_complete`` is printed): the end of the stream ends the turn
       ``ok`` when nothing is pending (no call without its end, and an ``agent_message``
       after the prompt and the last call), as failed after a terminal ``error``, and leaves
@@ -462,6 +463,8 @@ class _Legacy:
 
     def _event(self, raw: Raw) -> list[Item]:
         msg = _old_msg_decoder.decode(raw)
+        if msg.type == "stream_error":  # a retry notice (rollout files never store one)
+            return [Source(method=msg.type), ci.error_notice(msg.message or "", retrying=True)]
         inner = self.rollout.feed(b'{"type":"event_msg","payload":' + bytes(raw) + b"}")
         out: list[Item] = []
         for item in inner:
