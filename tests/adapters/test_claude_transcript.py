@@ -420,7 +420,7 @@ def _prompt(uuid: str, parent: str | None, text: str, **kw: Any) -> bytes:
 
 def _old(uuid: str, parent: str, msg_id: str, block: dict[str, Any], out_tokens: int = 1, **kw: Any) -> bytes:
     """An assistant line as 1.0.x-2.0.x write it: ``stop_reason: null``, the usage known so far."""
-    msg = {"id": msg_id, "model": "m", "role": "assistant", "content": [block], "stop_reason": None}
+    msg: dict[str, Any] = {"id": msg_id, "model": "m", "role": "assistant", "content": [block], "stop_reason": None}
     msg["usage"] = {"input_tokens": 10, "output_tokens": out_tokens}
     return _line(type="assistant", uuid=uuid, parentUuid=parent, message=msg, **kw)
 
@@ -518,7 +518,7 @@ def test_inline_sidechains_of_parallel_task_calls_are_keyed_by_their_call() -> N
     by_agent: dict[str | None, list[str]] = {}
     for e in evs:
         if e.kind in ("user-message", "assistant-message"):
-            by_agent.setdefault(e.subagent_id, []).append(e.body.text)  # type: ignore[union-attr]
+            by_agent.setdefault(e.subagent_id, []).append(str(getattr(e.body, "text", "")))
     assert by_agent == {None: ["go", "both done"], "toolu_A": ["do A", "A done"], "toolu_B": ["do B", "B done"]}
     done = [
         (e.body.subagent_id, e.body.phase) for e in evs if isinstance(e.body, Subagent) and e.body.phase != "started"
