@@ -236,6 +236,12 @@ class _Event(Struct, frozen=True):
     invocation: _Invocation | None = None
     result: Raw = ci.NULL
     query: str | None = None
+    # ``token_count`` up to about 0.2x: the last request's usage, flat
+    input_tokens: int | None = None
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_output_tokens: int = 0
+    total_tokens: int = 0
 
 
 class _Compacted(Struct, frozen=True):
@@ -858,6 +864,16 @@ class CodexRolloutAdapter(Adapter):
 
     def _token_count(self, event: _Event) -> list[Item]:
         info = event.info
+        if info is None and event.input_tokens is not None:
+            # about 0.2x: one request's usage, flat (no running total)
+            last = _Tok(
+                input_tokens=event.input_tokens,
+                cached_input_tokens=event.cached_input_tokens,
+                output_tokens=event.output_tokens,
+                reasoning_output_tokens=event.reasoning_output_tokens,
+                total_tokens=event.total_tokens,
+            )
+            return [Usage(tokens=_tokens(last), scope="call")]
         if info is None or info.total_token_usage is None:
             return [Passthrough()]  # rate limits only
         snapshot = (info.total_token_usage, info.last_token_usage)
