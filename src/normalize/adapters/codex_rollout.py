@@ -866,14 +866,14 @@ class CodexRolloutAdapter(Adapter):
         info = event.info
         if info is None and event.input_tokens is not None:
             # about 0.2x: one request's usage, flat (no running total)
-            last = _Tok(
+            flat = _Tok(
                 input_tokens=event.input_tokens,
                 cached_input_tokens=event.cached_input_tokens,
                 output_tokens=event.output_tokens,
                 reasoning_output_tokens=event.reasoning_output_tokens,
                 total_tokens=event.total_tokens,
             )
-            return [Usage(tokens=_tokens(last), scope="call")]
+            return [Usage(tokens=_tokens(flat), scope="call")]
         if info is None or info.total_token_usage is None:
             return [Passthrough()]  # rate limits only
         snapshot = (info.total_token_usage, info.last_token_usage)
