@@ -117,6 +117,25 @@ def test_validate_reports_line_and_field_of_each_problem(capsys: pytest.CaptureF
     assert f"{bad}: line {i + 3}: not JSON" in out
 
 
+@pytest.mark.parametrize("ts", ["[trimmed for fixture]", "2025-09-24T19:22:20", "2025-13-01T00:00:00Z", ""])
+def test_validate_rejects_a_ts_that_is_not_rfc_3339(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, ts: str
+) -> None:
+    good = tmp_path / "good.jsonl"
+    assert run(capsys, "convert", str(SAMPLE), "-o", str(good))[0] == 0
+    assert run(capsys, "validate", str(good))[0] == 0
+    lines = good.read_text().splitlines()
+    i = next(n for n, line in enumerate(lines) if '"type":"session.event"' in line)
+    ev = json.loads(lines[i])
+    ev["event"]["ts"] = ts
+    lines[i] = json.dumps(ev)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    code, out, _ = run(capsys, "validate", str(bad))
+    assert code == 1
+    assert f"{bad}: line {i + 1}: event.ts: {ts!r} is not an RFC 3339 date-time" in out
+
+
 def test_convert_to_a_new_folder_named_with_a_slash(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "new" / "out"
     assert run(capsys, "convert", str(SAMPLE), "-o", f"{out}/")[0] == 0

@@ -274,3 +274,33 @@ def test_doctor_shows_a_progress_bar_over_a_folder_on_a_terminal(
     monkeypatch.setattr("sys.stderr", plain)
     run_cli(str(tmp_path))
     assert plain.getvalue() == ""
+
+
+def test_over_mixed_versions_it_says_per_version_what_was_inferred() -> None:
+    claude = ADAPTERS / "claude-transcript" / "captures"
+    rollout = ADAPTERS / "codex-rollout" / "captures"
+    report = diagnose(
+        [
+            claude / "claude-code-1.0.98",
+            claude / "claude-code-2.0.76" / "12-subagent-task",
+            claude / "claude-code-2.1.332" / "12-subagent-task",
+            rollout / "codex-0.40.0",
+            rollout / "codex-0.169.0",
+        ]
+    )
+    inferred = {(g.agent, g.version): {e.name: e.count for e in g.inferred} for g in report.groups}
+    # 1.0.98 writes no turn end: each one is inferred (15 sessions' worth), its inline sub-agent linked
+    assert inferred["claude-code", "1.0.98"]["turn end inferred (ok)"] >= 12
+    assert inferred["claude-code", "1.0.98"]["sub-agent linked to its call"] == 1
+    # 2.0.76: the Task agent beside the session is linked, the two warm-up agents have no call
+    assert inferred["claude-code", "2.0.76"]["sub-agent linked to its call"] == 1
+    assert inferred["claude-code", "2.0.76"]["sub-agent without a parent call"] == 2
+    # 2.1.332 ends its own turns; its sub-agent is linked by the parent's result
+    assert "turn start inferred" not in inferred["claude-code", "2.1.332"]
+    assert inferred["claude-code", "2.1.332"]["sub-agent linked to its call"] == 1
+    # Codex 0.40 has no task events: every turn start and end is inferred; 0.169 writes its own
+    assert inferred["codex", "0.40.0"]["turn start inferred"] == 5
+    assert inferred["codex", "0.169.0"] == {}
+    text = format_text(report)
+    assert "inferred (turn rules, sub-agent links)" in text
+    assert "sub-agent without a parent call" in text

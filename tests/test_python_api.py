@@ -58,7 +58,7 @@ def test_every_event_has_a_plain_data_view_equal_to_its_json_line(capture: Path)
 
 
 def test_tool_input_and_native_payload_decode_on_access() -> None:
-    capture = next(c for c in capture_files() if c.name == "05-bash-ls-bypass.jsonl")
+    capture = next(c for c in capture_files() if c.name == "05-bash-ls-bypass.jsonl" and "2.1.332" in str(c))
     calls: list[tuple[normalize.EventEnvelope, normalize.ToolCall]] = [
         (ev.event, ev.event.body)
         for ev in events_of(capture)

@@ -146,6 +146,26 @@ def test_ts_is_native_then_capture_time_then_clock() -> None:
     ]
 
 
+def test_a_made_up_event_in_stored_history_takes_the_nearest_native_time_not_the_clock() -> None:
+    s = session(origin="replay")
+    s.feed(msg(TurnStart(), delta(), ts="2025-05-05T05:05:05Z"))
+    got = evs(s.feed(msg(delta())) + s.close())  # a message without time, then the cut-off at close
+    assert [(e.kind, e.native.protocol, e.ts) for e in got] == [
+        ("assistant-delta", "scripted", "2026-01-01T00:00:00.000Z"),  # a real message: the clock
+        ("error", "core", "2025-05-05T05:05:05Z"),
+        ("turn-complete", "core", "2025-05-05T05:05:05Z"),
+    ]
+
+
+def test_a_made_up_event_live_or_before_any_time_takes_the_clock() -> None:
+    live = session()
+    live.feed(msg(TurnStart(), delta(), ts="2025-05-05T05:05:05Z"))
+    assert {e.ts for e in evs(live.close())} == {"2026-01-01T00:00:00.000Z"}
+    stored = session(origin="replay")
+    stored.feed(msg(TurnStart()))
+    assert {e.ts for e in evs(stored.close())} == {"2026-01-01T00:00:00.000Z"}
+
+
 # -- native ------------------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ Set NORMALIZE_SHOW_SCREENSHOTS=DIR to keep the screenshots.
 
 from __future__ import annotations
 
+import html
 import io
 import os
 import re
@@ -25,7 +26,7 @@ from helpers import ADAPTERS, EDGE_CASES, capture_files, capture_id, protocol_of
 from hostile import hostile_jsonl, payloads
 from normalize import find_inputs
 from normalize._show._build import Call, Item, SessionView, SubagentView, Text, UserItem
-from normalize._show._html import render_page
+from normalize._show._html import markdown, render_page
 from normalize._show._read import Input, read
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -121,8 +122,9 @@ def test_the_page_holds_prompt_answer_tools_and_approvals(browser: Any, protocol
     shown = " ".join(_words(browser.execute_script(
         "return Array.from(document.querySelectorAll('[data-kind=assistant]')).map(e => e.textContent).join(' ')"
     )))  # fmt: skip
-    for answer in answers:
-        assert " ".join(_words(answer)) in shown
+    for answer in answers:  # as rendered: Markdown's list numbers and fence languages are markup, not text
+        rendered = html.unescape(re.sub(r"<[^>]+>", " ", markdown(answer)))
+        assert " ".join(_words(rendered)) in shown
     calls = [i for i in items if isinstance(i, Call)]
     tools = browser.execute_script(
         "return Array.from(document.querySelectorAll('[data-tool]')).map(e => e.dataset.tool)"

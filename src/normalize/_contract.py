@@ -27,6 +27,7 @@ Adapters register under the entry-point group ``normalize.adapters``
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import ClassVar, Literal, Union
 
 from msgspec import Struct
@@ -128,6 +129,9 @@ class Adapter:
       files that belong to the same session (``{stem}`` is the file's name
       without ``.jsonl``).  They are read after the main file, in name order,
       and are not sessions of their own.
+    * ``owned``: glob patterns of files in a session file's folder that belong to
+      the session :meth:`owner_of` names (Claude Code 2.0.x ``agent-*.jsonl``
+      beside every session of a project); read after the ``companions``.
     """
 
     protocol: ClassVar[str] = ""
@@ -136,10 +140,16 @@ class Adapter:
     stored: ClassVar[bool] = False
     announces_session: ClassVar[bool] = False
     companions: ClassVar[tuple[str, ...]] = ()
+    owned: ClassVar[tuple[str, ...]] = ()
     agent: str = "unknown"
 
     def __init__(self) -> None:
         self._closed = False
+
+    @classmethod
+    def owner_of(cls, path: Path) -> str | None:
+        """The name (without ``.jsonl``) of the session file an ``owned`` file belongs to, if any."""
+        return None
 
     @classmethod
     def detect(cls, sample: Sequence[Sample]) -> float:

@@ -164,7 +164,10 @@ def _companions(path: Path, cls: type[Adapter]) -> list[Path]:
     found: set[Path] = set()
     for pattern in cls.companions:
         found.update(path.parent.glob(pattern.format(stem=stem)))
-    return sorted(found)
+    owned: set[Path] = set()
+    for pattern in cls.owned:
+        owned.update(p for p in path.parent.glob(pattern) if p != path and p.is_file() and cls.owner_of(p) == stem)
+    return sorted(found) + sorted(owned - found)
 
 
 def find_inputs(
@@ -226,6 +229,10 @@ def _find_in_folder(root: Path, protocol: str | None, max_line: int) -> Iterator
 
 
 def _is_companion(f: Path, files: Sequence[Path], cls: type[Adapter]) -> bool:
+    if any(fnmatch.fnmatch(f.name, pat) for pat in cls.owned):
+        owner = cls.owner_of(f)
+        if owner is not None and f.parent / f"{owner}.jsonl" in files and owner != f.name[: -len(".jsonl")]:
+            return True
     if not cls.companions:
         return False
     for other in files:

@@ -11,6 +11,9 @@ reports, per agent and agent version:
 * **fallbacks**: events normalize had to make up (``native.protocol: "core"``:
   a turn start that no message gave, an open call settled at the end) and
   warnings from source ``normalize``;
+* **inferred**: what the adapters worked out that the files did not write (older
+  agent versions): turn starts and ends inferred by their turn rules, and each
+  sub-agent, linked to the tool call that spawned it or left without one;
 * the files no adapter recognised.
 
 Each entry names one example location, ``file:line`` (the line of the native
@@ -39,10 +42,15 @@ from ._errors import DetectionError, NotASession, UnreadableInput
 from ._lines import DEFAULT_MAX_LINE, Message, Record
 from ._model import (
     Error,
+    EventEnvelope,
     SessionCreated,
     SessionEvent,
     SessionResumed,
     SessionUpdate,
+    Subagent,
+    ToolCall,
+    TurnComplete,
+    TurnStart,
     _Core,
 )
 from ._model import (
@@ -105,6 +113,7 @@ class Group(Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=Tru
     untranslated: list[Entry]
     errors: list[Entry]
     fallbacks: list[Entry]
+    inferred: list[Entry] = msgspec.field(default_factory=list)
 
 
 class Skipped(Struct, frozen=True, kw_only=True):
@@ -236,6 +245,16 @@ class _SessionFindings:
         self.untranslated = _Tally()
         self.errors = _Tally()
         self.fallbacks = _Tally()
+        self.inferred = _Tally()
+        #: sub-agents seen (with where first), and the main thread's tool call ids
+        self.subagents: dict[str, Example] = {}
+        self.calls: set[str] = set()
+
+    def finish(self) -> None:
+        """Each sub-agent: linked to the main thread's call that spawned it, or not."""
+        for sub, where in self.subagents.items():
+            name = "sub-agent linked to its call" if sub in self.calls else "sub-agent without a parent call"
+            self.inferred.add(self.inp.protocol, name, where, None if sub in self.calls else sub)
 
     def note_record(self, ev: SessionCreated | SessionResumed) -> None:
         rec = ev.record
@@ -260,6 +279,7 @@ def _look(ev: _Core, found: _SessionFindings, cur: _Cursor) -> None:
         native = env.native
         if found.agent is None and env.agent and env.agent != "unknown":
             found.agent = env.agent
+        _note_inferred(env, found, cur)
         if isinstance(body, Error):
             found.errors.add(native.protocol, body.error_type or "(none)", cur.here(native.payload), body.message)
         elif native.protocol == "core" or (isinstance(body, WarningBody) and body.source == "normalize"):
@@ -268,12 +288,33 @@ def _look(ev: _Core, found: _SessionFindings, cur: _Cursor) -> None:
             found.fallbacks.add(native.protocol, why, cur.here(native.payload), message)
 
 
+#: why the Session itself made up a turn start or end (not an adapter's inference)
+_SESSION_SETTLED = frozenset({"close", "turn-start-while-open", "turn-complete-without-start"})
+
+
+def _note_inferred(env: EventEnvelope, found: _SessionFindings, cur: _Cursor) -> None:
+    body = env.body
+    native = env.native
+    if isinstance(body, ToolCall) and env.subagent_id is None:
+        found.calls.add(body.call_id)
+    sub = body.subagent_id if isinstance(body, Subagent) else env.subagent_id
+    if sub is not None and sub not in found.subagents:
+        found.subagents[sub] = cur.here(native.payload)
+    if native.protocol != "core" or native.method in _SESSION_SETTLED:
+        return
+    if isinstance(body, TurnComplete):
+        found.inferred.add(found.inp.protocol, f"turn end inferred ({body.reason})", cur.here(native.payload))
+    elif isinstance(body, TurnStart):
+        found.inferred.add(found.inp.protocol, "turn start inferred", cur.here(native.payload))
+
+
 def _diagnose_one(inp: SessionInput, max_line: int) -> _SessionFindings:
     found = _SessionFindings(inp)
     cur = _Cursor(inp, max_line)
     for ev in events(cur.records(), protocol=inp.protocol):
         _look(ev, found, cur)
     found.messages = cur.messages
+    found.finish()
     return found
 
 
@@ -288,6 +329,7 @@ class _GroupAcc:
         self.untranslated = _Tally()
         self.errors = _Tally()
         self.fallbacks = _Tally()
+        self.inferred = _Tally()
 
     def add(self, s: _SessionFindings) -> None:
         self.protocols.add(s.inp.protocol)
@@ -297,6 +339,7 @@ class _GroupAcc:
         self.untranslated.merge(s.untranslated)
         self.errors.merge(s.errors)
         self.fallbacks.merge(s.fallbacks)
+        self.inferred.merge(s.inferred)
 
     def freeze(self) -> Group:
         return Group(
@@ -309,6 +352,7 @@ class _GroupAcc:
             untranslated=self.untranslated.entries(),
             errors=self.errors.entries(),
             fallbacks=self.fallbacks.entries(),
+            inferred=self.inferred.entries(),
         )
 
 
@@ -390,6 +434,7 @@ def format_text(report: DoctorReport) -> str:
             ("untranslated (kept as session.update)", g.untranslated, "message(s)"),
             ("errors", g.errors, "event(s)"),
             ("fallbacks (made up by normalize)", g.fallbacks, "event(s)"),
+            ("inferred (turn rules, sub-agent links)", g.inferred, "time(s)"),
         ):
             total = sum(e.count for e in entries)
             if not entries:

@@ -14,9 +14,11 @@ kind (envelope fields, then ``kind``, then the body's fields), discriminated on
 from __future__ import annotations
 
 import functools
+import re
 import types
 import typing
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from typing import Any, BinaryIO, Literal, Union
 
 import msgspec
@@ -200,6 +202,8 @@ class _Rules:
             yield ValidationProblem(
                 lineno, "event.sessionId", f"{sid!r} differs from the CoreEvent's {ev['sessionId']!r}"
             )
+        if not is_rfc3339(e["ts"]):
+            yield ValidationProblem(lineno, "event.ts", f"{e['ts']!r} is not an RFC 3339 date-time")
         want = self.seq.get(sid, 0) + 1
         if e["seq"] != want:
             yield ValidationProblem(lineno, "event.seq", f"expected {want}, got {e['seq']} (seq is contiguous from 1)")
@@ -217,6 +221,20 @@ class _Rules:
             yield ValidationProblem(lineno, "event.turnId", f"expected {want_turn}, got {turn!r}")
         if kind == "turn-complete":
             self.open[sid] = None
+
+
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+
+
+def is_rfc3339(value: object) -> bool:
+    """Whether ``value`` is an RFC 3339 date-time (``2025-09-24T19:22:20.123Z``), a real one."""
+    if not isinstance(value, str) or _RFC3339.fullmatch(value) is None:
+        return False
+    try:
+        datetime.fromisoformat(value.replace("z", "Z").replace("t", "T"))
+    except ValueError:  # matches the form but is no date: month 13, 25:00
+        return False
+    return True
 
 
 def _message(err: Any) -> str:

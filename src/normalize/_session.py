@@ -16,7 +16,11 @@ here knows any native protocol.  Rules (docs/events.md, "Envelope rules"):
     ``turn-complete`` with reason ``interrupt``, and the session fails.
 * origin: the Session's default (``live``, or ``replay`` for stored formats),
   unless the adapter says otherwise for an event.
-* ts: the native timestamp, else the capture's receive time, else the clock.
+* ts: the native timestamp, else the capture's receive time, else the clock; except that
+  an event normalize made up (``protocol: "core"``) inside stored history (origin
+  ``replay``) takes the nearest time before it (the last native or receive time of this
+  Session), and the clock only when there has been none yet: a session stored in 2025
+  and converted today keeps its 2025 times.
 * native: the message an event came from, unchanged; ``protocol: "core"`` for
   events the library synthesizes.
 * Nothing is lost: a native message that produced no event becomes a
@@ -215,6 +219,8 @@ class Session:
         self._failed = False
         self._first: bytes | None = None
         self._held: list[tuple[list[Item], bytes | None, str | None]] = []
+        #: the last native or receive time an event carried (made-up events take it)
+        self._last_ts: str | None = None
 
     # ------------------------------------------------------------------ public
 
@@ -494,7 +500,7 @@ class Session:
             session_id=sid,
             agent=self.adapter.agent,
             seq=self._seq,
-            ts=ts if ts is not None else format_ts(self._clock()),
+            ts=self._time(ts, (synthetic or message is None) and (origin or self.origin) == "replay"),
             origin=origin or self.origin,
             native=native,
             body=cast(AnyBody, body),
@@ -565,6 +571,15 @@ class Session:
                     duration_ms=duration,
                 )
                 out.append(finished)
+
+    def _time(self, ts: str | None, made_up: bool) -> str:
+        """The event's time: its own, else (made up) the nearest before it, else the clock (see ts above)."""
+        if ts is not None:
+            self._last_ts = ts
+            return ts
+        if made_up and self._last_ts is not None:
+            return self._last_ts
+        return format_ts(self._clock())
 
     def _set_state(self, out: list[_Core], state: SessionState) -> None:
         if state != self._state:

@@ -39,10 +39,11 @@ from normalize import Warning as WarningBody
 from normalize.adapters.claude_transcript import ClaudeTranscriptAdapter
 
 KIT = ADAPTERS / "claude-transcript" / "captures"
+#: the 2.1.332 runs, whose facts these tests state (older versions: tests/test_history.py,
+#: the goldens, and the tests of the turn inference below)
+VERSION_DIRS = [KIT / "claude-code-2.1.332", KIT / "claude-code-2.1.332-extra"]
 CAPTURES = sorted(
-    i.main
-    for i in find_inputs([KIT], protocol="claude-transcript")
-    if isinstance(i, SessionInput) and "edge-cases" not in i.main.parts
+    i.main for i in find_inputs(VERSION_DIRS, protocol="claude-transcript") if isinstance(i, SessionInput)
 )
 #: line types that carry conversation content: never left as session.update
 CONTENT_TYPES = {"user", "assistant"}
@@ -158,7 +159,7 @@ def test_interrupt_ends_the_turn() -> None:
 
 
 def test_find_inputs_gives_one_session_per_file_with_subagent_companions() -> None:
-    folders = [d for d in sorted(KIT.iterdir()) if d.name != "edge-cases"]
+    folders = VERSION_DIRS
     inputs = [i for i in find_inputs(folders) if isinstance(i, SessionInput)]
     assert len(inputs) == 27
     assert {i.protocol for i in inputs} == {"claude-transcript"}
@@ -177,7 +178,7 @@ def test_convert_folder_writes_one_file_per_session(tmp_path: Path) -> None:
 
     out = tmp_path / "out"
     out.mkdir()  # an existing folder: "-o out/" is taken as a file name when the folder is missing
-    folders = [str(d) for d in sorted(KIT.iterdir()) if d.name != "edge-cases"]
+    folders = [str(d) for d in VERSION_DIRS]
     assert main(["convert", *folders, "-o", str(out)]) == 0
     assert len(list(out.rglob("*.jsonl"))) == len(CAPTURES) == 27
 
@@ -401,3 +402,172 @@ def test_whole_capture_through_the_public_api() -> None:
     evs = list(events(read_records(inp.paths), protocol=inp.protocol, clock=fixed_clock))
     kinds = [e.event.kind for e in evs if isinstance(e, SessionEvent)]
     assert kinds.count("tool-call") == 2 and kinds.count("command-output") == 1
+
+
+# -- Turn inference and sub-agent layouts of older versions (1.0.x-2.0.x) -------------------------
+
+
+def _convert(*lines: bytes) -> list[EventEnvelope]:
+    from normalize import CaptureParser
+
+    parser = CaptureParser()
+    records = [*parser.feed(b"".join(line + b"\n" for line in lines)), *parser.close()]
+    out = events(records, protocol="claude-transcript", clock=fixed_clock)
+    return [e.event for e in out if isinstance(e, SessionEvent)]
+
+
+def _prompt(uuid: str, parent: str | None, text: str, **kw: Any) -> bytes:
+    return _line(type="user", uuid=uuid, parentUuid=parent, message={"role": "user", "content": text}, **kw)
+
+
+def _old(uuid: str, parent: str, msg_id: str, block: dict[str, Any], out_tokens: int = 1, **kw: Any) -> bytes:
+    """An assistant line as 1.0.x-2.0.x write it: ``stop_reason: null``, the usage known so far."""
+    msg: dict[str, Any] = {"id": msg_id, "model": "m", "role": "assistant", "content": [block], "stop_reason": None}
+    msg["usage"] = {"input_tokens": 10, "output_tokens": out_tokens}
+    return _line(type="assistant", uuid=uuid, parentUuid=parent, message=msg, **kw)
+
+
+def _kinds(evs: list[EventEnvelope]) -> list[tuple[str, str | None]]:
+    out = []
+    for e in evs:
+        b = e.body
+        detail = getattr(b, "reason", None) or getattr(b, "phase", None) or getattr(b, "text", None)
+        if e.kind != "usage":
+            out.append((e.kind, detail))
+    return out
+
+
+def test_without_stop_reasons_the_next_prompt_and_the_end_of_the_file_end_turns_ok() -> None:
+    evs = _convert(
+        _prompt("u1", None, "one"),
+        _old("a1", "u1", "m1", {"type": "text", "text": "answer one"}),
+        _prompt("u2", "a1", "two"),
+        _old("a2", "u2", "m2", {"type": "text", "text": "answer two"}),
+    )
+    assert _kinds(evs) == [
+        ("turn-start", None),
+        ("user-message", "one"),
+        ("assistant-message", "answer one"),
+        ("turn-complete", "ok"),
+        ("turn-start", None),
+        ("user-message", "two"),
+        ("assistant-message", "answer two"),
+        ("turn-complete", "ok"),
+    ]
+    assert [e.native.protocol for e in evs if e.kind == "turn-complete"] == ["core", "core"]
+
+
+@pytest.mark.parametrize("last", ["tool call", "tool result", "prompt"])
+def test_a_file_ending_with_something_pending_is_cut_off(last: str) -> None:
+    use = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}
+    lines = [_prompt("u1", None, "one"), _old("a1", "u1", "m1", use)]
+    if last == "tool result":
+        result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}
+        lines.append(_line(type="user", uuid="u2", parentUuid="a1", message={"role": "user", "content": [result]}))
+    elif last == "prompt":
+        lines = [_prompt("u1", None, "one")]
+    kinds = _kinds(_convert(*lines))
+    assert ("error", None) in kinds and kinds[-1] == ("turn-complete", "interrupt")
+
+
+def test_a_slash_command_and_its_expansion_are_the_prompt_of_one_turn() -> None:
+    cmd = "<command-message>init is analyzing</command-message>\n<command-name>/init</command-name>"
+    evs = _convert(
+        _prompt("u0", None, "Caveat: The messages below were generated by the user", isMeta=True),
+        _prompt("u1", "u0", cmd),
+        _prompt("u2", "u1", "Please analyze this codebase", isMeta=True),
+        _old("a1", "u2", "m1", {"type": "text", "text": "done"}),
+        _prompt("u3", "a1", "<command-name>/clear</command-name>"),
+        _prompt("u4", "u3", "<local-command-stdout></local-command-stdout>"),
+    )
+    assert _kinds(evs) == [
+        ("turn-start", None),
+        ("user-message", cmd),
+        ("user-message", "Please analyze this codebase"),
+        ("assistant-message", "done"),
+        ("turn-complete", "ok"),
+        ("turn-start", None),
+        ("user-message", "<command-name>/clear</command-name>"),
+        ("turn-complete", "ok"),  # /clear is answered by the CLI: nothing pending
+    ]
+
+
+def test_inline_sidechains_of_parallel_task_calls_are_keyed_by_their_call() -> None:
+    """1.0.x: sub-agent lines in the session's file, no agentId; the first one is the Task prompt."""
+
+    def task(call: str, prompt: str) -> dict[str, Any]:
+        return {"type": "tool_use", "id": call, "name": "Task", "input": {"description": "d", "prompt": prompt}}
+
+    def result(uuid: str, parent: str, call: str) -> bytes:
+        block = {"type": "tool_result", "tool_use_id": call, "content": [{"type": "text", "text": "r"}]}
+        usage = {"content": [{"type": "text", "text": "r"}], "totalTokens": 5, "totalDurationMs": 1}
+        msg = {"role": "user", "content": [block]}
+        return _line(type="user", uuid=uuid, parentUuid=parent, message=msg, toolUseResult=usage)
+
+    side = {"isSidechain": True}
+    evs = _convert(
+        _prompt("u1", None, "go"),
+        _old("a1", "u1", "m1", task("toolu_A", "do A")),
+        _old("a2", "a1", "m1", task("toolu_B", "do B")),
+        _prompt("sb1", None, "do B", **side),
+        _prompt("sa1", None, "do A", **side),
+        _old("sb2", "sb1", "mb", {"type": "text", "text": "B done"}, **side),
+        _old("sa2", "sa1", "ma", {"type": "text", "text": "A done"}, **side),
+        result("r1", "a1", "toolu_A"),
+        result("r2", "a2", "toolu_B"),
+        _old("a3", "r2", "m2", {"type": "text", "text": "both done"}),
+    )
+    by_agent: dict[str | None, list[str]] = {}
+    for e in evs:
+        if e.kind in ("user-message", "assistant-message"):
+            by_agent.setdefault(e.subagent_id, []).append(str(getattr(e.body, "text", "")))
+    assert by_agent == {None: ["go", "both done"], "toolu_A": ["do A", "A done"], "toolu_B": ["do B", "B done"]}
+    done = [
+        (e.body.subagent_id, e.body.phase) for e in evs if isinstance(e.body, Subagent) and e.body.phase != "started"
+    ]
+    assert done == [("toolu_A", "completed"), ("toolu_B", "completed")]
+    assert all(e.turn_id == "turn:1" for e in evs)
+
+
+def test_summary_lines_first_do_not_lose_the_session_metadata() -> None:
+    summaries = [json.dumps({"type": "summary", "summary": f"s{i}", "leafUuid": f"l{i}"}).encode() for i in range(20)]
+    first = _prompt("u1", None, "hi", version="2.0.28", cwd="/w")
+    sample = [(s, "agent") for s in summaries]
+    assert ClaudeTranscriptAdapter.detect(sample) > 0  # type: ignore[arg-type]
+    from normalize import CaptureParser
+
+    parser = CaptureParser()
+    records = [*parser.feed(b"".join(x + b"\n" for x in [*summaries, first])), *parser.close()]
+    (created,) = [e for e in events(records, protocol="claude-transcript") if isinstance(e, SessionCreated)]
+    assert (created.record.native_session_id, created.record.cwd, created.record.agent_version) == (
+        "s1",
+        "/w",
+        "2.0.28",
+    )
+
+
+def test_a_2_0_agent_file_beside_the_session_is_read_with_the_session_it_names(tmp_path: Path) -> None:
+    (tmp_path / "s1.jsonl").write_bytes(_prompt("u1", None, "hi") + b"\n")
+    (tmp_path / "s2.jsonl").write_bytes(
+        _line(sessionId="s2", type="user", uuid="v1", parentUuid=None, message={"role": "user", "content": "yo"})
+        + b"\n"
+    )
+    (tmp_path / "agent-a1.jsonl").write_bytes(_prompt("w1", None, "Warmup", isSidechain=True, agentId="a1") + b"\n")
+    found = {
+        i.main.name: [p.name for p in i.companions] for i in find_inputs([tmp_path]) if isinstance(i, SessionInput)
+    }
+    assert found == {"s1.jsonl": ["agent-a1.jsonl"], "s2.jsonl": []}
+    assert [i.companions for i in find_inputs([tmp_path / "s1.jsonl"]) if isinstance(i, SessionInput)] == [
+        [tmp_path / "agent-a1.jsonl"]
+    ]
+
+
+def test_a_later_line_of_a_message_that_counts_more_tokens_adds_the_difference() -> None:
+    evs = _convert(
+        _prompt("u1", None, "hi"),
+        _old("a1", "u1", "m1", {"type": "text", "text": "x"}, out_tokens=1),
+        _old("a2", "a1", "m1", {"type": "text", "text": "y"}, out_tokens=1),
+        _old("a3", "a2", "m1", {"type": "text", "text": "z"}, out_tokens=40),
+    )
+    usages = [e.body.tokens for e in evs if isinstance(e.body, Usage)]
+    assert [(t.input, t.output) for t in usages if t is not None] == [(10, 1), (0, 39)]

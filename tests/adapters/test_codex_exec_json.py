@@ -14,7 +14,14 @@ from normalize import CaptureParser, SessionCreated, SessionEvent, SessionUpdate
 from normalize._model import _Core
 from normalize.adapters.codex_exec_json import CodexExecJsonAdapter
 
-CAPTURES = [c for c in session_captures() if c.relative_to(ADAPTERS).parts[0] == "codex-exec-json"]
+#: the versions whose facts these tests state (older shapes: their own tests below,
+#: tests/test_history.py and the goldens)
+VERSIONS = ("codex-0.169.0", "codex-0.171.0")
+CAPTURES = [
+    c
+    for c in session_captures()
+    if c.relative_to(ADAPTERS).parts[0] == "codex-exec-json" and c.relative_to(ADAPTERS).parts[2] in VERSIONS
+]
 
 
 def _id(p: Path) -> str:
@@ -195,3 +202,59 @@ def test_detection() -> None:
     assert CodexExecJsonAdapter.detect([(rollout.read_bytes().splitlines()[0], "agent")]) == 0.0
     rpc = b'{"method":"turn/started","params":{"turn":{"id":"x"}},"emittedAtMs":1}'
     assert CodexExecJsonAdapter.detect([(rpc, "agent")]) == 0.0
+
+
+# -- the older shape (codex-cli 0.40: config line, prompt line, {id, msg} core events) ------------
+
+OLD = ADAPTERS / "codex-exec-json" / "captures" / "codex-0.40.0"
+
+
+def _kinds(out: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    return [(b["kind"], b.get("phase") or b.get("reason") or b.get("text")) for b in out if b["kind"] != "usage"]
+
+
+@pytest.mark.parametrize("capture", sorted(OLD.glob("*.jsonl")), ids=_id)
+def test_the_older_shape_is_detected(capture: Path) -> None:
+    sample = [(line, "agent") for line in capture.read_bytes().splitlines()[:20]]
+    assert detect_protocol(sample) == "codex-exec-json"  # type: ignore[arg-type]
+
+
+def test_the_older_shape_gives_the_prompt_the_calls_and_an_inferred_turn_end() -> None:
+    out = convert_capture(OLD / "shell_command.jsonl")
+    (created,) = [e for e in out if isinstance(e, SessionCreated)]
+    assert (created.record.cwd, created.record.model) == ("/home/user/project", "gpt-5.5")
+    assert _kinds(bodies(out)) == [
+        ("turn-start", None),
+        ("user-message", "scenario shell: list the files"),
+        ("tool-call", "started"),
+        ("command-output", None),
+        ("tool-call", "completed"),
+        ("assistant-message", "There is one file: hello.txt."),
+        ("turn-complete", "ok"),  # no task_complete is printed: the end of the stream, nothing pending
+    ]
+    turn_usage = [b for b in bodies(out) if b["kind"] == "usage" and b.get("scope") == "turn"]
+    assert [u["tokens"]["output"] for u in turn_usage] == [80]
+
+
+def test_the_older_shape_ends_a_turn_failed_after_a_terminal_error() -> None:
+    out = bodies(convert_capture(OLD / "http_500.jsonl"))
+    assert _kinds(out)[2:] == [
+        ("warning", None),  # stream_error: a retry notice
+        ("error", None),
+        ("turn-complete", "interrupt"),
+    ]
+    assert out[-1]["stopReason"] == "failed"
+
+
+def test_the_older_shape_left_waiting_is_cut_off() -> None:
+    config = {"model": "m", "provider": "p", "workdir": "/w", "approval": "never", "sandbox": "read-only"}
+    begin = {"type": "exec_command_begin", "call_id": "c1", "command": ["ls"], "cwd": "/w"}
+    out = bodies(
+        convert_lines(
+            config,
+            {"prompt": "hi"},
+            {"id": "0", "msg": {"type": "task_started"}},
+            {"id": "0", "msg": begin},
+        )
+    )
+    assert [b.get("errorType") for b in out if b["kind"] == "error"] == ["cut-off"]

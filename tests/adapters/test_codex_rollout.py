@@ -15,7 +15,14 @@ from normalize import CaptureParser, SessionEvent, SessionUpdate, detect_protoco
 from normalize._model import _Core
 from normalize.adapters.codex_rollout import CodexRolloutAdapter
 
-CAPTURES = [c for c in session_captures() if c.relative_to(ADAPTERS).parts[0] == "codex-rollout"]
+#: the versions whose facts these tests state (older shapes: their own tests below,
+#: tests/test_history.py and the goldens)
+VERSIONS = ("codex-0.169.0", "codex-0.171.0")
+CAPTURES = [
+    c
+    for c in session_captures()
+    if c.relative_to(ADAPTERS).parts[0] == "codex-rollout" and c.relative_to(ADAPTERS).parts[2] in VERSIONS
+]
 TOOL_KINDS = ("tool-call", "mcp-tool")
 
 
@@ -298,14 +305,129 @@ def test_envelope_less_files_take_the_response_items() -> None:
     assert detect_protocol(sample) == "codex-rollout"  # type: ignore[arg-type]
     out = convert_lines(*lines)
     assert [(b["kind"], b.get("text") or b.get("phase") or b.get("summary")) for b in out] == [
+        ("turn-start", None),  # no task events: the prompt starts the turn (Turn inference)
         ("user-message", "fix it"),
         ("reasoning", "**Look**"),
         ("tool-call", "started"),
         ("command-output", None),
         ("tool-call", "completed"),
         ("assistant-message", "fixed"),
+        ("turn-complete", None),  # the end of the file, nothing pending
     ]
-    assert out[2]["title"] == "ls -a"
+    assert out[3]["title"] == "ls -a"
+
+
+# -- Turn inference: files without task events (up to 0.77) -----------------------------------
+
+
+def _turns(out: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
+    return [(b["kind"], b.get("reason") or b.get("text") or b.get("phase")) for b in out if b["kind"] != "usage"]
+
+
+def _prompt(t: str, text: str) -> list[dict[str, Any]]:
+    return [
+        env(t, "response_item", type="message", role="user", content=[{"type": "input_text", "text": text}]),
+        env(t, "event_msg", type="user_message", message=text),
+        env(t, "turn_context", cwd="/w", approval_policy="never", sandbox_policy={"mode": "read-only"}, model="m"),
+    ]
+
+
+def _call(t: str, call_id: str, output: str | None) -> list[dict[str, Any]]:
+    call = env(t, "response_item", type="function_call", name="shell", arguments='{"command":["ls"]}', call_id=call_id)
+    if output is None:
+        return [call]
+    return [call, env(t, "response_item", type="function_call_output", call_id=call_id, output=output)]
+
+
+META = env("2025-09-24T10:00:00Z", "session_meta", id="s1", cwd="/w", cli_version="0.40.0")
+
+
+def test_each_prompt_of_a_file_without_task_events_is_a_turn_ended_ok_when_nothing_is_pending() -> None:
+    t = "2025-09-24T10:00:01Z"
+    out = convert_lines(
+        META,
+        *_prompt(t, "one"),
+        *_call(t, "c1", "a\n"),
+        env(t, "event_msg", type="agent_message", message="done one"),
+        *_prompt("2025-09-24T10:05:00Z", "two"),
+        env("2025-09-24T10:05:02Z", "event_msg", type="agent_message", message="done two"),
+    )
+    assert _turns(out) == [
+        ("turn-start", None),
+        ("user-message", "one"),
+        ("mode-update", None),
+        ("permissions-update", None),
+        ("tool-call", "started"),
+        ("command-output", None),
+        ("tool-call", "completed"),
+        ("assistant-message", "done one"),
+        ("turn-complete", "ok"),
+        ("turn-start", None),
+        ("user-message", "two"),
+        ("assistant-message", "done two"),
+        ("turn-complete", "ok"),
+    ]
+    ends = [b for b in out if b["kind"] == "turn-complete"]
+    assert [b["native"]["protocol"] for b in ends] == ["core", "core"]
+    assert ends[-1]["ts"] == "2025-09-24T10:05:02Z"  # the nearest native time, not the clock
+
+
+def test_a_turn_left_waiting_for_the_model_is_interrupted_by_the_next_prompt_and_cut_at_the_end() -> None:
+    t = "2025-09-24T10:00:01Z"
+    out = convert_lines(
+        META,
+        *_prompt(t, "one"),
+        *_call(t, "c1", None),  # no output: the call never finished
+        *_prompt(t, "two"),
+        *_call(t, "c2", "x"),  # its output came, the model never answered it
+    )
+    kinds = _turns(out)
+    assert kinds[kinds.index(("tool-call", "started")) + 1 : kinds.index(("user-message", "two"))] == [
+        ("tool-call", "failed"),
+        ("turn-complete", "interrupt"),
+        ("turn-start", None),
+    ]
+    assert kinds[-2:] == [("error", None), ("turn-complete", "interrupt")]
+    assert [b["errorType"] for b in out if b["kind"] == "error"] == ["cut-off"]
+
+
+def test_turn_aborted_ends_the_turn_after_the_items_of_the_stopped_request() -> None:
+    """0.40 writes the stopped request's call and its rejected output after ``turn_aborted``."""
+    t = "2025-09-24T10:00:01Z"
+    out = convert_lines(
+        META,
+        *_prompt(t, "one"),
+        env("2025-09-24T10:00:05Z", "event_msg", type="turn_aborted", reason="interrupted"),
+        *_call("2025-09-24T10:00:06Z", "c1", "patch rejected by user"),
+        *_prompt("2025-09-24T10:01:00Z", "two"),
+        env("2025-09-24T10:01:02Z", "event_msg", type="agent_message", message="ok"),
+    )
+    first = out[: next(i for i, b in enumerate(out) if b.get("text") == "two")]
+    assert [(b["kind"], b.get("phase") or b.get("reason")) for b in first if b["kind"] != "usage"][-4:] == [
+        ("tool-call", "started"),
+        ("tool-call", "failed"),
+        ("turn-complete", "interrupt"),
+        ("turn-start", None),
+    ]
+    end = next(b for b in first if b["kind"] == "turn-complete")
+    assert (end["stopReason"], end["ts"]) == ("interrupted", "2025-09-24T10:00:05Z")
+    assert all(b.get("turnId") is not None for b in out if b["kind"] in ("tool-call", "user-message"))
+
+
+def test_a_turn_context_with_no_turn_open_starts_the_turn_its_prompt_joins() -> None:
+    t = "2025-09-24T10:00:01Z"
+    ctx = env(t, "turn_context", cwd="/w", approval_policy="never", sandbox_policy={"mode": "read-only"}, model="m")
+    out = convert_lines(
+        META,
+        ctx,
+        env(t, "event_msg", type="user_message", message="hi"),
+        env(t, "event_msg", type="agent_message", message="yo"),
+    )
+    assert [b["kind"] for b in out if b["kind"] in ("turn-start", "user-message", "turn-complete")] == [
+        "turn-start",
+        "user-message",
+        "turn-complete",
+    ]
 
 
 def test_compacted_then_context_compacted_is_one_compaction() -> None:

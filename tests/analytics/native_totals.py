@@ -33,6 +33,12 @@ def messages(path: Path) -> Iterator[dict[str, Any]]:
         yield obj
 
 
+def _model_input(models: Any) -> int:
+    """All input of ``modelUsage``: uncached, cache reads and cache writes (normalized ``input``)."""
+    keys = ("inputTokens", "cacheReadInputTokens", "cacheCreationInputTokens")
+    return sum(int(u.get(k, 0)) for u in models for k in keys)
+
+
 def claude_stream_json(path: Path) -> Totals | None:
     """The last ``result`` line: ``modelUsage`` is cumulative over the session, sub-agents included."""
     last = None
@@ -43,7 +49,7 @@ def claude_stream_json(path: Path) -> Totals | None:
         return None
     models = last["modelUsage"].values()
     return {
-        "input": sum(u.get("inputTokens", 0) for u in models),
+        "input": _model_input(models),
         "output": sum(u.get("outputTokens", 0) for u in models),
         "cost": last["total_cost_usd"],
     }
@@ -58,28 +64,48 @@ def claude_transcript(path: Path) -> Totals | None:
     if last is not None:
         models = last["modelUsage"].values()
         return {
-            "input": sum(u.get("inputTokens", 0) for u in models),
+            "input": _model_input(models),
             "output": sum(u.get("outputTokens", 0) for u in models),
             "cost": last["totalCostUSD"],
         }
     return claude_transcript_calls(path)
 
 
+def claude_subagent_files(path: Path) -> list[Path]:
+    """A session's sub-agent files: ``<session>/subagents/`` (2.1.x), ``agent-*.jsonl`` beside it naming it (2.0.x)."""
+    files = sorted((path.parent / path.name.removesuffix(".jsonl") / "subagents").glob("*.jsonl"))
+    for f in sorted(path.parent.glob("agent-*.jsonl")):
+        first = next(messages(f), {})
+        if f != path and first.get("sessionId") == path.name.removesuffix(".jsonl"):
+            files.append(f)
+    return files
+
+
 def claude_transcript_calls(path: Path) -> Totals | None:
-    """Every model call of the session and its sub-agents: assistant lines, once per message id."""
-    seen: dict[str, dict[str, Any]] = {}
-    files = [path, *sorted((path.parent / path.name.removesuffix(".jsonl") / "subagents").glob("*.jsonl"))]
-    for f in files:
+    """Every model call of the session and its sub-agents: assistant lines, once per message id.
+
+    Input is all input (uncached, cache reads, cache writes).  Before 2.1 each line of a
+    message carries the usage known when its block ended: the message's figure is the
+    largest any of its lines gives.
+    """
+    seen: dict[str, tuple[int, int]] = {}
+    for f in [path, *claude_subagent_files(path)]:
         for m in messages(f):
             msg = m.get("message")
-            if m.get("type") == "assistant" and isinstance(msg, dict) and isinstance(msg.get("usage"), dict):
-                seen[str(msg.get("id") or m.get("uuid"))] = msg["usage"]
+            if m.get("type") != "assistant" or not isinstance(msg, dict) or not isinstance(msg.get("usage"), dict):
+                continue
+            if msg.get("model") == "<synthetic>":
+                continue
+            u = msg["usage"]
+            inp = (
+                u.get("input_tokens", 0) + u.get("cache_read_input_tokens", 0) + u.get("cache_creation_input_tokens", 0)
+            )
+            key = str(msg.get("id") or m.get("uuid"))
+            old = seen.get(key, (0, 0))
+            seen[key] = (max(old[0], inp), max(old[1], u.get("output_tokens", 0)))
     if not seen:
         return None
-    return {
-        "input": sum(u.get("input_tokens", 0) for u in seen.values()),
-        "output": sum(u.get("output_tokens", 0) for u in seen.values()),
-    }
+    return {"input": sum(i for i, _ in seen.values()), "output": sum(o for _, o in seen.values())}
 
 
 def codex_rollout(path: Path) -> Totals | None:
@@ -217,13 +243,59 @@ TOOL_READERS: dict[str, Callable[[Path], set[str]]] = {
 # Turns: how many the agent ran
 
 
+#: prompts Claude Code writes itself: an interrupt, what a local command printed
+_CLAUDE_NOT_PROMPTS = ("[Request interrupted by user", "<local-command-stdout>", "<local-command-stderr>")
+
+
+def claude_transcript_prompts(path: Path) -> int:
+    """Real prompts of the main thread: user text (a slash command too), no tool result, no meta line."""
+    n = 0
+    for m in messages(path):
+        msg = m.get("message")
+        if m.get("type") != "user" or m.get("isSidechain") or m.get("isMeta") or not isinstance(msg, dict):
+            continue
+        if m.get("isCompactSummary"):
+            continue
+        content = msg.get("content")
+        if isinstance(content, list):
+            if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+                continue
+            content = "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+        if isinstance(content, str) and not content.startswith(_CLAUDE_NOT_PROMPTS):
+            n += 1
+    return n
+
+
+#: user messages Codex writes itself (context, not the user's words)
+_CODEX_INJECTED = ("<environment_context>", "<turn_aborted>", "<user_instructions>", "# AGENTS.md instructions")
+
+
+def codex_rollout_turns(path: Path) -> int:
+    """``task_started`` lines (one per turn, completed or aborted); files without them: one per prompt."""
+    started = prompts = bare = 0
+    for m in messages(path):
+        payload = m.get("payload")
+        p: dict[str, Any] = payload if isinstance(payload, dict) else {}
+        if m.get("type") == "event_msg" and p.get("type") == "task_started":
+            started += 1
+        elif m.get("type") == "event_msg" and p.get("type") == "user_message":
+            prompts += 1
+        elif m.get("type") == "message" and m.get("role") == "user":  # files without envelope
+            text = "".join(c.get("text", "") for c in m.get("content") or [] if isinstance(c, dict))
+            bare += not text.startswith(_CODEX_INJECTED)
+    return started or prompts or bare
+
+
+def codex_exec_json_turns(path: Path) -> int:
+    """``turn.started`` lines; the older shape: one ``prompt`` line per run."""
+    ms = list(messages(path))
+    return sum(1 for m in ms if m.get("type") == "turn.started") or sum(1 for m in ms if "prompt" in m)
+
+
 TURN_READERS: dict[str, Callable[[Path], int]] = {
     # one ``result`` line closes each prompt's run
     "claude-stream-json": lambda p: sum(1 for m in messages(p) if m.get("type") == "result"),
-    # one ``task_started`` opens each turn, whether it completes or is aborted
-    "codex-rollout": lambda p: sum(
-        1
-        for m in messages(p)
-        if m.get("type") == "event_msg" and (m.get("payload") or {}).get("type") == "task_started"
-    ),
+    "claude-transcript": claude_transcript_prompts,
+    "codex-rollout": codex_rollout_turns,
+    "codex-exec-json": codex_exec_json_turns,
 }

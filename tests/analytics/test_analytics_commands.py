@@ -52,11 +52,15 @@ def _native_sessions(protocol: str) -> set[str]:
     for capture in (ADAPTERS / protocol / "captures").rglob("*.jsonl"):
         if EDGE in capture.parts:
             continue
+        if protocol == "claude-transcript" and not any(m.get("sessionId") for m in messages(capture)):
+            ids.add(str(capture))  # a session file of title lines only (2.0.0 writes one on resume): still a file
         for m in messages(capture):
             if protocol == "hm-json" and m.get("type") == "session_start":
                 ids.add(m["session"])
             elif protocol == "codex-rollout" and m.get("type") == "session_meta":
                 ids.add(m["payload"].get("session_id") or m["payload"]["id"])
+            elif protocol == "codex-rollout" and "type" not in m and "record_type" not in m and "id" in m:
+                ids.add(m["id"])  # the oldest files (about 0.2x): a bare {id, timestamp, instructions} line
             elif protocol == "claude-transcript" and capture.parent.name != "subagents" and m.get("sessionId"):
                 ids.add(m["sessionId"])
     return ids
@@ -107,6 +111,12 @@ def _native_session_id(protocol: str, capture: Path) -> str | None:
     return None
 
 
+#: versions left out here: their live stream and stored file give different figures by the
+#: agent's own account (before 2.1, stream-json's ``result`` counts the last call only, or
+#: warm-up requests), or the live stream names no session to pair (the older exec shape of
+#: Codex 0.20-0.40 has no thread id)
+OWN_FIGURES_DIFFER = ("claude-code-1.", "claude-code-2.0.", "codex-0.20.", "codex-0.40.")
+
 LIVE_AND_STORED = {
     "claude-code": ("claude-stream-json", "claude-transcript"),
     "codex": ("codex-app-server", "codex-exec-json", "codex-rollout"),
@@ -124,10 +134,14 @@ def test_live_recordings_and_stored_files_of_the_same_sessions_count_once(
             if not src.is_dir():
                 continue
             shutil.copytree(
-                src, tmp_path / protocol, ignore=lambda d, names: [n for n in names if n.startswith("35-") or n == EDGE]
+                src,
+                tmp_path / protocol,
+                ignore=lambda d, names: [n for n in names if n.startswith(("35-", *OWN_FIGURES_DIFFER)) or n == EDGE],
             )
             for capture in session_captures():
                 if protocol_of(capture) != protocol or capture.name.startswith("35-"):
+                    continue
+                if capture.relative_to(ADAPTERS).parts[2].startswith(OWN_FIGURES_DIFFER):
                     continue
                 sid = _native_session_id(protocol, capture)
                 totals = READERS[protocol](capture)

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from helpers import ADAPTERS
-from helpers import EDGE_CASES as EDGE
 from normalize import (
     Cost,
     EventEnvelope,
@@ -53,11 +52,13 @@ def dicts(rows: Any, table: str) -> list[dict[str, Any]]:
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A home folder as the agents leave it: sessions, and their own history files beside them."""
     root = tmp_path / "home"
-    shutil.copytree(CLAUDE, root / ".claude" / "projects", ignore=shutil.ignore_patterns(EDGE))
+    # the kits' versions recorded on 2026-11-29 (the dates the tests below state)
+    for folder in sorted(CLAUDE.glob("claude-code-2.1.332*")):
+        shutil.copytree(folder, root / ".claude" / "projects" / folder.name)
     day = root / ".codex" / "sessions" / "2026" / "11" / "29"
     day.mkdir(parents=True)
-    for f in CODEX.rglob("*.jsonl"):
-        if EDGE not in f.parts:
+    for version in ("codex-0.169.0", "codex-0.171.0"):
+        for f in (CODEX / version).rglob("*.jsonl"):
             shutil.copy(f, day / f.name)
     (root / ".claude" / "history.jsonl").write_text('{"display":"fix the tests","timestamp":1764443000000}\n')
     (root / ".codex" / "history.jsonl").write_text('{"session_id":"x","ts":1764443000,"text":"fix the tests"}\n')
@@ -185,7 +186,9 @@ def test_subagents_are_counted_once(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_claude_sessions_have_the_model_their_calls_name() -> None:
-    loaded = load([CLAUDE])
+    # 2.1.332: every scenario's main thread calls the model (in 2.0.x a failed scenario's only
+    # output is the warm-up agents', which name no model)
+    loaded = load(sorted(CLAUDE.glob("claude-code-2.1.332*")))
     models = [r.session["model"] for r in loaded.sessions.values() if r.session["output_tokens"]]
     assert models and all(m is not None and m.startswith("claude-") for m in models)
     for rows in loaded.sessions.values():

@@ -167,10 +167,18 @@ def test_every_protocol_with_captures_is_covered() -> None:
 # The same session from several inputs is counted once
 
 
+#: versions whose live and stored figures disagree by the agent's own account: before 2.1
+#: Claude Code's stream-json ``result`` counts the last call only (1.0.x) or the warm-up
+#: requests too (2.0.x), and the stored lines the calls of the conversation
+OWN_FIGURES_DIFFER = ("claude-code-1.", "claude-code-2.0.")
+
+
 def test_a_live_stream_and_its_stored_file_share_keys_and_totals() -> None:
     """Claude stream-json runs and their transcripts, Codex app-server runs and their rollouts: one key each."""
     by_key: dict[str, list[dict[str, Any]]] = {}
     for capture in CAPTURES:
+        if capture.relative_to(ADAPTERS).parts[2].startswith(OWN_FIGURES_DIFFER):
+            continue
         for rows in native_rows(capture):
             if rows.session["native_session_id"] is not None:
                 by_key.setdefault(rows.key, []).append(rows.session)

@@ -30,6 +30,20 @@ def without_ts(events: Iterable[_Core]) -> list[_Core]:
     ]
 
 
+def without_made_up_ts(events: Iterable[_Core]) -> list[_Core]:
+    """The events with the ``ts`` of made-up events (``native.protocol: "core"``) blanked.
+
+    A made-up event takes the line's receive time when the line has one (a tap) and the
+    nearest native time when it has none (a stored file converted): the two differ only there.
+    """
+    return [
+        structs.replace(e, event=structs.replace(e.event, ts=""))
+        if isinstance(e, SessionEvent) and e.event.native.protocol == "core"
+        else e
+        for e in events
+    ]
+
+
 class TurnAdapter(Adapter):
     """``{"turn":"start"}`` opens a turn, ``{"turn":"end"}`` ends it; anything else is kept as is."""
 

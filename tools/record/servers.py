@@ -26,7 +26,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -204,6 +204,25 @@ def _user_text(content: Any) -> str:
 
 # ---------------------------------------------------------------- Anthropic
 
+#: Tools renamed between Claude Code versions: the script's name, then the older one.
+_RENAMED = {"Agent": "Task"}
+
+
+def _offered_names(step: Step, tools: Any) -> Step:
+    """The step with a tool the agent does not offer renamed to the older name it does offer.
+
+    Claude Code called its sub-agent tool ``Task`` before 2.1.2xx and ``Agent`` since; the scripts say
+    ``Agent``, and an older agent answers a call of a tool it does not know with an error.
+    """
+    offered = {t.get("name") for t in tools or () if isinstance(t, dict)}
+    blocks = tuple(
+        replace(b, name=_RENAMED[b.name])
+        if isinstance(b, Tool) and b.name not in offered and _RENAMED.get(b.name) in offered
+        else b
+        for b in step.blocks
+    )
+    return step if blocks == step.blocks else replace(step, blocks=blocks)
+
 
 class AnthropicHandler(_Handler):
     def do_POST(self) -> None:
@@ -220,6 +239,7 @@ class AnthropicHandler(_Handler):
         # A request offering no tools is a side request (a session title the agent asks for,
         # quoting the prompt): it gets the default answer and consumes no scripted step.
         step = self.server.script.next_step(first) if body.get("tools") else self.server.script.default
+        step = _offered_names(step, body.get("tools"))
         if step.status != 200:
             err = {"type": "error", "error": {"type": step.error_type, "message": step.error_message}}
             self._json(step.status, err)
@@ -310,6 +330,34 @@ class AnthropicHandler(_Handler):
 # ---------------------------------------------------------------- OpenAI Responses
 
 
+def _offered_codex_tools(step: Step, tools: Any) -> Step:
+    """The step's tool calls in the shape of the tools an older Codex offers.
+
+    The scripts call ``exec_command {cmd, workdir}`` and a freeform ``apply_patch``, as
+    current Codex offers them.  Older versions offer ``shell {command: argv, workdir}``
+    and ``apply_patch`` as a function with ``{input}``, or no ``apply_patch`` at all (the
+    patch then goes through ``shell`` as ``["apply_patch", patch]``, which Codex runs itself).
+    """
+    offered = {(t.get("type"), t.get("name")) for t in tools or () if isinstance(t, dict)}
+    names = {name for _, name in offered}
+    if not step.blocks or not any(isinstance(b, Tool) for b in step.blocks):
+        return step
+    blocks: list[Text | Thinking | Tool] = []
+    for b in step.blocks:
+        if isinstance(b, Tool) and b.name == "exec_command" and "exec_command" not in names and "shell" in names:
+            args: dict[str, Any] = {"command": ["bash", "-lc", b.input.get("cmd", "")]}
+            if "workdir" in b.input:
+                args["workdir"] = b.input["workdir"]
+            b = Tool("shell", args)
+        elif isinstance(b, Tool) and b.name == "apply_patch" and b.custom and ("custom", "apply_patch") not in offered:
+            if "apply_patch" in names:
+                b = Tool("apply_patch", {"input": b.input["input"]})
+            elif "shell" in names:
+                b = Tool("shell", {"command": ["apply_patch", b.input["input"]]})
+        blocks.append(b)
+    return replace(step, blocks=tuple(blocks))
+
+
 class ResponsesHandler(_Handler):
     def do_POST(self) -> None:
         body = self._body()
@@ -324,6 +372,7 @@ class ResponsesHandler(_Handler):
         text = "\n".join(_user_text(u.get("content")) for u in users)
         # No tools offered: a side request (the thread title), as for Anthropic above.
         step = self.server.script.next_step(text) if body.get("tools") else self.server.script.default
+        step = _offered_codex_tools(step, body.get("tools"))
         if step.status != 200:
             self._json(step.status, {"error": {"type": step.error_type, "message": step.error_message}})
             return

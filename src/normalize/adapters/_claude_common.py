@@ -482,7 +482,10 @@ def call_finished(
     elif is_subagent_tool(tool) and not subagent_done:
         if is_error:
             out.append(Subagent(subagent_id=call_id, phase="failed", result=text, call_id=call_id))
-        elif view is not None and view.status == "completed":
+        elif view is not None and (
+            view.status == "completed" or (view.status is None and view.total_tokens is not None)
+        ):
+            # before 2.1 a finished sub-agent's result has no ``status``, only its totals
             stats = {
                 "total_tokens": view.total_tokens,
                 "duration_ms": view.total_duration_ms,

@@ -59,6 +59,15 @@ Facts (seen in Claude Code 2.1.332 files unless said otherwise):
   ``assistant`` line with ``isApiErrorMessage: true``, ``model: "<synthetic>"``
   and the error text as its content.
 
+Older versions (1.0.x-2.0.x; real files in captures/claude-code-1.0.*, 2.0.* and
+external-*) write ``stop_reason: null`` on every assistant line and no turn end at all,
+keep a sub-agent's lines inline in the main file (1.0.x: ``isSidechain: true`` with no
+``agentId``, the first one the ``Task`` prompt) or in ``agent-<id>.jsonl`` beside the
+session (2.0.x, same ``sessionId``), and may start with ``summary`` lines (titles of
+earlier conversations, without ``sessionId``).  The turn ends such files never wrote are
+inferred by the rules of "Turn inference" below; inline sub-agents are keyed by their
+``Task`` call (see ``_inline_thread``).
+
 Branches (rewind, fork): the adapter is fed line by line and each event must
 carry the line it came from, so it translates eagerly, in file order.  A line
 (``user``/``assistant``) whose ``parentUuid`` already has such a child starts a
@@ -80,6 +89,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import ClassVar, Literal
 
 import msgspec
@@ -115,6 +125,7 @@ from normalize import (
     UserMessage,
 )
 from normalize import Warning as WarningBody
+from normalize._session import HOLD_LIMIT
 from normalize.adapters._claude_common import (
     NULL,
     ContentBlock,
@@ -124,14 +135,16 @@ from normalize.adapters._claude_common import (
     block_reasoning_id,
     call_finished,
     call_started,
+    decode_input,
     decode_tool_result,
+    is_subagent_tool,
     permission_auto,
     present,
     tokens_of,
 )
 from normalize.adapters._claude_common import Usage as UsageView
 
-from ._limits import OPEN_CALLS, OPEN_ITEMS, Bounded, Recent, bounded_feed
+from ._limits import OPEN_CALLS, OPEN_ITEMS, SEEN_IDS, Bounded, Recent, bounded_feed
 
 __all__ = ["ClaudeTranscriptAdapter"]
 
@@ -211,6 +224,7 @@ class _Sniff(Struct, frozen=True):
     session_id: object = None
     uuid: object = None
     parentUuid: object = "absent"
+    leafUuid: object = None
 
 
 _LINE = msgspec.json.Decoder(_Line)
@@ -224,16 +238,26 @@ _SNIFF = msgspec.json.Decoder(_Sniff)
 # Tables
 
 _MESSAGE_TYPES = frozenset({"user", "assistant"})
+#: how much of a sub-agent file's first line is read to find the session it belongs to
+_OWNER_LINE = 1 << 20
 #: The session is announced at the first conversation line (it has a ``uuid`` and,
 #: in real files, ``version`` and ``cwd``: the third line of a 2.1.332 file), or
 #: after this many lines without one, well within the Session's hold limit
 #: (``normalize.HOLD_LIMIT``), or at close.
 _ANNOUNCE_WITHIN = 8
+#: Lines without a ``sessionId`` (``summary``, ``file-history-snapshot``) do not count
+#: towards ``_ANNOUNCE_WITHIN``, but the session is announced before the Session's hold
+#: limit is reached whatever the lines say.
+_HOLD_MARGIN = HOLD_LIMIT - 1
 _INTERRUPTS = frozenset({"[Request interrupted by user]", "[Request interrupted by user for tool use]"})
 #: stop reasons after which the turn goes on (the model called a tool)
 _CONTINUES = frozenset({"tool_use", "pause_turn"})
 #: prompt texts the CLI writes itself (slash commands, their output, caveats)
 _META_PREFIXES = ("<local-command-", "<command-name>", "<command-message>")
+#: a slash command the user typed (the CLI writes its expansion next, as an ``isMeta`` line)
+_COMMAND_PREFIXES = ("<command-name>", "<command-message>")
+#: what a local command printed: the CLI's own answer, no model reply follows
+_LOCAL_OUTPUT_PREFIXES = ("<local-command-stdout>", "<local-command-stderr>")
 _TAG = re.compile(r"<(task-id|tool-use-id|status|summary|result)>(.*?)</\1>", re.S)
 _SUBAGENT_PHASES: dict[str, Literal["completed", "failed", "cancelled"]] = {
     "completed": "completed",
@@ -248,6 +272,8 @@ class _Call(Struct):
     subagent: str | None
     #: the started tool-call's title (a permission-auto names the call the same way)
     title: str
+    #: a sub-agent call's prompt, until an inline sidechain (1.0.x) claims the call
+    prompt: str | None = None
 
 
 # --------------------------------------------------------------------------
@@ -260,6 +286,8 @@ class ClaudeTranscriptAdapter(Adapter):
     agent = "claude-code"
     stored = True
     companions = ("{stem}/subagents/agent-*.jsonl",)
+    #: 2.0.x: a sub-agent's file is ``agent-<id>.jsonl`` beside every session of the project
+    owned = ("agent-*.jsonl",)
 
     _TYPES: ClassVar[dict[str, Callable[[ClaudeTranscriptAdapter, _Line, list[Item]], None]]]
 
@@ -269,6 +297,7 @@ class ClaudeTranscriptAdapter(Adapter):
         #: what the lines read so far say about the session, until it is announced
         self._record = SessionRecord(id="", agent="", protocol="")
         self._unannounced = 0
+        self._read = 0
         self._cwd_known = False
         self._mode: str | None = None
         self._in_turn = False
@@ -280,22 +309,39 @@ class ClaudeTranscriptAdapter(Adapter):
         self._agents: Bounded[str, str] = Bounded("sub-agent", OPEN_ITEMS)
         #: per thread: the message whose usage was given and the index of its first text block
         self._usage_msg: Bounded[str | None, str] = Bounded("thread (usage)", OPEN_ITEMS)
+        self._usage_given: Bounded[str | None, Tokens] = Bounded("thread (usage given)", OPEN_ITEMS)
         self._first_text: Bounded[str | None, tuple[str, int]] = Bounded("thread (text)", OPEN_ITEMS)
         #: uuids that already have a conversation line (user/assistant) as a child
         self._parents: Recent[str] = Recent()
         #: the last assistant line: (uuid, message.id), to tell a message's next block
         self._last_block: tuple[str, str] | None = None
+        #: turn inference: the main thread waits for the model (a prompt or a tool result was
+        #: the last word), and the last main line was a slash command (its expansion follows)
+        self._reply_due = False
+        self._command = False
+        self._companions_started = False
+        #: the time of the session's own last line (a turn the companions close ends then)
+        self._main_ts: str | None = None
+        #: inline sidechains (1.0.x): a sidechain line's uuid -> the sub-agent (its Task call)
+        self._inline: dict[str, str] = {}
 
     # ------------------------------------------------------------ detection
 
     @classmethod
     def detect(cls, sample: Sequence[Sample]) -> float:
-        """Transcript lines have a top-level camelCase ``sessionId``; message lines a ``parentUuid``."""
-        chained = flat = 0
+        """Transcript lines have a top-level camelCase ``sessionId``; message lines a ``parentUuid``.
+
+        A resumed 2.0.x session's file starts with ``summary`` lines (``leafUuid``, no
+        ``sessionId``), up to the whole sample.
+        """
+        chained = flat = summaries = 0
         for data, _ in sample:
             try:
                 v = _SNIFF.decode(data)
             except (msgspec.DecodeError, msgspec.ValidationError):
+                continue
+            if v.type == "summary" and isinstance(v.leafUuid, str) and v.session_id is None:
+                summaries += 1
                 continue
             if not isinstance(v.type, str) or not isinstance(v.sessionId, str) or v.session_id is not None:
                 continue
@@ -305,7 +351,26 @@ class ClaudeTranscriptAdapter(Adapter):
                 flat += 1
         if chained:
             return 0.95
-        return 0.5 if flat else 0.0
+        if flat:
+            return 0.5
+        return 0.5 if summaries == len(sample) else 0.0
+
+    @classmethod
+    def owner_of(cls, path: Path) -> str | None:
+        """A 2.0.x sub-agent file belongs to the session its first line names (``sessionId``).
+
+        Claude Code names a session's file after its id, so the owner is ``<sessionId>.jsonl``.
+        """
+        try:
+            with path.open("rb") as f:
+                first = f.readline(_OWNER_LINE)
+        except OSError:
+            return None
+        try:
+            sniff = _SNIFF.decode(first)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        return sniff.sessionId if isinstance(sniff.sessionId, str) else None
 
     # ------------------------------------------------------------- feeding
 
@@ -320,13 +385,27 @@ class ClaudeTranscriptAdapter(Adapter):
         items: list[Item] = []
         if not self._created:
             self._learn(line)
-            if line.version is not None or line.uuid is not None or self._unannounced >= _ANNOUNCE_WITHIN:
+            if (
+                line.version is not None
+                or line.uuid is not None
+                or self._unannounced >= _ANNOUNCE_WITHIN
+                or self._read >= _HOLD_MARGIN
+            ):
                 items.append(self._announce())
         method = line.type if line.subtype is None else f"{line.type}/{line.subtype}"
         if line.type == "attachment":
             method = f"attachment/{self._attachment(line).type}"
         items.append(Source(method=method, ts=line.timestamp))
-        if self._ending is not None and not self._continues_message(line):
+        if line.isSidechain and line.agentId is not None and not self._companions_started:
+            # the first line of a sub-agent file: the session's own file, read first, is over
+            self._companions_started = True
+            if self._ending is not None:
+                self._end_turn(items, synthetic=True, ts=self._main_ts)
+            self._infer_turn_end(items, ts=self._main_ts)
+        elif not line.isSidechain and line.timestamp is not None:
+            self._main_ts = line.timestamp
+        if self._ending is not None and not line.isSidechain and not self._continues_message(line):
+            # (a sub-agent's line, from a file read after the session's, is no part of the main turn)
             self._end_turn(items, synthetic=True)
         self._follow_chain(line, items)
         if line.cwd is not None and not self._cwd_known:
@@ -344,6 +423,7 @@ class ClaudeTranscriptAdapter(Adapter):
         items: list[Item] = [] if self._created else [self._announce()]
         if self._ending is not None:
             self._end_turn(items, synthetic=True)
+        self._infer_turn_end(items)
         self._calls.clear()  # calls left open are settled by the core (docs/adapters.md)
         return items
 
@@ -352,7 +432,9 @@ class ClaudeTranscriptAdapter(Adapter):
     def _learn(self, line: _Line) -> None:
         """Keep what a line says about the session (the first value of each field wins)."""
         r = self._record
-        self._unannounced += 1
+        self._read += 1
+        if line.sessionId is not None:
+            self._unannounced += 1
         self._record = structs.replace(
             r,
             native_session_id=r.native_session_id or line.sessionId,
@@ -370,8 +452,9 @@ class ClaudeTranscriptAdapter(Adapter):
         """The sub-agent a line belongs to (None: the main thread)."""
         if not line.isSidechain:
             return None
-        agent = line.agentId or "unknown"
-        return self._agents.get(agent, agent)
+        if line.agentId is None:
+            return self._inline_thread(line)
+        return self._agents.get(line.agentId, line.agentId)
 
     def _put(self, items: list[Item], body: Body, thread: str | None) -> None:
         items.append(body if thread is None else Emit(body=body, subagent_id=thread))
@@ -384,11 +467,12 @@ class ClaudeTranscriptAdapter(Adapter):
             and line.message.id == self._ending_msg
         )
 
-    def _end_turn(self, items: list[Item], *, synthetic: bool, interrupt: bool = False) -> None:
+    def _end_turn(self, items: list[Item], *, synthetic: bool, interrupt: bool = False, ts: str | None = None) -> None:
         body = TurnComplete(reason="interrupt" if interrupt else "ok", stop_reason=self._ending)
-        items.append(Emit(body=body, synthetic=True) if synthetic else body)
+        items.append(Emit(body=body, synthetic=True, ts=ts) if synthetic else body)
         self._in_turn = False
         self._ending = self._ending_msg = None
+        self._reply_due = False
 
     def _follow_chain(self, line: _Line, items: list[Item]) -> None:
         """Warn when a message starts a second branch below a message that already had one.
@@ -433,6 +517,71 @@ class ClaudeTranscriptAdapter(Adapter):
         except msgspec.ValidationError:
             return _Attachment()
 
+    # ------------------------------------------------------- turn inference
+    #
+    # The rules for turn ends a file did not write (1.0.x-2.0.x: ``stop_reason: null`` on
+    # every line, no ``turn_duration``, no ``cost-state``), kept in one place:
+    #
+    # 1. A prompt of the main thread (a real prompt, a slash command, a task notification)
+    #    while a turn is open ends that turn as completed (``ok``, made up) when nothing is
+    #    pending on the main thread: no tool call without its result, and the model answered
+    #    after the last prompt or tool result (``_reply_due``).
+    # 2. The end of the file ends the last turn ``ok`` under the same condition; the
+    #    session's file is over at the end of the input or at the first line of a sub-agent
+    #    file (``agentId``: companions are read after the session's file).
+    # 3. Otherwise the turn is left open: a new prompt makes the Session close it as
+    #    ``interrupt``, the end of the file as cut off.  A file that ends on a tool call
+    #    without result, a tool result the model never answered, or a prompt without an
+    #    answer is really cut.
+    #
+    # A turn the agent ended itself (a final ``stop_reason``, ``turn_duration``, an interrupt
+    # marker, ``cost-state``) is never touched by these rules.
+
+    def _pending(self) -> bool:
+        """Whether the main thread still waits for something (see Turn inference)."""
+        return self._reply_due or any(call.subagent is None for call in self._calls.values())
+
+    def _infer_turn_end(self, items: list[Item], ts: str | None = None) -> None:
+        if self._in_turn and self._ending is None and not self._pending():
+            items.append(Emit(body=TurnComplete(reason="ok"), synthetic=True, ts=ts))
+            self._in_turn = False
+
+    # -------------------------------------------------- inline sub-agents
+
+    def _inline_thread(self, line: _Line) -> str:
+        """The sub-agent of an inline sidechain line (1.0.x: no ``agentId``).
+
+        A sidechain starts with a ``user`` line (``parentUuid: null``) whose text is the
+        ``Task`` call's ``prompt``: that open call names the sub-agent, as the call id names
+        it everywhere else.  The lines after it follow ``parentUuid``.  A start no open call
+        asked for is ``unknown``.
+        """
+        uuid = line.uuid
+        if uuid is not None and uuid in self._inline:
+            return self._inline[uuid]
+        parent = line.parentUuid
+        thread = self._inline.get(parent) if parent is not None else None
+        if thread is None:
+            thread = self._claim_task(line)
+        if uuid is not None:
+            if len(self._inline) >= SEEN_IDS:  # the oldest lines' children are long written
+                del self._inline[next(iter(self._inline))]
+            self._inline[uuid] = thread
+        return thread
+
+    def _claim_task(self, line: _Line) -> str:
+        msg = line.message
+        content = msg.content if msg is not None else None
+        if isinstance(content, list):
+            text = "".join(b.text or "" for b in content if b.type == "text")
+        else:
+            text = content or ""
+        for call_id, call in self._calls.items():
+            if call.prompt is not None and call.prompt == text:
+                call.prompt = None
+                return call_id
+        return "unknown"
+
     # --------------------------------------------------------------- user
 
     def _user(self, line: _Line, items: list[Item]) -> None:
@@ -449,12 +598,26 @@ class ClaudeTranscriptAdapter(Adapter):
             return
         for block in results:
             self._tool_result(line, block, items, single=len(results) == 1)
+        if not line.isSidechain:
+            self._reply_due = True  # the model answers a tool result
+            self._command = False
         if line.toolEndsTurn and not line.isSidechain:
             self._ending, self._ending_msg = "tool_use", None
 
     def _prompt(self, line: _Line, text: str, items: list[Item]) -> None:
         thread = self._thread(line)
-        if line.isMeta or text.startswith(_META_PREFIXES):
+        after_command, self._command = self._command, False
+        if thread is None and text.startswith(_LOCAL_OUTPUT_PREFIXES):
+            self._reply_due = False  # the CLI answered a local command (/clear, /cost) itself
+            items.append(Passthrough(method="user/meta"))
+        elif thread is None and not line.isMeta and text.startswith(_COMMAND_PREFIXES):
+            self._start_turn(line, text, items)  # a slash command is the user's prompt
+            self._command = True
+        elif thread is None and line.isMeta and after_command and self._in_turn:
+            # the slash command's expansion: what the model is asked, in the command's turn
+            items.append(UserMessage(message_id=line.uuid or "", text=text))
+            self._reply_due = True
+        elif line.isMeta or text.startswith(_META_PREFIXES):
             items.append(Passthrough(method="user/meta"))
         elif line.isCompactSummary:
             self._put(items, Compaction(compaction_id=line.uuid or "", status="completed", summary=text), thread)
@@ -466,15 +629,21 @@ class ClaudeTranscriptAdapter(Adapter):
             else:
                 items.append(Passthrough(method="user/interrupt"))
         else:
-            if line.permissionMode is not None and line.permissionMode != self._mode:
-                self._mode = line.permissionMode
-                items.append(ModeUpdate(mode_id=line.permissionMode))
-            items.append(TurnStart())
-            self._in_turn = True
-            if line.origin is not None and line.origin.kind == "task-notification":
-                items.append(self._task_notification(text))
-            else:
-                items.append(UserMessage(message_id=line.uuid or "", text=text))
+            self._start_turn(line, text, items)
+
+    def _start_turn(self, line: _Line, text: str, items: list[Item]) -> None:
+        """A prompt of the main thread: it starts a turn (and may end the open one, see Turn inference)."""
+        self._infer_turn_end(items)
+        if line.permissionMode is not None and line.permissionMode != self._mode:
+            self._mode = line.permissionMode
+            items.append(ModeUpdate(mode_id=line.permissionMode))
+        items.append(TurnStart())
+        self._in_turn = True
+        self._reply_due = True
+        if line.origin is not None and line.origin.kind == "task-notification":
+            items.append(self._task_notification(text))
+        else:
+            items.append(UserMessage(message_id=line.uuid or "", text=text))
 
     @staticmethod
     def _task_notification(text: str) -> Body:
@@ -519,10 +688,15 @@ class ClaudeTranscriptAdapter(Adapter):
             return
         msg_id = msg.id or line.uuid or ""
         thread = self._thread(line)
+        if thread is None:
+            self._reply_due = self._command = False
         usage = present(msg.usage)
-        if usage is not None and msg.model != "<synthetic>" and self._usage_msg.get(thread) != msg_id:
-            self._usage_msg[thread] = msg_id
-            self._usage(usage, thread, items)
+        if usage is not None and msg.model != "<synthetic>":
+            if self._usage_msg.get(thread) != msg_id:
+                self._usage_msg[thread] = msg_id
+                self._usage(usage, thread, items)
+            else:
+                self._usage_more(usage, thread, items)
         index = line.apiBlockIndex or 0
         for block in msg.content:
             self._block(line, msg_id, index, block, thread, items)
@@ -552,9 +726,11 @@ class ClaudeTranscriptAdapter(Adapter):
             self._put(items, reasoning, thread)
         elif block.type in ("tool_use", "server_tool_use") and block.id is not None:
             tool = block.name or "unknown"
-            bodies = call_started(block.id, tool, present(block.input))
+            raw_input = present(block.input)
+            bodies = call_started(block.id, tool, raw_input)
             title = next((b.title for b in bodies if isinstance(b, ToolCall) and b.title is not None), tool)
-            self._calls[block.id] = _Call(tool, thread, title)
+            prompt = decode_input(raw_input).prompt if is_subagent_tool(tool) else None
+            self._calls[block.id] = _Call(tool, thread, title, prompt)
             for started in bodies:
                 self._put(items, started, thread)
         elif block.type.endswith("_tool_result") and block.tool_use_id is not None:
@@ -570,7 +746,28 @@ class ClaudeTranscriptAdapter(Adapter):
             usage = _USAGE.decode(raw)
         except msgspec.ValidationError:
             return
-        self._put(items, Usage(tokens=tokens_of(usage), scope="call"), thread)
+        tokens = self._usage_given[thread] = tokens_of(usage)
+        self._put(items, Usage(tokens=tokens, scope="call"), thread)
+
+    def _usage_more(self, raw: Raw, thread: str | None, items: list[Item]) -> None:
+        """A later line of the same API message that counts more tokens than its first line.
+
+        2.1.332 repeats the final usage on every line of a message; 1.0.x-2.0.x write each
+        line with the usage known when its block ended (``output_tokens: 1`` from the stream's
+        start, the final count only on some last lines).  What a later line adds is reported
+        as one more ``call`` usage, so a message's usages sum to the most any line says.
+        """
+        given = self._usage_given.get(thread)
+        if given is None:
+            return
+        try:
+            now = tokens_of(_USAGE.decode(raw))
+        except msgspec.ValidationError:
+            return
+        more = _more(now, given)
+        if more is not None:
+            self._usage_given[thread] = now
+            self._put(items, Usage(tokens=more, scope="call"), thread)
 
     # ------------------------------------------------------ other lines
 
@@ -628,6 +825,15 @@ class ClaudeTranscriptAdapter(Adapter):
     def _title(self, line: _Line, items: list[Item]) -> None:
         title = line.customTitle or line.aiTitle or line.summary
         items.append(SessionInfo(title=title) if title is not None else Passthrough(method=line.type))
+
+
+def _more(now: Tokens, given: Tokens) -> Tokens | None:
+    """What ``now`` counts beyond ``given`` (None: nothing more, or a count went down)."""
+    fields = ("input", "output", "total", "cache_read", "cache_write", "reasoning")
+    diff = {f: (getattr(now, f) or 0) - (getattr(given, f) or 0) for f in fields}
+    if any(d < 0 for d in diff.values()) or not any(diff.values()):
+        return None
+    return Tokens(**{f: d if d or getattr(now, f) is not None else None for f, d in diff.items()})
 
 
 ClaudeTranscriptAdapter._TYPES = {

@@ -139,6 +139,7 @@ class _RpcError(_V, frozen=True, kw_only=True):
 class _ItemHead(_V, frozen=True, kw_only=True):
     type: str
     id: str
+    status: str | None = None
 
 
 class _UserInput(_V, frozen=True, kw_only=True):
@@ -677,6 +678,8 @@ class CodexAppServerAdapter(Adapter):
         self._answered: Recent[str] = Recent()
         self._open: Bounded[str, _Open] = Bounded("item", OPEN_CALLS)
         self._threads: Recent[str] = Recent()
+        #: items completed ``declined`` (0.77 completes a declined command a second time)
+        self._declined: Recent[str] = Recent()
         self._version: str | None = None
         # the running turn
         self._turn_id: str | None = None
@@ -906,6 +909,12 @@ class CodexAppServerAdapter(Adapter):
         head = _ITEM_HEAD.decode(p.item)
         completed = _ITEM_COMPLETED.get(head.type)
         op = self._open.pop(head.id, None)
+        if op is None and head.id in self._declined:
+            # 0.77: a declined command completes again, ``failed`` with "exec command rejected by
+            # user": the same end, already reported
+            return [Passthrough()]
+        if head.status == "declined":
+            self._declined.add(head.id)
         if completed is None:
             return [Passthrough()]
         return [*completed(self, p.item, op)] or [Passthrough()]

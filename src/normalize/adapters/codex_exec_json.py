@@ -26,6 +26,16 @@ Facts (codex-cli 0.169.0, captures in adapters/codex-exec-json/captures/codex-0.
   ``"Reconnecting... "``; the fatal one is repeated by ``turn.failed``.
 * After Ctrl-C stdout just stops: no ``turn.failed``, no ``turn.completed``.
 * No approvals (the policy is forced to ``never``), no token usage per request.
+
+The older shape (codex-cli up to 0.4x; captures in codex-0.40.0 and older): a config line
+(``{"model", "provider", "workdir", "approval", "sandbox", "reasoning effort", ...}``), a
+prompt line ``{"prompt": ...}``, then ``{"id": "<submission>", "msg": <event>}`` lines
+whose ``msg`` is Codex's core event, the same ``EventMsg`` that rollout files store as
+``event_msg`` payloads (``task_started``, ``agent_reasoning``, ``exec_command_begin`` /
+``exec_command_end``, ``patch_apply_begin`` / ``patch_apply_end``, ``token_count``,
+``agent_message``, ``turn_diff``, ``error``, ...).  Those events are translated by the
+rollout adapter's own rules (see ``_Legacy``).  Such a stream has no ``task_complete``
+(and no thread id): its turn ends by the rules of ``_Legacy``.
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ from normalize import (
     Adapter,
     Body,
     Direction,
+    Emit,
     Error,
     FileDiff,
     Item,
@@ -57,6 +68,7 @@ from normalize import (
 from normalize import Warning as WarningBody
 from normalize.adapters import _codex_items as ci
 from normalize.adapters._limits import OPEN_CALLS, OPEN_ITEMS, Bounded, bounded_feed
+from normalize.adapters.codex_rollout import CodexRolloutAdapter
 
 __all__ = ["CodexExecJsonAdapter"]
 
@@ -124,8 +136,30 @@ class _Head(Struct, frozen=True):
     type: str
 
 
+class _OldLine(Struct, frozen=True):
+    """A line of the older shape: config, prompt, or ``{id, msg}``."""
+
+    type: str | None = None
+    id: str | None = None
+    msg: Raw = ci.NULL
+    prompt: str | None = None
+    model: str | None = None
+    workdir: str | None = None
+    provider: str | None = None
+
+
+class _OldMsg(Struct, frozen=True):
+    type: str = ""
+    message: str | None = None
+
+
 _decoder = msgspec.json.Decoder(_Line)
 _head_decoder = msgspec.json.Decoder(_Head)
+_old_decoder = msgspec.json.Decoder(_OldLine)
+_old_msg_decoder = msgspec.json.Decoder(_OldMsg)
+
+#: keys of the older shape's config line (codex-cli 0.40)
+CONFIG_KEYS = frozenset({"model", "provider", "workdir", "approval", "sandbox", "reasoning effort"})
 
 #: Every top-level ``type`` of the stream (for detection).
 LINE_TYPES = frozenset(
@@ -153,6 +187,8 @@ class CodexExecJsonAdapter(Adapter):
 
     def __init__(self) -> None:
         super().__init__()
+        #: the older shape's translation, once a line of it is read
+        self._legacy: _Legacy | None = None
         #: the last plan each todo_list item showed (its completion repeats it)
         self._plans: Bounded[str, list[PlanEntry]] = Bounded("plan", OPEN_ITEMS)
         #: the message of the last fatal ``error`` line of the open turn (turn.failed repeats it)
@@ -185,8 +221,13 @@ class CodexExecJsonAdapter(Adapter):
         """Scores the lines it recognises; an unknown type or a line that is not JSON is tolerated.
 
         A later codex release adds line types, and a wrapper may print a banner
-        first: neither may hide the stream.  Most JSON lines must be codex's.
+        first: neither may hide the stream.  Most JSON lines must be codex's.  The
+        older shape (``{"id", "msg"}`` after a config and a prompt line) is
+        recognised apart.
         """
+        old = _Legacy.detect(sample)
+        if old:
+            return old
         seen = other = 0
         first: str | None = None
         for data, _from in sample:
@@ -209,6 +250,15 @@ class CodexExecJsonAdapter(Adapter):
     @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
+        if self._legacy is not None or not message.lstrip().startswith(b'{"type"'):
+            try:
+                old = _old_decoder.decode(message)
+            except msgspec.DecodeError as exc:
+                raise MalformedMessage(f"not a codex exec --json line: {exc}") from None
+            if old.type is None:
+                if self._legacy is None:
+                    self._legacy = _Legacy()
+                return self._legacy.feed(old, message)
         try:
             line = _decoder.decode(message)
         except msgspec.DecodeError as exc:
@@ -223,6 +273,8 @@ class CodexExecJsonAdapter(Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
+        if self._legacy is not None:
+            return self._legacy.close()
         self._open_calls.clear()  # calls left open are settled by the core (docs/adapters.md)
         return []
 
@@ -362,3 +414,104 @@ class CodexExecJsonAdapter(Adapter):
     def _item_error(self, item: _Item, phase: _Phase) -> list[Item]:
         # A non-fatal problem Codex reports as an item ("Model metadata ... not found").
         return [WarningBody(message=item.message or item.text or "", source="codex")]
+
+
+class _Legacy:
+    """The older ``codex exec --json`` shape, translated line by line.
+
+    * The config line announces the session (model, working directory); there is no
+      thread id in this shape.
+    * The prompt line is the user's message and starts the turn; the ``task_started``
+      that follows is the same start (it gives no second one).
+    * Each ``msg`` goes through a rollout adapter as the ``event_msg`` it is, but
+      ``stream_error``, a retry notice (a warning; the turn goes on).
+    * Turn inference (no ``task_complete`` is printed): the end of the stream ends the turn
+      ``ok`` when nothing is pending (no call without its end, and an ``agent_message``
+      after the prompt and the last call), as failed after a terminal ``error``, and leaves
+      it open otherwise (the Session reports it cut off).
+    """
+
+    def __init__(self) -> None:
+        self.rollout = CodexRolloutAdapter()
+        self.announced = False
+        self.turn_open = False
+        self.reply_due = False
+        self.failed: str | None = None
+
+    @staticmethod
+    def detect(sample: Sequence[Sample]) -> float:
+        events = 0
+        for data, _from in sample:
+            try:
+                old = _old_decoder.decode(data)
+                keys = _any_keys(data)
+            except msgspec.DecodeError:
+                return 0.0
+            if old.type is not None:
+                return 0.0
+            if bytes(old.msg) != b"null":
+                events += 1
+            elif old.prompt is None and not keys & CONFIG_KEYS:
+                return 0.0
+        return 0.9 if events else 0.0
+
+    def feed(self, old: _OldLine, message: bytes) -> list[Item]:
+        out: list[Item] = []
+        if not self.announced:
+            self.announced = True
+            record = SessionRecord(id="", agent="", protocol="", cwd=old.workdir, model=old.model)
+            out.append(SessionCreated(session_id="", record=record))
+        if bytes(old.msg) != b"null":
+            return out + self._event(old.msg)
+        if old.prompt is not None:
+            self.turn_open = self.reply_due = True
+            return [*out, Source(method="prompt"), TurnStart(), ci.user_message("prompt", [old.prompt])]
+        return [*out, Source(method="config"), Passthrough(method="config")]
+
+    def _event(self, raw: Raw) -> list[Item]:
+        msg = _old_msg_decoder.decode(raw)
+        if msg.type == "stream_error":  # a retry notice (rollout files never store one)
+            return [Source(method=msg.type), ci.error_notice(msg.message or "", retrying=True)]
+        inner = self.rollout.feed(b'{"type":"event_msg","payload":' + bytes(raw) + b"}")
+        out: list[Item] = []
+        for item in inner:
+            if isinstance(item, Source):
+                out.append(Source(method=msg.type))
+            elif isinstance(item, TurnStart) and self.turn_open:
+                continue  # the prompt line started this turn
+            else:
+                out.append(item)
+        if msg.type == "task_started":
+            self.turn_open = True
+            if not any(isinstance(i, Body) for i in out):
+                out.append(Passthrough())
+        elif msg.type == "agent_message":
+            self.reply_due = False
+        elif msg.type.endswith("_end"):
+            self.reply_due = True  # the model answers a tool's end
+        elif msg.type == "error":
+            self.failed = msg.message or ""
+        elif msg.type in ("task_complete", "turn_aborted"):
+            self.turn_open = False
+        return out
+
+    def close(self) -> list[Item]:
+        pending = self.reply_due or bool(self.rollout._open)
+        out: list[Item] = []
+        if self.turn_open and (self.failed is not None or not pending):
+            ended = self.rollout._end_turn(None)  # the turn's usage; calls left open fail
+            out.extend(Emit(body=b, synthetic=True) for b in ended if isinstance(b, Body))
+            end = ci.failed_turn() if self.failed is not None else TurnComplete(reason="ok")
+            out.append(Emit(body=end, synthetic=True))
+            self.turn_open = False
+        return out + self.rollout.close()
+
+
+_keys_decoder = msgspec.json.Decoder(dict[str, object])
+
+
+def _any_keys(data: bytes) -> set[str]:
+    try:
+        return set(_keys_decoder.decode(data))
+    except msgspec.ValidationError:
+        return set()

@@ -42,6 +42,11 @@ shapes from 0.104.0-alpha.1 files and the protocol reference):
 * A failed turn is only ``task_complete`` with ``error {message, codex_error_info}``
   (``error`` events are not persisted in 0.169); an interrupted one is ``turn_aborted``.
   Deltas, approvals, plan and diff updates are never stored.
+* Up to 0.77 (real files in captures/external-*; 0.40, 0.66, 0.77) there is no
+  ``task_started`` / ``task_complete``: a turn is a ``user_message`` (after its
+  ``response_item`` copy), then ``turn_context`` before every model request; only an
+  interrupt is written (``turn_aborted``).  The turns such files never wrote are inferred
+  by the rules of "Turn inference" below.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ from normalize import (
     ContextUpdated,
     ContextWindow,
     Direction,
+    Emit,
     Error,
     FileDiff,
     Item,
@@ -237,6 +243,12 @@ class _Event(Struct, frozen=True):
     invocation: _Invocation | None = None
     result: Raw = ci.NULL
     query: str | None = None
+    # ``token_count`` up to about 0.2x: the last request's usage, flat
+    input_tokens: int | None = None
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_output_tokens: int = 0
+    total_tokens: int = 0
 
 
 class _Compacted(Struct, frozen=True):
@@ -417,6 +429,13 @@ class CodexRolloutAdapter(Adapter):
         self._context: tuple[bytes, ...] | None = None
         self._mode: tuple[str | None, str | None] | None = None
         self._cwd: str | None = None
+        #: turn inference (files without task events, see Turn inference)
+        self._task_events = False
+        self._inferred_open = False
+        self._prompted = False
+        self._reply_due = False
+        self._aborted: tuple[str | None, str | None, str | None] | None = None
+        self._ts: str | None = None
         self._lines: dict[str, Callable[[_Line], list[Item]]] = {
             "session_meta": self._session_meta,
             "turn_context": self._turn_context,
@@ -506,6 +525,7 @@ class CodexRolloutAdapter(Adapter):
         if handler is None:
             return [Source(method=line.type, ts=line.timestamp), Passthrough(method=line.type)]
         self._method = line.type
+        self._ts = line.timestamp
         out = handler(line)
         # A SessionCreated must come first; the Source applies to the bodies after it.
         lead = [out.pop(0)] if out and isinstance(out[0], SessionCreated) else []
@@ -530,9 +550,11 @@ class CodexRolloutAdapter(Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
+        out: list[Item] = []
+        self._infer_end(out, at_end=True)
         # a file cut before its turn ended: the core settles the calls it left open (docs/adapters.md)
         self._open.clear()
-        return []
+        return out
 
     # ------------------------------------------------------------ line types
 
@@ -557,6 +579,8 @@ class CodexRolloutAdapter(Adapter):
     def _turn_context(self, line: _Line) -> list[Item]:
         ctx = _context_decoder.decode(line.payload)
         out: list[Item] = []
+        if not self._task_events and not self._inferred_open:
+            self._infer_start(out)  # a model request with no turn open: its turn began here
         mode = (ctx.collaboration_mode.mode if ctx.collaboration_mode else None, ctx.model)
         if mode != self._mode:
             self._mode = mode
@@ -572,7 +596,8 @@ class CodexRolloutAdapter(Adapter):
         if ctx.cwd is not None and ctx.cwd != self._cwd:
             self._cwd = ctx.cwd
             out.append(SessionInfo(cwd=ctx.cwd))
-        return out or [Passthrough()]  # the same settings again (older files: every request)
+        # the same settings again (older files: every request)
+        return out if any(not isinstance(i, Emit) for i in out) else [*out, Passthrough()]
 
     def _compacted_line(self, line: _Line) -> list[Item]:
         compacted = _compacted_decoder.decode(line.payload)
@@ -602,7 +627,8 @@ class CodexRolloutAdapter(Adapter):
             text = _texts(item.content, ("input_text",))
             if text.startswith(INJECTED):
                 return [Passthrough()]
-            return [ci.user_message(item.id or f"user@{self._n}", [text])]
+            return [*self._infer_prompt(), ci.user_message(item.id or f"user@{self._n}", [text])]
+        self._reply_due = False
         return [ci.agent_message(item.id or f"msg@{self._n}", _texts(item.content, ("output_text",)))]
 
     def _reasoning_item(self, item: _RItem) -> list[Item]:
@@ -657,6 +683,7 @@ class CodexRolloutAdapter(Adapter):
         return self._start(_Call("command", call_id, [ci.command_started(call_id, command, None)], command=command))
 
     def _call_output(self, item: _RItem) -> list[Item]:
+        self._reply_due = True  # the model answers a tool output
         call = self._open.pop(item.call_id or "", None)
         if call is None:
             # finished already (a core item), or a plan update: the output repeats it
@@ -722,14 +749,23 @@ class CodexRolloutAdapter(Adapter):
         return handler(event)
 
     def _task_started(self, event: _Event) -> list[Item]:
+        out: list[Item] = []
+        self._infer_end(out)  # a file that starts writing task events: the inferred turn is over
+        self._task_events = True
+        self._turn_state()
+        out.append(TurnStart())
+        return out
+
+    def _turn_state(self) -> None:
+        """A turn begins: its usage is counted from here; no call of it has finished yet."""
         self._turn_base = self._total
         self._turn_error = None
         self._done.clear()
         self._searches.clear()
-        return [TurnStart()]
 
-    def _end_turn(self, event: _Event) -> list[Item]:
+    def _end_turn(self, event: _Event | None) -> list[Item]:
         out: list[Item] = []
+        self._inferred_open = self._prompted = self._reply_due = False
         if self._total is not None and self._total != self._turn_base:
             base = self._turn_base or _Tok()
             out.append(Usage(tokens=_tokens(_minus(self._total, base)), scope="turn"))
@@ -756,21 +792,98 @@ class CodexRolloutAdapter(Adapter):
         return out
 
     def _turn_aborted(self, event: _Event) -> list[Item]:
+        if self._inferred_open:
+            # rule 3: the items of the stopped request are written after this line
+            self._aborted = (event.reason, event.turn_id, self._ts)
+            return [Passthrough()]
         out = self._end_turn(event)
         out.append(TurnComplete(reason="interrupt", stop_reason=event.reason, native_turn_id=event.turn_id))
         return out
 
     def _user_message(self, event: _Event) -> list[Item]:
-        return [ci.user_message(f"user@{self._n}", [event.message or ""])]
+        return [*self._infer_prompt(), ci.user_message(f"user@{self._n}", [event.message or ""])]
 
     def _agent_message(self, event: _Event) -> list[Item]:
+        self._reply_due = False
         return [ci.agent_message(f"msg@{self._n}", event.message or "")]
+
+    # ------------------------------------------------------------ turn inference
+    #
+    # Files without task events (up to 0.77) write no turn start or end but an interrupt.
+    # The rules, kept in one place:
+    #
+    # 1. A user message (the ``user_message`` event; the response item in files without
+    #    envelope) starts a turn, unless the open inferred turn has no prompt yet (a
+    #    ``turn_context`` opened it).  A ``turn_context`` with no turn open starts one.
+    # 2. A turn is over when the next one starts, or at the end of the file, as completed
+    #    (``ok``, made up, with its usage) when nothing is pending: no call without its
+    #    output, and the model answered after the last prompt or tool output.  When something
+    #    is pending the turn is left open: the Session closes it as ``interrupt`` at the next
+    #    start, as cut off at the end of the file.
+    # 3. ``turn_aborted`` ends the turn as interrupted; these files write the items of the
+    #    stopped request after it (a call and its ``patch rejected by user`` output), so the
+    #    inferred turn ends when the next one starts or the file ends: a made-up
+    #    ``turn-complete`` (``interrupt``, at the ``turn_aborted`` time) after those items,
+    #    and the ``turn_aborted`` line itself is kept as ``session.update``.
+    # 4. Once a ``task_started`` is seen the file writes its own turns: no rule applies.
+
+    def _pending(self) -> bool:
+        return self._reply_due or bool(self._open)
+
+    def _infer_prompt(self) -> list[Item]:
+        """Rule 1 for a user message; what comes before its event."""
+        out: list[Item] = []
+        if not self._task_events and (not self._inferred_open or self._prompted):
+            self._infer_start(out)
+        # (otherwise the turn a turn_context opened gets its prompt)
+        self._prompted = self._reply_due = True
+        return out
+
+    def _infer_start(self, out: list[Item]) -> None:
+        self._infer_end(out)
+        self._turn_state()
+        self._inferred_open = True
+        self._prompted = False
+        out.append(Emit(body=TurnStart(), synthetic=True))
+
+    def _infer_end(self, out: list[Item], *, at_end: bool = False) -> None:
+        """Rule 2: the open inferred turn ends ``ok`` when nothing is pending (rule 3: interrupted)."""
+        if not self._inferred_open:
+            return
+        if self._aborted is not None:
+            reason, turn_id, ts = self._aborted
+            self._aborted = None
+            ended = self._end_turn(None)
+            out.extend(Emit(body=b, synthetic=True, ts=ts) for b in ended if isinstance(b, Body))
+            end = TurnComplete(reason="interrupt", stop_reason=reason, native_turn_id=turn_id)
+            out.append(Emit(body=end, synthetic=True, ts=ts))
+            return
+        if self._pending():
+            # left open: the Session settles it (interrupt at the next start, cut-off at the end)
+            if at_end:
+                self._inferred_open = self._prompted = self._reply_due = False
+            else:  # its calls never finished: they fail inside it, before the next start
+                out.extend(Emit(body=b, synthetic=True) for b in self._end_turn(None) if isinstance(b, Body))
+            return
+        ended = self._end_turn(None)
+        out.extend(Emit(body=b, synthetic=True) for b in ended if isinstance(b, Body))
+        out.append(Emit(body=TurnComplete(reason="ok"), synthetic=True))
 
     def _agent_reasoning(self, event: _Event) -> list[Item]:
         return [ci.reasoning(f"rs@{self._n}", [event.text or ""])]
 
     def _token_count(self, event: _Event) -> list[Item]:
         info = event.info
+        if info is None and event.input_tokens is not None:
+            # about 0.2x: one request's usage, flat (no running total)
+            flat = _Tok(
+                input_tokens=event.input_tokens,
+                cached_input_tokens=event.cached_input_tokens,
+                output_tokens=event.output_tokens,
+                reasoning_output_tokens=event.reasoning_output_tokens,
+                total_tokens=event.total_tokens,
+            )
+            return [Usage(tokens=_tokens(flat), scope="call")]
         if info is None or info.total_token_usage is None:
             return [Passthrough()]  # rate limits only
         snapshot = (info.total_token_usage, info.last_token_usage)
@@ -890,6 +1003,7 @@ class CodexRolloutAdapter(Adapter):
         return [ci.user_message(item.id, [p.text or "" for p in item.content or () if p.type == "text"])]
 
     def _core_agent(self, item: _CoreItem) -> list[Item]:
+        self._reply_due = False
         return [ci.agent_message(item.id, _texts(item.content, ("Text", "text")))]
 
     def _core_reasoning(self, item: _CoreItem) -> list[Item]:
