@@ -176,6 +176,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.duckdb is None and args.parquet is None:
         raise UsageError("say where: --duckdb FILE and/or --parquet DIR")
+    if args.dask is not None:
+        return _export_dask(args)
     stores: dict[str, DuckDBStore | ParquetStore] = {}
     if args.duckdb is not None:
         stores["duckdb"] = DuckDBStore(Path(args.duckdb))
@@ -204,6 +206,16 @@ def cmd_export(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return _status(found, scan.problems)
+
+
+def _export_dask(args: argparse.Namespace) -> int:
+    from ._dask import cmd_export_dask, print_report
+
+    with _progress("converting on the cluster (tasks)") as progress:
+        report = cmd_export_dask(args, progress)
+    _tell(report.problems)
+    print_report(report)
+    return _status(report.sessions, report.problems)
 
 
 # --------------------------------------------------------------------------
@@ -279,6 +291,15 @@ def add_commands(subparsers: Any) -> None:
     _common(e)
     e.add_argument("--duckdb", metavar="FILE", help="the DuckDB file to create or add to")
     e.add_argument("--parquet", metavar="DIR", help="the Parquet dataset folder (partitioned by agent and date)")
+    e.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="convert on a dask.distributed cluster: a scheduler address (tcp://HOST:PORT) or local[N] "
+        "(N local worker processes); workers must see the inputs and DIR at the same paths",
+    )
+    e.add_argument(
+        "--task-mb", type=float, default=16, metavar="MB", help="with --dask: input megabytes per task (default 16)"
+    )
     e.set_defaults(func=cmd_export)
 
     o = subparsers.add_parser("otel", help="sessions -> OpenTelemetry traces (GenAI semantic conventions)")

@@ -30,10 +30,23 @@ from normalize import (
     find_inputs,
     read_records,
 )
+from normalize._model import _Core
 
 from ._tables import SessionRows, TableBuilder, unknown_clock
 
-__all__ = ["InputSpec", "Loaded", "Scan", "discover", "is_normalized", "load", "prefer", "read_all", "read_input"]
+__all__ = [
+    "InputSpec",
+    "Loaded",
+    "Scan",
+    "discover",
+    "input_events",
+    "is_normalized",
+    "load",
+    "prefer",
+    "read_all",
+    "read_input",
+    "rows_of",
+]
 
 
 @dataclass(frozen=True)
@@ -97,32 +110,48 @@ def _spec(inp: SessionInput) -> InputSpec:
     return InputSpec("native", str(inp.main), inp.protocol, tuple(str(c) for c in inp.companions))
 
 
-def read_input(spec: InputSpec) -> list[SessionRows]:
-    """The rows of one input (runs in a worker)."""
+def input_events(spec: InputSpec) -> Iterator[_Core | StreamHeader]:
+    """The normalized events of one input, streamed: a native session converted, or a normalized file decoded.
+
+    A normalized file holding several streams yields each stream's header before its
+    events, so :func:`rows_of` starts a new session there.  Raises :class:`InputError`
+    for a normalized line that is not a CoreEvent (with its ``FILE:LINE``) and
+    ``OSError`` for a file that cannot be read.
+    """
     if spec.kind == "native":
-        stream = events(read_records(spec.paths), protocol=spec.protocol, clock=unknown_clock)
-        return TableBuilder(spec.main).feed_all(stream).finish()
-    out: list[SessionRows] = []
-    builder: TableBuilder | None = None
+        yield from events(read_records(spec.paths), protocol=spec.protocol, clock=unknown_clock)
+        return
     with open(spec.main, "rb") as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                ev = decode(line)
+                yield decode(line)
             except InputError as exc:
                 raise InputError(f"{spec.main}:{lineno}: {exc.message}") from None
-            if isinstance(ev, StreamHeader):
-                if builder is not None:
-                    out.extend(builder.finish())
-                builder = TableBuilder(spec.main)
-                continue
-            if builder is None:
-                builder = TableBuilder(spec.main)
-            builder.feed(ev)
+
+
+def rows_of(stream: Iterable[object], source: str) -> list[SessionRows]:
+    """The table rows of a stream of events (each stream header starts a new stream), ``source`` their input."""
+    out: list[SessionRows] = []
+    builder: TableBuilder | None = None
+    for ev in stream:
+        if isinstance(ev, StreamHeader):
+            if builder is not None:
+                out.extend(builder.finish())
+            builder = TableBuilder(source)
+            continue
+        if builder is None:
+            builder = TableBuilder(source)
+        builder.feed(ev)
     if builder is not None:
         out.extend(builder.finish())
     return out
+
+
+def read_input(spec: InputSpec) -> list[SessionRows]:
+    """The rows of one input (runs in a worker)."""
+    return rows_of(input_events(spec), spec.main)
 
 
 def _read_safely(spec: InputSpec, keep: frozenset[str] | None = None) -> list[SessionRows] | InputError:

@@ -1,0 +1,371 @@
+"""The Parquet export on a dask.distributed cluster.
+
+How a run goes (the rules the tests hold it to):
+
+* The client lists the inputs (:func:`discover`, as the local export does) and
+  groups them into tasks by size (:func:`plan`): the largest inputs first, each
+  input of ``task_bytes`` or more a task of its own, the others packed together up
+  to ``task_bytes``, so one huge session never waits behind a queue of small ones.
+* A task (:func:`convert_task`, on a worker) reads its inputs with the two pure
+  functions of :mod:`._work`, keeps each session once (the richest copy, as the
+  local export does), leaves out the sessions the dataset already holds as fully,
+  and writes the rest under its own staging folder,
+  ``DIR/_staging/<run>/<task>/``, laid out as the dataset itself.  It returns a
+  summary (keys, richness, source), never the rows: the rows go from the worker to
+  the shared file system, not through the client.
+* A task that raises, or whose worker dies, is run again (``retries``, and the
+  scheduler's ``allowed-failures``).  A task of several inputs that fails again is
+  split into one task per input; an input whose own task fails twice is reported as
+  a problem, like an unreadable file, and the others are written.
+* When every task is done, the client commits: for a session staged by several
+  tasks the richest copy is kept (the others are rewritten out of their staging
+  files), the stored rows of sessions that a richer input replaces are dropped, and
+  the staged files are moved into the dataset.  A task run twice writes the same
+  files in the same staging folder, and only the tasks whose result the client
+  holds are committed: no row is lost or written twice when a worker dies.
+
+Workers and client must see the inputs and ``DIR`` at the same paths (a shared
+file system); relative paths are taken from the client's working directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sys
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from normalize import InputError, UsageError
+
+from ._load import InputSpec, Loaded, discover, rows_of
+from ._store import ExportResult, ParquetStore, drop_sessions, write_partitions
+from ._tables import SessionRows
+from ._work import session_events
+
+__all__ = ["TASK_BYTES", "ClusterExport", "Task", "TaskResult", "connect", "convert_task", "export_on", "plan"]
+
+#: Input bytes per task: a task's rows (a few times its input) stay well inside a worker's memory,
+#: and a task takes about a second, so the scheduler's overhead per task (about 1 ms) is noise.
+TASK_BYTES = 16 << 20
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Task:
+    """Some inputs converted together by one worker."""
+
+    index: int
+    specs: tuple[InputSpec, ...]
+    size: int
+
+
+def input_size(spec: InputSpec) -> int:
+    """The bytes of an input (its companion files included); 0 when a file cannot be stat'ed (its task says why)."""
+    total = 0
+    for p in spec.paths:
+        try:
+            total += p.stat().st_size
+        except OSError:
+            continue
+    return total
+
+
+def plan(specs: Sequence[InputSpec], sizes: Sequence[int], task_bytes: int = TASK_BYTES) -> list[Task]:
+    """Inputs grouped into tasks, largest first: an input of ``task_bytes`` or more alone, the rest packed up to it."""
+    order = sorted(range(len(specs)), key=lambda i: (-sizes[i], specs[i].main))
+    groups: list[list[int]] = []
+    filled = 0
+    for i in order:
+        if not groups or filled + sizes[i] > task_bytes:
+            groups.append([])
+            filled = 0
+        groups[-1].append(i)
+        filled += sizes[i]
+    tasks = [Task(0, tuple(specs[i] for i in g), sum(sizes[i] for i in g)) for g in groups]
+    tasks.sort(key=lambda t: -t.size)
+    return [replace(t, index=n) for n, t in enumerate(tasks)]
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A session a task wrote to its staging folder."""
+
+    key: str
+    richness: tuple[int, int]
+    source: str
+
+
+@dataclass
+class TaskResult:
+    """What a task did: the sessions it staged, the ones it left out, the inputs it could not read."""
+
+    index: int
+    staged: list[Staged] = field(default_factory=list)
+    sessions: int = 0
+    skipped: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def _at(spec: InputSpec, base: str) -> InputSpec:
+    """The input with its paths taken from ``base`` (the client's working directory) when relative."""
+    return InputSpec(
+        spec.kind,
+        os.path.join(base, spec.main),
+        spec.protocol,
+        tuple(os.path.join(base, c) for c in spec.companions),
+    )
+
+
+def convert_task(
+    index: int, specs: Sequence[InputSpec], base: str, staging: str, stored: dict[str, tuple[int, int]]
+) -> TaskResult:
+    """Convert some inputs and stage the rows of the sessions the dataset lacks (runs on a worker).
+
+    ``stored`` is how much of each session the dataset holds (turns, events).  The
+    staging folder is emptied first, so running the task again gives the same files.
+    """
+    folder = Path(staging)
+    if folder.exists():
+        shutil.rmtree(folder)
+    result = TaskResult(index)
+    kept = Loaded()
+    for spec in specs:
+        try:
+            rows = rows_of(session_events(_at(spec, base)), spec.main)
+        except InputError as exc:
+            result.problems.append(f"{spec.main}: {exc.message}")
+            continue
+        except OSError as exc:  # one unreadable file is reported, the rest goes on (as the local export)
+            result.problems.append(f"{spec.main}: {exc.strerror or exc}")
+            continue
+        for r in rows:
+            result.sessions += 1
+            kept.offer(r)
+    result.skipped = kept.duplicates
+    write: list[SessionRows] = []
+    for key in sorted(kept.sessions):
+        session = kept.sessions[key]
+        have = stored.get(key)
+        if have is not None and session.richness <= have:
+            result.skipped += 1
+            continue
+        write.append(session)
+        result.staged.append(Staged(key, session.richness, session.source))
+    write_partitions(folder, write)
+    return result
+
+
+@dataclass
+class ClusterExport:
+    """What a cluster export did, as the local export reports it, plus the tasks it ran."""
+
+    result: ExportResult
+    problems: list[str]
+    inputs: int
+    sessions: int
+    tasks: int
+    split: int = 0
+
+
+def _better(a: Staged, b: Staged) -> bool:
+    """Whether staged copy ``a`` beats ``b`` of the same session: the rule of :func:`~._load.prefer`."""
+    if a.richness != b.richness:
+        return a.richness > b.richness
+    return a.source < b.source
+
+
+def export_on(
+    client: Any,
+    paths: Iterable[Path],
+    root: Path,
+    *,
+    protocol: str | None = None,
+    task_bytes: int = TASK_BYTES,
+    progress: Progress | None = None,
+) -> ClusterExport:
+    """Export the sessions under ``paths`` to the Parquet dataset ``root`` on the cluster of ``client``."""
+    distributed = _import_distributed()
+    store = ParquetStore(root)
+    problems: list[str] = []
+    specs: list[InputSpec] = []
+    for item in discover(paths, protocol=protocol):
+        if isinstance(item, InputError):
+            problems.append(item.message)
+        else:
+            specs.append(item)
+    tasks = plan(specs, [input_size(s) for s in specs], task_bytes)
+    run = root / "_staging" / uuid.uuid4().hex
+    base = os.getcwd()
+    # one copy on every worker, not one per task (a list: a dict would be scattered item by item)
+    [stored] = client.scatter([{k: v[0] for k, v in store.known.items()}], broadcast=True, hash=False)
+    by_key: dict[str, Task] = {}
+
+    def submit(task: Task) -> Any:
+        key = f"normalize-export-{run.name}-{task.index}"
+        by_key[key] = task
+        staging = str(run / f"{task.index:06d}")
+        return client.submit(
+            convert_task,
+            task.index,
+            task.specs,
+            base,
+            staging,
+            stored,
+            key=key,
+            retries=1,
+            priority=len(tasks) - task.index,
+        )
+
+    results: list[TaskResult] = []
+    split = 0
+    total = len(tasks)
+    done = 0
+    try:
+        pending = distributed.as_completed([submit(t) for t in tasks])
+        for fut in pending:
+            task = by_key[fut.key]
+            if fut.status == "finished":
+                results.append(fut.result())
+            elif len(task.specs) > 1:
+                # one input may be what kills it: each gets a task of its own, the others still get written
+                for spec in task.specs:
+                    pending.add(submit(Task(total, (spec,), input_size(spec))))
+                    total += 1
+                split += 1
+            else:
+                exc = fut.exception()
+                problems.append(f"{task.specs[0].main}: failed twice on the cluster ({type(exc).__name__}: {exc})")
+            fut.release()
+            done += 1
+            if progress is not None:
+                progress(done, total)
+        result = _commit(store, run, results)
+    finally:
+        if run.exists():
+            shutil.rmtree(run)
+        staging = run.parent
+        if staging.exists() and not any(staging.iterdir()):
+            staging.rmdir()
+    for r in sorted(results, key=lambda r: r.index):
+        problems.extend(r.problems)
+    return ClusterExport(result, problems, len(specs), sum(r.sessions for r in results), len(tasks), split)
+
+
+def _commit(store: ParquetStore, run: Path, results: list[TaskResult]) -> ExportResult:
+    """Keep one copy of each staged session, drop the stored rows it replaces, move the staged files in."""
+    best: dict[str, tuple[Staged, int]] = {}
+    losers: dict[int, set[str]] = {}
+    out = ExportResult()
+    for r in sorted(results, key=lambda r: r.index):
+        out.skipped += r.skipped
+        for s in r.staged:
+            have = best.get(s.key)
+            if have is None:
+                best[s.key] = (s, r.index)
+                continue
+            out.skipped += 1
+            if _better(s, have[0]):
+                losers.setdefault(have[1], set()).add(s.key)
+                best[s.key] = (s, r.index)
+            else:
+                losers.setdefault(r.index, set()).add(s.key)
+    for index, keys in sorted(losers.items()):
+        drop_sessions(run / f"{index:06d}", keys)
+    replaced = {k for k in best if k in store.known}
+    out.replaced = len(replaced)
+    out.added = len(best) - len(replaced)
+    if replaced:
+        drop_sessions(store.root, replaced)
+    for r in results:
+        folder = run / f"{r.index:06d}"
+        for f in sorted(folder.rglob("*.parquet")):
+            dest = store.root / f.relative_to(folder)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            f.replace(dest)
+    return out
+
+
+# --------------------------------------------------------------------------
+# connecting, and the command line
+
+
+def _import_distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise UsageError("--dask needs dask.distributed: pip install 'normalize[dask]'") from None
+    return distributed
+
+
+_LOCAL = re.compile(r"local\[(\d+)\]")
+
+
+@contextmanager
+def connect(address: str) -> Iterator[Any]:
+    """A ``distributed.Client`` for ``address``: a scheduler's address, or ``local[N]`` for N local worker processes.
+
+    A local cluster listens on 127.0.0.1 only; it runs each failing task twice at most,
+    as ``retries`` does for a task that raises.
+    """
+    distributed = _import_distributed()
+    import dask
+
+    local = _LOCAL.fullmatch(address)
+    if local is not None:
+        n = int(local.group(1))
+        if n < 1:
+            raise UsageError(f"--dask {address}: at least one worker")
+        with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+            cluster = distributed.LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+            )
+        try:
+            with distributed.Client(cluster) as client:
+                yield client
+        finally:
+            cluster.close()
+        return
+    try:
+        client = distributed.Client(address, timeout="20s")
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--dask {address}: no Dask scheduler there ({exc})") from None
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def cmd_export_dask(args: argparse.Namespace, progress: Progress | None = None) -> ClusterExport:
+    """``normalize export ... --parquet DIR --dask ADDRESS``: the report, for the CLI to print."""
+    if args.duckdb is not None:
+        raise UsageError("--dask writes a Parquet dataset (--parquet DIR); DuckDB reads it with read_parquet")
+    if args.parquet is None:
+        raise UsageError("--dask needs --parquet DIR, a folder every worker sees")
+    if args.jobs is not None:
+        raise UsageError("--jobs is for one machine; with --dask the cluster's workers do the work")
+    with connect(args.dask) as client:
+        return export_on(
+            client,
+            [Path(p) for p in args.inputs],
+            Path(args.parquet),
+            protocol=args.protocol,
+            task_bytes=int(args.task_mb * (1 << 20)),
+            progress=progress,
+        )
+
+
+def print_report(report: ClusterExport) -> None:
+    r = report.result
+    print(
+        f"normalize: parquet: {r.added} added, {r.replaced} replaced, {r.skipped} already there "
+        f"({report.inputs} inputs in {report.tasks} tasks)",
+        file=sys.stderr,
+    )

@@ -1,0 +1,96 @@
+"""The unit of work of an export, as two pure functions any engine can run.
+
+* :func:`session_events`: one session input (a file found by
+  :func:`~normalize.analytics.discover`, or the bytes of one file) -> its
+  normalized events, streamed.
+* :func:`record_batches`: events -> one Arrow record batch per analytics table,
+  with the schema the export writes (:func:`arrow_schema`).
+
+Neither keeps state between calls or writes anything: a Dask task, a Spark
+``mapInArrow`` function or a plain loop calls them the same way, and the rows
+are the ones ``normalize export`` writes for the same input.  Which copy of a
+session to keep when several inputs hold it, and what is already stored, is the
+writer's business (:mod:`._store`, :mod:`._dask`).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import msgspec
+
+from normalize import InputError, StreamHeader, decode, events, iter_records
+from normalize._model import _Core
+
+from ._load import InputSpec, _header_decoder, input_events, rows_of
+from ._schema import TABLES
+from ._store import arrow_table
+from ._tables import unknown_clock
+
+__all__ = ["arrow_schema", "record_batches", "session_events"]
+
+
+def _normalized(data: bytes) -> bool:
+    """Whether the content is a normalized stream: its first line a ``stream.header`` (as :func:`is_normalized`)."""
+    first = data.lstrip().split(b"\n", 1)[0]
+    try:
+        return _header_decoder.decode(first).type == "stream.header"
+    except msgspec.DecodeError:
+        return False
+
+
+def _decode_lines(data: bytes, name: str) -> Iterator[_Core | StreamHeader]:
+    for lineno, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            yield decode(line)
+        except InputError as exc:
+            raise InputError(f"{name}:{lineno}: {exc.message}") from None
+
+
+def session_events(
+    source: InputSpec | bytes, *, protocol: str | None = None, name: str = "<bytes>"
+) -> Iterator[_Core | StreamHeader]:
+    """The normalized events of one session input, streamed.
+
+    ``source`` is an :class:`InputSpec` (a native session with its companion files,
+    or a normalized stream file), or the content of one file: a normalized stream
+    (first line a ``stream.header``) is decoded, anything else converted as a native
+    session (``protocol`` detected when not given).  Native times the input lacks are
+    marked unknown, as the export does.  Raises :class:`~normalize.InputError` for
+    input that cannot be read as a session (``name`` says where in its message).
+    """
+    if isinstance(source, InputSpec):
+        return input_events(source)
+    if _normalized(source):
+        return _decode_lines(source, name)
+    return events(iter_records(io.BytesIO(source)), protocol=protocol, clock=unknown_clock)
+
+
+def arrow_schema(table: str) -> Any:
+    """The Arrow schema of one analytics table (``pyarrow.Schema``)."""
+    return arrow_table(table, []).schema
+
+
+def record_batches(stream: Iterable[object], source: str = "") -> dict[str, Any]:
+    """The analytics rows of a stream of events as one ``pyarrow.RecordBatch`` per table (all tables, maybe empty).
+
+    ``source`` fills ``sessions.source``, as the input's path does in the export.
+    Each stream header in ``stream`` starts a new session stream.
+    """
+    sessions = rows_of(stream, source)
+    out: dict[str, Any] = {}
+    for table in TABLES:
+        rows = [r for s in sessions for r in s.tables[table]]
+        t = arrow_table(table, rows)
+        out[table] = t.combine_chunks().to_batches()[0] if rows else _empty_batch(t)
+    return out
+
+
+def _empty_batch(table: Any) -> Any:
+    import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
+
+    return pa.RecordBatch.from_pylist([], schema=table.schema)
