@@ -13,10 +13,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._export import ExportReport, export
 from ._load import InputSpec, Loaded, Scan, discover, load, read_input
 from ._schema import ANALYTICS_SCHEMA_VERSION, TABLES, column_names
 from ._stats import Line, Summary, summarize
 from ._tables import UNKNOWN_TS, SessionRows, TableBuilder, key_of, session_key, tables_of, unknown_clock
+from ._work import arrow_schema, record_batches, session_events
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -25,6 +27,7 @@ __all__ = [
     "ANALYTICS_SCHEMA_VERSION",
     "TABLES",
     "UNKNOWN_TS",
+    "ExportReport",
     "InputSpec",
     "Line",
     "Loaded",
@@ -32,13 +35,17 @@ __all__ = [
     "SessionRows",
     "Summary",
     "TableBuilder",
+    "arrow_schema",
     "column_names",
     "discover",
+    "export",
     "export_duckdb",
     "export_parquet",
     "key_of",
     "load",
     "read_input",
+    "record_batches",
+    "session_events",
     "session_key",
     "summarize",
     "tables_of",

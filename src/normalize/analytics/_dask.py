@@ -44,12 +44,13 @@ from typing import Any
 
 from normalize import InputError, UsageError
 
+from ._export import ExportReport
 from ._load import InputSpec, Loaded, discover, rows_of
 from ._store import ExportResult, ParquetStore, drop_sessions, write_partitions
 from ._tables import SessionRows
 from ._work import session_events
 
-__all__ = ["TASK_BYTES", "ClusterExport", "Task", "TaskResult", "connect", "convert_task", "export_on", "plan"]
+__all__ = ["TASK_BYTES", "ExportReport", "Task", "TaskResult", "connect", "convert_task", "export_on", "plan"]
 
 #: Input bytes per task: a task's rows (a few times its input) stay well inside a worker's memory,
 #: and a task takes about a second, so the scheduler's overhead per task (about 1 ms) is noise.
@@ -163,18 +164,6 @@ def convert_task(
     return result
 
 
-@dataclass
-class ClusterExport:
-    """What a cluster export did, as the local export reports it, plus the tasks it ran."""
-
-    result: ExportResult
-    problems: list[str]
-    inputs: int
-    sessions: int
-    tasks: int
-    split: int = 0
-
-
 def _better(a: Staged, b: Staged) -> bool:
     """Whether staged copy ``a`` beats ``b`` of the same session: the rule of :func:`~._load.prefer`."""
     if a.richness != b.richness:
@@ -190,7 +179,7 @@ def export_on(
     protocol: str | None = None,
     task_bytes: int = TASK_BYTES,
     progress: Progress | None = None,
-) -> ClusterExport:
+) -> ExportReport:
     """Export the sessions under ``paths`` to the Parquet dataset ``root`` on the cluster of ``client``."""
     distributed = _import_distributed()
     store = ParquetStore(root)
@@ -256,7 +245,7 @@ def export_on(
             staging.rmdir()
     for r in sorted(results, key=lambda r: r.index):
         problems.extend(r.problems)
-    return ClusterExport(result, problems, len(specs), sum(r.sessions for r in results), len(tasks), split)
+    return ExportReport(result, problems, len(specs), sum(r.sessions for r in results), len(tasks), split)
 
 
 def _commit(store: ParquetStore, run: Path, results: list[TaskResult]) -> ExportResult:
@@ -325,7 +314,11 @@ def connect(address: str) -> Iterator[Any]:
             raise UsageError(f"--dask {address}: at least one worker")
         with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
             cluster = distributed.LocalCluster(
-                n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address="127.0.0.1:0",  # a free port: 8787 may be taken
             )
         try:
             with distributed.Client(cluster) as client:
@@ -343,7 +336,7 @@ def connect(address: str) -> Iterator[Any]:
         client.close()
 
 
-def cmd_export_dask(args: argparse.Namespace, progress: Progress | None = None) -> ClusterExport:
+def cmd_export_dask(args: argparse.Namespace, progress: Progress | None = None) -> ExportReport:
     """``normalize export ... --parquet DIR --dask ADDRESS``: the report, for the CLI to print."""
     if args.duckdb is not None:
         raise UsageError("--dask writes a Parquet dataset (--parquet DIR); DuckDB reads it with read_parquet")
@@ -362,7 +355,7 @@ def cmd_export_dask(args: argparse.Namespace, progress: Progress | None = None) 
         )
 
 
-def print_report(report: ClusterExport) -> None:
+def print_report(report: ExportReport) -> None:
     r = report.result
     print(
         f"normalize: parquet: {r.added} added, {r.replaced} replaced, {r.skipped} already there "

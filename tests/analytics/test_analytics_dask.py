@@ -1,0 +1,268 @@
+"""``export --dask``: a real scheduler and two workers on 127.0.0.1 give the local export's dataset, row for row."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import ADAPTERS, GOLDEN
+from normalize.analytics import (
+    TABLES,
+    InputSpec,
+    arrow_schema,
+    export,
+    read_input,
+    record_batches,
+    session_events,
+)
+
+distributed = pytest.importorskip("distributed")
+pa = pytest.importorskip("pyarrow")
+pytest.importorskip("duckdb")
+
+import pyarrow.dataset as pads  # type: ignore[import-untyped, unused-ignore]  # noqa: E402
+
+from normalize.analytics import _dask  # noqa: E402
+from normalize.analytics._dask import Task, plan  # noqa: E402
+
+#: Small tasks, so that the kits make dozens of them and both workers get some.
+TASK_BYTES = 64 << 10
+
+
+def _rows(root: Path, table: str) -> list[dict[str, Any]]:
+    """Every row of a table of a dataset, partition columns included, in a canonical order."""
+    folder = root / table
+    if not folder.is_dir():
+        return []
+    t = pads.dataset(str(folder), format="parquet", partitioning="hive").to_table()
+    return sorted(t.to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def _same_dataset(got: Path, want: Path) -> None:
+    for table in TABLES:
+        a, b = _rows(got, table), _rows(want, table)
+        assert len(a) == len(b), table
+        assert a == b, table
+    assert not (got / "_staging").exists()
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The kits exported on this machine, in one process: the dataset every cluster run must give."""
+    out = tmp_path_factory.mktemp("local") / "dataset"
+    report = export([ADAPTERS], out, jobs=1)
+    assert report.result.added > 50
+    return out, report.as_json()
+
+
+class Cluster:
+    """``dask scheduler`` and ``dask worker`` processes on 127.0.0.1 (no nanny: a killed worker stays dead)."""
+
+    def __init__(self, folder: Path, workers: int) -> None:
+        self.file = folder / "scheduler.json"
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.log = (folder / "cluster.log").open("wb")
+        common = ["--no-dashboard", "--host", "127.0.0.1"]
+        self._start(["scheduler", "--scheduler-file", str(self.file), "--port", "0", *common])
+        for _ in range(100):
+            if self.file.exists() and self.file.stat().st_size:
+                break
+            time.sleep(0.1)
+        for n in range(workers):
+            worker = ["worker", "--scheduler-file", str(self.file), "--nthreads", "1", "--no-nanny", *common]
+            self._start([*worker, "--name", f"w{n}"])
+        self.address = json.loads(self.file.read_text())["address"]
+        assert self.address.startswith("tcp://127.0.0.1:")
+
+    def _start(self, args: list[str]) -> None:
+        # the workers import normalize from this tree, as a user's cluster imports the installed package
+        self.procs.append(subprocess.Popen([sys.executable, "-m", "dask", *args], stdout=self.log, stderr=self.log))
+
+    def client(self, workers: int) -> Any:
+        client = distributed.Client(self.address, timeout="30s")
+        client.wait_for_workers(workers, timeout=60)
+        return client
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(tmp_path_factory.mktemp("cluster"), 2)
+    try:
+        c.client(2).close()
+        yield c
+    finally:
+        c.stop()
+
+
+def _normalize(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "normalize", *args], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_the_cli_on_a_scheduler_with_two_workers_gives_the_local_dataset(
+    cluster: Cluster, local: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    want, counts = local
+    out = tmp_path / "dataset"
+    args = ["export", str(ADAPTERS), "--parquet", str(out), "--dask", cluster.address, "--task-mb", "0.0625"]
+    run = _normalize(*args)
+    assert run.returncode == 1, run.stderr  # the kits hold one empty capture, reported as the local export does
+    assert f"{counts['added']} added, 0 replaced, {counts['skipped']} already there" in run.stderr
+    assert run.stderr.count("normalize: skipped:") == len(counts["problems"])
+    _same_dataset(out, want)
+    # incremental: a second run adds nothing and rewrites nothing
+    files = {p: p.stat().st_mtime_ns for p in out.rglob("*.parquet")}
+    again = _normalize(*args)
+    assert f"0 added, 0 replaced, {counts['added'] + counts['skipped']} already there" in again.stderr
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*.parquet")} == files
+    _same_dataset(out, want)
+
+
+def test_from_python_the_tasks_are_spread_over_both_workers(
+    cluster: Cluster, local: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    want, counts = local
+    client = cluster.client(2)
+    try:
+        with distributed.get_task_stream(client) as stream:
+            report = export([ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
+        workers = {t["worker"] for t in stream.data if str(t["key"]).startswith("normalize-export-")}
+    finally:
+        client.close()
+    assert len(workers) == 2
+    assert report.tasks > 10
+    assert report.as_json() | {"tasks": 0} == counts
+    _same_dataset(tmp_path / "dataset", want)
+
+
+def test_a_worker_killed_mid_run_loses_and_duplicates_no_row(
+    local: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    want, counts = local
+    c = Cluster(tmp_path, 2)
+    killed: list[tuple[int, int]] = []
+    try:
+        client = c.client(2)
+        pids = client.run(os.getpid)
+
+        def kill_one(done: int, total: int) -> None:
+            if killed:
+                return
+            # the worker with a task in hand at this moment: its task (and the results it held) must be redone
+            busy = [w for w, keys in client.processing().items() if keys]
+            assert busy, "no task was running"
+            os.kill(pids[busy[0]], signal.SIGKILL)
+            killed.append((done, total))
+
+        report = export([ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES, progress=kill_one)
+        left = len(client.scheduler_info()["workers"])
+        client.close()
+    finally:
+        c.stop()
+    assert killed and killed[0][0] < killed[0][1]
+    assert left == 1
+    assert report.as_json() | {"tasks": 0} == counts
+    _same_dataset(tmp_path / "dataset", want)
+
+
+def test_a_file_that_fails_twice_is_reported_and_the_others_written(
+    local: tuple[Path, dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task of several inputs that fails twice is split; the input that fails twice alone is named."""
+    bad = ADAPTERS / "hm-json" / "captures" / "hm-handwritten" / "01_plain_answer.jsonl"
+    assert bad.is_file()
+    calls: list[str] = []
+    real = _dask.rows_of
+
+    def flaky(stream: Any, source: str) -> Any:
+        if source == str(bad):
+            calls.append(source)
+            raise RuntimeError("the converter crashed")
+        return real(stream, source)
+
+    # workers in this process (threads), so that they run the patched converter
+    monkeypatch.setattr(_dask, "rows_of", flaky)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0"
+        ) as lc,
+        distributed.Client(lc) as client,
+    ):
+        report = export([ADAPTERS], tmp_path / "dataset", client=client, task_bytes=1 << 20)
+    assert len(calls) == 4  # twice in its task, twice alone
+    assert report.split == 1
+    failed = [p for p in report.problems if "failed twice on the cluster" in p]
+    assert failed == [f"{bad}: failed twice on the cluster (RuntimeError: the converter crashed)"]
+    # every other session is there, as in the local export of the kits without that file
+    only_bad = read_input(InputSpec("native", str(bad), "hm-json"))
+    lost = {s.key for s in only_bad}
+    got = _rows(tmp_path / "dataset", "sessions")
+    expected = [r for r in _rows(local[0], "sessions") if r["root_key"] not in lost]
+    assert lost and got == expected
+
+
+def test_tasks_are_grouped_by_size_largest_first() -> None:
+    specs = [InputSpec("native", f"f{i}.jsonl") for i in range(8)]
+    sizes = [5, 100, 30, 30, 1, 250, 60, 20]
+    tasks = plan(specs, sizes, 100)
+    assert sorted(s.main for t in tasks for s in t.specs) == sorted(s.main for s in specs)
+    assert [t.index for t in tasks] == list(range(len(tasks)))
+    assert [t.size for t in tasks] == sorted((t.size for t in tasks), reverse=True)
+    assert tasks[0] == Task(0, (specs[5],), 250)  # the huge one alone, first
+    assert all(t.size <= 100 or len(t.specs) == 1 for t in tasks)
+    assert len(tasks) == 4  # 250 | 100 | 60+30 | 30+20+5+1
+
+
+def _native_kit_files() -> list[Path]:
+    files = [
+        next((ADAPTERS / protocol / "captures").rglob("*.jsonl"))
+        for protocol in ("hm-json", "codex-rollout", "acp", "claude-stream-json")
+    ]
+    return [*files, next((GOLDEN / "hm-json").rglob("*.jsonl"))]
+
+
+def test_the_pure_functions_on_file_bytes_give_the_export_rows() -> None:
+    """What a Spark ``mapInArrow`` over ``binaryFile`` computes: bytes in, the export's rows out, per table."""
+    for path in _native_kit_files():
+        spec = InputSpec("normalized" if path.is_relative_to(GOLDEN) else "native", str(path))
+        want = read_input(spec)
+        batches = record_batches(session_events(path.read_bytes(), name=str(path)), source=str(path))
+        assert set(batches) == set(TABLES)
+        for table, batch in batches.items():
+            assert batch.schema == arrow_schema(table)
+            assert (
+                batch.to_pylist()
+                == pa.Table.from_batches([record_batches(session_events(spec), source=str(path))[table]]).to_pylist()
+            )
+        assert batches["sessions"].num_rows == sum(len(s.tables["sessions"]) for s in want) > 0
+        assert batches["events"].num_rows == sum(len(s.tables["events"]) for s in want)
+
+
+def test_dask_refuses_duckdb_and_jobs(tmp_path: Path) -> None:
+    base = ["export", str(ADAPTERS / "hm-json"), "--dask", "local[1]"]
+    duck = _normalize(*base, "--duckdb", str(tmp_path / "x.duckdb"))
+    assert duck.returncode == 2 and "--dask writes a Parquet dataset" in duck.stderr
+    jobs = _normalize(*base, "--parquet", str(tmp_path / "d"), "-j", "2")
+    assert jobs.returncode == 2 and "--jobs is for one machine" in jobs.stderr
