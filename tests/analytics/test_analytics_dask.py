@@ -33,9 +33,10 @@ import pyarrow.dataset as pads  # type: ignore[import-untyped, unused-ignore]  #
 
 from normalize.analytics import _dask  # noqa: E402
 from normalize.analytics._dask import Task, plan  # noqa: E402
+from normalize.analytics._load import rows_of  # noqa: E402
 
 #: Small tasks, so that the kits make dozens of them and both workers get some.
-TASK_BYTES = 64 << 10
+TASK_BYTES = 256 << 10
 
 
 def _rows(root: Path, table: str) -> list[dict[str, Any]]:
@@ -68,6 +69,7 @@ class Cluster:
     """``dask scheduler`` and ``dask worker`` processes on 127.0.0.1 (no nanny: a killed worker stays dead)."""
 
     def __init__(self, folder: Path, workers: int) -> None:
+        self.folder = folder
         self.file = folder / "scheduler.json"
         self.procs: list[subprocess.Popen[bytes]] = []
         self.log = (folder / "cluster.log").open("wb")
@@ -77,11 +79,15 @@ class Cluster:
             if self.file.exists() and self.file.stat().st_size:
                 break
             time.sleep(0.1)
-        for n in range(workers):
-            worker = ["worker", "--scheduler-file", str(self.file), "--nthreads", "1", "--no-nanny", *common]
-            self._start([*worker, "--name", f"w{n}"])
+        for _ in range(workers):
+            self.add_worker()
         self.address = json.loads(self.file.read_text())["address"]
         assert self.address.startswith("tcp://127.0.0.1:")
+
+    def add_worker(self) -> None:
+        name = f"w{len(self.procs)}"
+        worker = ["worker", "--scheduler-file", str(self.file), "--nthreads", "1", "--no-nanny", "--name", name]
+        self._start([*worker, "--no-dashboard", "--host", "127.0.0.1", "--local-directory", str(self.folder / name)])
 
     def _start(self, args: list[str]) -> None:
         # the workers import normalize from this tree, as a user's cluster imports the installed package
@@ -93,15 +99,11 @@ class Cluster:
         return client
 
     def stop(self) -> None:
+        # nothing to save in the workers: killed at once, then the scheduler
         for p in reversed(self.procs):
             if p.poll() is None:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
                 p.kill()
-                p.wait()
+            p.wait()
         self.log.close()
 
 
@@ -126,17 +128,11 @@ def test_the_cli_on_a_scheduler_with_two_workers_gives_the_local_dataset(
 ) -> None:
     want, counts = local
     out = tmp_path / "dataset"
-    args = ["export", str(ADAPTERS), "--parquet", str(out), "--dask", cluster.address, "--task-mb", "0.0625"]
+    args = ["export", str(ADAPTERS), "--parquet", str(out), "--dask", cluster.address, "--task-mb", "0.25"]
     run = _normalize(*args)
     assert run.returncode == 1, run.stderr  # the kits hold one empty capture, reported as the local export does
     assert f"{counts['added']} added, 0 replaced, {counts['skipped']} already there" in run.stderr
     assert run.stderr.count("normalize: skipped:") == len(counts["problems"])
-    _same_dataset(out, want)
-    # incremental: a second run adds nothing and rewrites nothing
-    files = {p: p.stat().st_mtime_ns for p in out.rglob("*.parquet")}
-    again = _normalize(*args)
-    assert f"0 added, 0 replaced, {counts['added'] + counts['skipped']} already there" in again.stderr
-    assert {p: p.stat().st_mtime_ns for p in out.rglob("*.parquet")} == files
     _same_dataset(out, want)
 
 
@@ -144,43 +140,44 @@ def test_from_python_the_tasks_are_spread_over_both_workers(
     cluster: Cluster, local: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
     want, counts = local
-    client = cluster.client(2)
-    try:
+    with cluster.client(2) as client:
         with distributed.get_task_stream(client) as stream:
             report = export([ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
         workers = {t["worker"] for t in stream.data if str(t["key"]).startswith("normalize-export-")}
-    finally:
-        client.close()
-    assert len(workers) == 2
-    assert report.tasks > 10
-    assert report.as_json() | {"tasks": 0} == counts
-    _same_dataset(tmp_path / "dataset", want)
+        assert len(workers) == 2
+        assert report.tasks > 10
+        assert report.as_json() | {"tasks": 0} == counts
+        _same_dataset(tmp_path / "dataset", want)
+        # incremental: a second run adds nothing and rewrites nothing
+        files = {p: p.stat().st_mtime_ns for p in (tmp_path / "dataset").rglob("*.parquet")}
+        again = export([ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
+        assert again.result.as_json() == {"added": 0, "replaced": 0, "skipped": counts["added"] + counts["skipped"]}
+        assert {p: p.stat().st_mtime_ns for p in (tmp_path / "dataset").rglob("*.parquet")} == files
+        _same_dataset(tmp_path / "dataset", want)
 
 
 def test_a_worker_killed_mid_run_loses_and_duplicates_no_row(
-    local: tuple[Path, dict[str, Any]], tmp_path: Path
+    cluster: Cluster, local: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
     want, counts = local
-    c = Cluster(tmp_path, 2)
     killed: list[tuple[int, int]] = []
     try:
-        client = c.client(2)
-        pids = client.run(os.getpid)
+        with cluster.client(2) as client:
+            pids = client.run(os.getpid)
 
-        def kill_one(done: int, total: int) -> None:
-            if killed:
-                return
-            # the worker with a task in hand at this moment: its task (and the results it held) must be redone
-            busy = [w for w, keys in client.processing().items() if keys]
-            assert busy, "no task was running"
-            os.kill(pids[busy[0]], signal.SIGKILL)
-            killed.append((done, total))
+            def kill_one(done: int, total: int) -> None:
+                if killed:
+                    return
+                # the worker with a task in hand at this moment: its task (and the results it held) must be redone
+                busy = [w for w, keys in client.processing().items() if keys]
+                assert busy, "no task was running"
+                os.kill(pids[busy[0]], signal.SIGKILL)
+                killed.append((done, total))
 
-        report = export([ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES, progress=kill_one)
-        left = len(client.scheduler_info()["workers"])
-        client.close()
+            report = export([ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES, progress=kill_one)
+            left = len(client.scheduler_info()["workers"])
     finally:
-        c.stop()
+        cluster.add_worker()  # two again, for the tests after this one
     assert killed and killed[0][0] < killed[0][1]
     assert left == 1
     assert report.as_json() | {"tasks": 0} == counts
@@ -188,19 +185,20 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_no_row(
 
 
 def test_a_file_that_fails_twice_is_reported_and_the_others_written(
-    local: tuple[Path, dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A task of several inputs that fails twice is split; the input that fails twice alone is named."""
-    bad = ADAPTERS / "hm-json" / "captures" / "hm-handwritten" / "01_plain_answer.jsonl"
+    kit = ADAPTERS / "hm-json"
+    bad = kit / "captures" / "hm-handwritten" / "01_plain_answer.jsonl"
     assert bad.is_file()
+    want = export([kit], tmp_path / "local", jobs=1)
     calls: list[str] = []
-    real = _dask.rows_of
 
     def flaky(stream: Any, source: str) -> Any:
         if source == str(bad):
             calls.append(source)
             raise RuntimeError("the converter crashed")
-        return real(stream, source)
+        return rows_of(stream, source)
 
     # workers in this process (threads), so that they run the patched converter
     monkeypatch.setattr(_dask, "rows_of", flaky)
@@ -210,17 +208,17 @@ def test_a_file_that_fails_twice_is_reported_and_the_others_written(
         ) as lc,
         distributed.Client(lc) as client,
     ):
-        report = export([ADAPTERS], tmp_path / "dataset", client=client, task_bytes=1 << 20)
+        report = export([kit], tmp_path / "dataset", client=client, task_bytes=1 << 20)
     assert len(calls) == 4  # twice in its task, twice alone
     assert report.split == 1
     failed = [p for p in report.problems if "failed twice on the cluster" in p]
     assert failed == [f"{bad}: failed twice on the cluster (RuntimeError: the converter crashed)"]
-    # every other session is there, as in the local export of the kits without that file
-    only_bad = read_input(InputSpec("native", str(bad), "hm-json"))
-    lost = {s.key for s in only_bad}
+    # every other session is there, as in the local export of the kit, and only the bad file's are missing
+    lost = {s.key for s in read_input(InputSpec("native", str(bad), "hm-json"))}
     got = _rows(tmp_path / "dataset", "sessions")
-    expected = [r for r in _rows(local[0], "sessions") if r["root_key"] not in lost]
+    expected = [r for r in _rows(tmp_path / "local", "sessions") if r["root_key"] not in lost]
     assert lost and got == expected
+    assert report.result.added == want.result.added - len(lost)
 
 
 def test_tasks_are_grouped_by_size_largest_first() -> None:
