@@ -258,6 +258,15 @@ def test_the_pure_functions_on_file_bytes_give_the_export_rows() -> None:
         assert batches["events"].num_rows == sum(len(s.tables["events"]) for s in want)
 
 
+def test_local_n_starts_its_own_cluster(tmp_path: Path) -> None:
+    kit = ADAPTERS / "codex-rollout"
+    want = export([kit], tmp_path / "local", jobs=1)
+    run = _normalize("export", str(kit), "--parquet", str(tmp_path / "dask"), "--dask", "local[1]", "--task-mb", "0.1")
+    assert run.returncode == 0, run.stderr
+    assert f"{want.result.added} added, 0 replaced, {want.result.skipped} already there" in run.stderr
+    _same_dataset(tmp_path / "dask", tmp_path / "local")
+
+
 def test_dask_refuses_duckdb_and_jobs(tmp_path: Path) -> None:
     base = ["export", str(ADAPTERS / "hm-json"), "--dask", "local[1]"]
     duck = _normalize(*base, "--duckdb", str(tmp_path / "x.duckdb"))
