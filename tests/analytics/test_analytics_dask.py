@@ -19,6 +19,7 @@ from normalize.analytics import (
     TABLES,
     InputSpec,
     arrow_schema,
+    discover,
     export,
     read_input,
     record_batches,
@@ -34,6 +35,7 @@ import pyarrow.dataset as pads  # type: ignore[import-untyped, unused-ignore]  #
 from normalize.analytics import _dask  # noqa: E402
 from normalize.analytics._dask import Task, plan  # noqa: E402
 from normalize.analytics._load import rows_of  # noqa: E402
+from normalize.analytics._remote import discover_url  # noqa: E402
 
 #: Small tasks, so that the kits make dozens of them and both workers get some.
 TASK_BYTES = 256 << 10
@@ -154,6 +156,39 @@ def test_from_python_the_tasks_are_spread_over_both_workers(
         assert again.result.as_json() == {"added": 0, "replaced": 0, "skipped": counts["added"] + counts["skipped"]}
         assert {p: p.stat().st_mtime_ns for p in (tmp_path / "dataset").rglob("*.parquet")} == files
         _same_dataset(tmp_path / "dataset", want)
+
+
+def test_inputs_named_by_url_are_listed_by_the_client_and_read_by_the_workers(
+    cluster: Cluster, local: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """``file://`` goes through fsspec as ``s3://`` would: the same rows, ``source`` the URL."""
+    want, counts = local
+    with cluster.client(2) as client:
+        report = export([ADAPTERS.as_uri()], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
+    assert (report.result.added, report.result.skipped) == (counts["added"], counts["skipped"])
+    # the empty capture: the local export names it when listing, here the worker that opens it does
+    assert [p.split(": ")[0] for p in report.problems] == [Path(p.split(": ")[0]).as_uri() for p in counts["problems"]]
+    for table in TABLES:
+        got = _rows(tmp_path / "dataset", table)
+        expected = _rows(want, table)
+        if table == "sessions":
+            expected = sorted(
+                ({**r, "source": Path(r["source"]).as_uri()} for r in expected),
+                key=lambda r: json.dumps(r, sort_keys=True, default=str),
+            )
+        assert got == expected, table
+
+
+def test_url_listing_joins_companions_as_local_discovery_does() -> None:
+    kit = ADAPTERS / "claude-transcript" / "captures"
+    local = [s for s in discover([kit]) if isinstance(s, InputSpec)]
+    remote = discover_url(kit.as_uri())
+    assert sorted((r.main, r.companions) for r in remote) == sorted(
+        (Path(s.main).as_uri(), tuple(Path(c).as_uri() for c in s.companions)) for s in local
+    )
+    assert any(r.companions for r in remote)
+    sizes = {Path(s.main).as_uri(): sum(Path(p).stat().st_size for p in [s.main, *s.companions]) for s in local}
+    assert {r.main: r.size for r in remote} == sizes
 
 
 def test_a_worker_killed_mid_run_loses_and_duplicates_no_row(

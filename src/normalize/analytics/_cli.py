@@ -295,7 +295,8 @@ def add_commands(subparsers: Any) -> None:
         "--dask",
         metavar="ADDRESS",
         help="convert on a dask.distributed cluster: a scheduler address (tcp://HOST:PORT) or local[N] "
-        "(N local worker processes); workers must see the inputs and DIR at the same paths",
+        "(N local worker processes); workers must see DIR and local inputs at the same paths, "
+        "or read inputs given as URLs (s3://...)",
     )
     e.add_argument(
         "--task-mb", type=float, default=16, metavar="MB", help="with --dask: input megabytes per task (default 16)"

@@ -24,8 +24,10 @@ How a run goes (the rules the tests hold it to):
   files in the same staging folder, and only the tasks whose result the client
   holds are committed: no row is lost or written twice when a worker dies.
 
-Workers and client must see the inputs and ``DIR`` at the same paths (a shared
-file system); relative paths are taken from the client's working directory.
+Workers and client must see ``DIR`` and the local inputs at the same paths (a shared
+file system); relative paths are taken from the client's working directory.  Inputs
+named by fsspec URLs (``s3://...``) are listed by the client and read by the workers
+(:mod:`._remote`).
 """
 
 from __future__ import annotations
@@ -46,11 +48,22 @@ from normalize import InputError, UsageError
 
 from ._export import ExportReport
 from ._load import InputSpec, Loaded, discover, rows_of
+from ._remote import RemoteInput, discover_url, is_url, remote_events
 from ._store import ExportResult, ParquetStore, drop_sessions, write_partitions
 from ._tables import SessionRows
 from ._work import session_events
 
-__all__ = ["TASK_BYTES", "ExportReport", "Task", "TaskResult", "connect", "convert_task", "export_on", "plan"]
+__all__ = [
+    "TASK_BYTES",
+    "ExportReport",
+    "Input",
+    "Task",
+    "TaskResult",
+    "connect",
+    "convert_task",
+    "export_on",
+    "plan",
+]
 
 #: Input bytes per task: a task's rows (a few times its input) stay well inside a worker's memory,
 #: and a task takes about a second, so the scheduler's overhead per task (about 1 ms) is noise.
@@ -58,18 +71,23 @@ TASK_BYTES = 16 << 20
 
 Progress = Callable[[int, int], None]
 
+#: A session input: a local path every worker sees, or a URL they all can open.
+Input = InputSpec | RemoteInput
+
 
 @dataclass(frozen=True)
 class Task:
     """Some inputs converted together by one worker."""
 
     index: int
-    specs: tuple[InputSpec, ...]
+    specs: tuple[Input, ...]
     size: int
 
 
-def input_size(spec: InputSpec) -> int:
+def input_size(spec: Input) -> int:
     """The bytes of an input (its companion files included); 0 when a file cannot be stat'ed (its task says why)."""
+    if isinstance(spec, RemoteInput):
+        return spec.size
     total = 0
     for p in spec.paths:
         try:
@@ -79,7 +97,7 @@ def input_size(spec: InputSpec) -> int:
     return total
 
 
-def plan(specs: Sequence[InputSpec], sizes: Sequence[int], task_bytes: int = TASK_BYTES) -> list[Task]:
+def plan(specs: Sequence[Input], sizes: Sequence[int], task_bytes: int = TASK_BYTES) -> list[Task]:
     """Inputs grouped into tasks, largest first: an input of ``task_bytes`` or more alone, the rest packed up to it."""
     order = sorted(range(len(specs)), key=lambda i: (-sizes[i], specs[i].main))
     groups: list[list[int]] = []
@@ -126,7 +144,7 @@ def _at(spec: InputSpec, base: str) -> InputSpec:
 
 
 def convert_task(
-    index: int, specs: Sequence[InputSpec], base: str, staging: str, stored: dict[str, tuple[int, int]]
+    index: int, specs: Sequence[Input], base: str, staging: str, stored: dict[str, tuple[int, int]]
 ) -> TaskResult:
     """Convert some inputs and stage the rows of the sessions the dataset lacks (runs on a worker).
 
@@ -140,7 +158,8 @@ def convert_task(
     kept = Loaded()
     for spec in specs:
         try:
-            rows = rows_of(session_events(_at(spec, base)), spec.main)
+            stream = remote_events(spec) if isinstance(spec, RemoteInput) else session_events(_at(spec, base))
+            rows = rows_of(stream, spec.main)
         except InputError as exc:
             result.problems.append(f"{spec.main}: {exc.message}")
             continue
@@ -173,23 +192,27 @@ def _better(a: Staged, b: Staged) -> bool:
 
 def export_on(
     client: Any,
-    paths: Iterable[Path],
+    paths: Iterable[str | Path],
     root: Path,
     *,
     protocol: str | None = None,
     task_bytes: int = TASK_BYTES,
     progress: Progress | None = None,
 ) -> ExportReport:
-    """Export the sessions under ``paths`` to the Parquet dataset ``root`` on the cluster of ``client``."""
+    """Export the sessions under ``paths`` (local paths, or fsspec URLs) to the Parquet dataset ``root``."""
     distributed = _import_distributed()
     store = ParquetStore(root)
     problems: list[str] = []
-    specs: list[InputSpec] = []
-    for item in discover(paths, protocol=protocol):
-        if isinstance(item, InputError):
-            problems.append(item.message)
-        else:
-            specs.append(item)
+    specs: list[Input] = []
+    for source in paths:
+        if is_url(source):
+            specs.extend(discover_url(str(source), protocol=protocol))
+            continue
+        for item in discover([Path(source)], protocol=protocol):
+            if isinstance(item, InputError):
+                problems.append(item.message)
+            else:
+                specs.append(item)
     tasks = plan(specs, [input_size(s) for s in specs], task_bytes)
     run = root / "_staging" / uuid.uuid4().hex
     base = os.getcwd()
@@ -347,7 +370,7 @@ def cmd_export_dask(args: argparse.Namespace, progress: Progress | None = None) 
     with connect(args.dask) as client:
         return export_on(
             client,
-            [Path(p) for p in args.inputs],
+            list(args.inputs),
             Path(args.parquet),
             protocol=args.protocol,
             task_bytes=int(args.task_mb * (1 << 20)),

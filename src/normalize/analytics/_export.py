@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from normalize import UsageError
+
 from ._load import Scan
 from ._store import ExportResult, ParquetStore
 
@@ -48,17 +50,22 @@ def export(
     """Export the sessions under ``paths`` to the Parquet dataset folder ``parquet`` (incremental).
 
     With ``client`` (a ``distributed.Client``) the inputs are converted on its cluster,
-    in tasks of about ``task_bytes`` of input; workers must see ``paths`` and
-    ``parquet`` at the same paths.  Without, on ``jobs`` processes of this machine (all
-    cores by default).  Either way the dataset gets the same rows.
+    in tasks of about ``task_bytes`` of input; workers must see ``parquet`` and the local
+    ``paths`` at the same paths, or read ``paths`` given as fsspec URLs (``s3://...``).
+    Without, on ``jobs`` processes of this machine (all cores by default).  Either way
+    the dataset gets the same rows.
     """
-    roots = [Path(p) for p in paths]
+    sources = list(paths)
     if client is not None:
         from ._dask import TASK_BYTES, export_on
 
         return export_on(
-            client, roots, Path(parquet), protocol=protocol, task_bytes=task_bytes or TASK_BYTES, progress=progress
+            client, sources, Path(parquet), protocol=protocol, task_bytes=task_bytes or TASK_BYTES, progress=progress
         )
+    urls = [s for s in sources if isinstance(s, str) and "://" in s]
+    if urls:
+        raise UsageError(f"{urls[0]}: URLs are read by the workers of a cluster: pass client=")
+    roots = [Path(p) for p in sources]
     store = ParquetStore(Path(parquet))
     scan = Scan(roots, protocol=protocol, jobs=jobs, progress=progress)
     found = 0

@@ -29,11 +29,11 @@ from ._schema import TABLES
 from ._store import arrow_table
 from ._tables import unknown_clock
 
-__all__ = ["arrow_schema", "record_batches", "session_events"]
+__all__ = ["arrow_schema", "decode_lines", "is_normalized_head", "record_batches", "session_events"]
 
 
-def _normalized(data: bytes) -> bool:
-    """Whether the content is a normalized stream: its first line a ``stream.header`` (as :func:`is_normalized`)."""
+def is_normalized_head(data: bytes) -> bool:
+    """Whether content starting with ``data`` is a normalized stream: its first line a ``stream.header``."""
     first = data.lstrip().split(b"\n", 1)[0]
     try:
         return _header_decoder.decode(first).type == "stream.header"
@@ -41,8 +41,9 @@ def _normalized(data: bytes) -> bool:
         return False
 
 
-def _decode_lines(data: bytes, name: str) -> Iterator[_Core | StreamHeader]:
-    for lineno, line in enumerate(data.splitlines(), 1):
+def decode_lines(lines: Iterable[bytes], name: str) -> Iterator[_Core | StreamHeader]:
+    """The events of a normalized stream's lines; a line that is not one raises with its ``name:LINE``."""
+    for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
@@ -65,8 +66,8 @@ def session_events(
     """
     if isinstance(source, InputSpec):
         return input_events(source)
-    if _normalized(source):
-        return _decode_lines(source, name)
+    if is_normalized_head(source):
+        return decode_lines(source.splitlines(), name)
     return events(iter_records(io.BytesIO(source)), protocol=protocol, clock=unknown_clock)
 
 
