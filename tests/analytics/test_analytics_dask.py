@@ -16,10 +16,12 @@ import pytest
 
 from helpers import ADAPTERS, GOLDEN
 from normalize.analytics import (
+    EVENT_COLUMNS,
     TABLES,
     InputSpec,
     arrow_schema,
     discover,
+    event_batch,
     export,
     read_input,
     record_batches,
@@ -300,6 +302,22 @@ def test_local_n_starts_its_own_cluster(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert f"{want.result.added} added, 0 replaced, {want.result.skipped} already there" in run.stderr
     _same_dataset(tmp_path / "dask", tmp_path / "local")
+
+
+def test_event_batch_keeps_each_event_whole() -> None:
+    path = ADAPTERS / "hm-json" / "captures" / "hm-handwritten" / "01_plain_answer.jsonl"
+    lines = {line.strip() for line in path.read_bytes().splitlines() if line.strip()}
+    batch = event_batch(session_events(path.read_bytes()))
+    assert batch.schema.names == list(EVENT_COLUMNS)
+    rows = batch.to_pylist()
+    table = record_batches(session_events(path.read_bytes()), source=str(path))["events"].to_pylist()
+    assert [(r["seq"], r["ts"], r["kind"], r["method"]) for r in rows] == [
+        (r["seq"], r["ts"], r["kind"], r["method"]) for r in table
+    ]
+    for r in rows:
+        assert json.loads(r["body"])["kind"] == r["kind"]
+        assert r["native"] in lines  # the native line, byte for byte
+    assert {r["kind"] for r in rows} > {"turn-start", "turn-complete"}
 
 
 def test_dask_refuses_duckdb_and_jobs(tmp_path: Path) -> None:

@@ -18,13 +18,14 @@ from ._load import InputSpec, Loaded, Scan, discover, load, read_input
 from ._schema import ANALYTICS_SCHEMA_VERSION, TABLES, column_names
 from ._stats import Line, Summary, summarize
 from ._tables import UNKNOWN_TS, SessionRows, TableBuilder, key_of, session_key, tables_of, unknown_clock
-from ._work import arrow_schema, record_batches, session_events
+from ._work import EVENT_COLUMNS, arrow_schema, event_batch, record_batches, session_events
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
 
 __all__ = [
     "ANALYTICS_SCHEMA_VERSION",
+    "EVENT_COLUMNS",
     "TABLES",
     "UNKNOWN_TS",
     "ExportReport",
@@ -38,6 +39,7 @@ __all__ = [
     "arrow_schema",
     "column_names",
     "discover",
+    "event_batch",
     "export",
     "export_duckdb",
     "export_parquet",

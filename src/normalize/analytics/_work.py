@@ -6,6 +6,10 @@
 * :func:`record_batches`: events -> one Arrow record batch per analytics table,
   with the schema the export writes (:func:`arrow_schema`).
 
+:func:`event_batch` gives the events themselves as one Arrow record batch
+(envelope columns, the body as JSON, the native message as bytes), for an engine
+that stores the normalized events next to the tables.
+
 Neither keeps state between calls or writes anything: a Dask task, a Spark
 ``mapInArrow`` function or a plain loop calls them the same way, and the rows
 are the ones ``normalize export`` writes for the same input.  Which copy of a
@@ -21,15 +25,23 @@ from typing import Any
 
 import msgspec
 
-from normalize import InputError, StreamHeader, decode, events, iter_records
+from normalize import InputError, SessionEvent, StreamHeader, decode, events, iter_records
 from normalize._model import _Core
 
 from ._load import InputSpec, _header_decoder, input_events, rows_of
 from ._schema import TABLES
-from ._store import arrow_table
-from ._tables import unknown_clock
+from ._store import _import_pyarrow, _ts, arrow_table
+from ._tables import UNKNOWN_TS, unknown_clock
 
-__all__ = ["arrow_schema", "decode_lines", "is_normalized_head", "record_batches", "session_events"]
+__all__ = [
+    "EVENT_COLUMNS",
+    "arrow_schema",
+    "decode_lines",
+    "event_batch",
+    "is_normalized_head",
+    "record_batches",
+    "session_events",
+]
 
 
 def is_normalized_head(data: bytes) -> bool:
@@ -95,3 +107,55 @@ def _empty_batch(table: Any) -> Any:
     import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 
     return pa.RecordBatch.from_pylist([], schema=table.schema)
+
+
+#: The columns of :func:`event_batch`: the envelope, ``body`` (JSON text of the body,
+#: its ``kind`` included) and ``native`` (the native message's bytes, unchanged).
+EVENT_COLUMNS = (
+    "session_id",
+    "agent",
+    "subagent_id",
+    "seq",
+    "ts",
+    "turn_id",
+    "origin",
+    "kind",
+    "protocol",
+    "method",
+    "body",
+    "native",
+)
+
+
+def event_batch(stream: Iterable[object]) -> Any:
+    """The envelope events of a stream as one ``pyarrow.RecordBatch`` (:data:`EVENT_COLUMNS`).
+
+    Session-level CoreEvents (``session.created``, ``message.completed``...) carry no
+    envelope and are left out: the ``sessions`` and ``turns`` tables hold what they say.
+    """
+    pa = _import_pyarrow()
+    cols: dict[str, list[Any]] = {name: [] for name in EVENT_COLUMNS}
+    for ev in stream:
+        if not isinstance(ev, SessionEvent):
+            continue
+        env = ev.event
+        for name, value in (
+            ("session_id", env.session_id),
+            ("agent", env.agent),
+            ("subagent_id", env.subagent_id),
+            ("seq", env.seq),
+            ("ts", None if env.ts == UNKNOWN_TS else _ts(env.ts)),  # a time the input lacks is NULL, as in the tables
+            ("turn_id", env.turn_id),
+            ("origin", env.origin),
+            ("kind", env.kind),
+            ("protocol", env.native.protocol),
+            ("method", env.native.method),
+            ("body", msgspec.json.encode(env.body).decode("utf-8")),
+            ("native", msgspec.json.encode(env.native.payload)),
+        ):
+            cols[name].append(value)
+    types = {"seq": pa.int64(), "ts": pa.timestamp("ms", tz="UTC"), "native": pa.binary()}
+    schema = pa.schema([pa.field(name, types.get(name, pa.string())) for name in EVENT_COLUMNS])
+    return pa.RecordBatch.from_arrays(
+        [pa.array(cols[n], type=schema.field(n).type) for n in EVENT_COLUMNS], schema=schema
+    )
