@@ -207,7 +207,8 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_no_row(
                     return
                 # the worker with a task in hand at this moment: its task (and the results it held) must be redone
                 busy = [w for w, keys in client.processing().items() if keys]
-                assert busy, "no task was running"
+                if not busy:  # between two tasks: the next progress call tries again
+                    return
                 os.kill(pids[busy[0]], signal.SIGKILL)
                 killed.append((done, total))
 
