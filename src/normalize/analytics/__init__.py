@@ -5,6 +5,8 @@ A consumer of normalized events only: it reads what :mod:`normalize` gives
 :func:`normalize.decode`) and never an adapter.  The tables are documented in
 ``docs/analytics.md``; duckdb, pyarrow, rich and the OpenTelemetry SDK are
 optional (extras ``analytics``, ``otel``, ``otlp``) and imported only when used.
+The export on a dask.distributed cluster (``export(..., client=...)``, extra
+``dask``) and the functions other engines run are in ``docs/scale.md``.
 """
 
 from __future__ import annotations
