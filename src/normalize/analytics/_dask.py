@@ -253,8 +253,9 @@ def export_on(
                     total += 1
                 split += 1
             else:
-                exc = fut.exception()
-                problems.append(f"{task.specs[0].main}: failed twice on the cluster ({type(exc).__name__}: {exc})")
+                exc = fut.exception() if fut.status == "error" else None  # else cancelled: the scheduler gave it up
+                reason = f"{type(exc).__name__}: {exc}" if exc is not None else fut.status
+                problems.append(f"{task.specs[0].main}: failed twice on the cluster ({reason})")
             fut.release()
             done += 1
             if progress is not None:
