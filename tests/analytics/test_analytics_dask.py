@@ -198,6 +198,7 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_no_row(
 ) -> None:
     want, counts = local
     killed: list[tuple[int, int]] = []
+    in_hand: list[str] = []  # the tasks the killed worker was running
     try:
         with cluster.client(2) as client:
             pids = client.run(os.getpid)
@@ -205,19 +206,26 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_no_row(
             def kill_one(done: int, total: int) -> None:
                 if killed:
                     return
-                # the worker with a task in hand at this moment: its task (and the results it held) must be redone
-                busy = [w for w, keys in client.processing().items() if keys]
+                busy = [(w, keys) for w, keys in client.processing().items() if keys]
                 if not busy:  # between two tasks: the next progress call tries again
                     return
-                os.kill(pids[busy[0]], signal.SIGKILL)
+                worker, keys = busy[0]
+                os.kill(pids[worker], signal.SIGKILL)
                 killed.append((done, total))
+                in_hand.extend(str(k) for k in keys)
 
-            report = export([ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES, progress=kill_one)
-            left = len(client.scheduler_info()["workers"])
+            with distributed.get_task_stream(client) as stream:
+                report = export(
+                    [ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES, progress=kill_one
+                )
+            survivors = set(client.scheduler_info()["workers"])
     finally:
         cluster.add_worker()  # two again, for the tests after this one
     assert killed and killed[0][0] < killed[0][1]
-    assert left == 1
+    assert len(survivors) == 1
+    # what the killed worker had in hand was done again by the other one
+    redone = {str(t["key"]) for t in stream.data if t["worker"] in survivors}
+    assert in_hand and set(in_hand) <= redone
     assert report.as_json() | {"tasks": 0} == counts
     _same_dataset(tmp_path / "dataset", want)
 
