@@ -18,6 +18,7 @@ from helpers import ADAPTERS, GOLDEN
 from normalize.analytics import (
     EVENT_COLUMNS,
     TABLES,
+    ExportReport,
     InputSpec,
     arrow_schema,
     discover,
@@ -36,8 +37,8 @@ import pyarrow.dataset as pads  # type: ignore[import-untyped, unused-ignore]  #
 
 from normalize.analytics import _dask  # noqa: E402
 from normalize.analytics._dask import Task, plan  # noqa: E402
+from normalize.analytics._listing import ListedInput, list_inputs  # noqa: E402
 from normalize.analytics._load import rows_of  # noqa: E402
-from normalize.analytics._remote import discover_url  # noqa: E402
 
 #: Small tasks, so that the kits make dozens of them and both workers get some.
 TASK_BYTES = 256 << 10
@@ -50,6 +51,15 @@ def _rows(root: Path, table: str) -> list[dict[str, Any]]:
         return []
     t = pads.dataset(str(folder), format="parquet", partitioning="hive").to_table()
     return sorted(t.to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def _same_report(report: ExportReport, want: dict[str, Any], name: Any = str) -> None:
+    """The counts of the local export, and the same inputs reported (the wording is the worker's)."""
+    got = report.as_json()
+    assert {k: got[k] for k in ("added", "replaced", "skipped", "sessions")} == {
+        k: want[k] for k in ("added", "replaced", "skipped", "sessions")
+    }
+    assert [p.split(": ")[0] for p in got["problems"]] == [name(p.split(": ")[0]) for p in want["problems"]]
 
 
 def _same_dataset(got: Path, want: Path) -> None:
@@ -150,7 +160,7 @@ def test_from_python_the_tasks_are_spread_over_both_workers(
         workers = {t["worker"] for t in stream.data if str(t["key"]).startswith("normalize-export-")}
         assert len(workers) == 2
         assert report.tasks > 10
-        assert report.as_json() | {"tasks": 0} == counts
+        _same_report(report, counts)
         _same_dataset(tmp_path / "dataset", want)
         # incremental: a second run adds nothing and rewrites nothing
         files = {p: p.stat().st_mtime_ns for p in (tmp_path / "dataset").rglob("*.parquet")}
@@ -167,9 +177,7 @@ def test_inputs_named_by_url_are_listed_by_the_client_and_read_by_the_workers(
     want, counts = local
     with cluster.client(2) as client:
         report = export([ADAPTERS.as_uri()], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
-    assert (report.result.added, report.result.skipped) == (counts["added"], counts["skipped"])
-    # the empty capture: the local export names it when listing, here the worker that opens it does
-    assert [p.split(": ")[0] for p in report.problems] == [Path(p.split(": ")[0]).as_uri() for p in counts["problems"]]
+    _same_report(report, counts, name=lambda p: Path(p).as_uri())
     for table in TABLES:
         got = _rows(tmp_path / "dataset", table)
         expected = _rows(want, table)
@@ -181,16 +189,17 @@ def test_inputs_named_by_url_are_listed_by_the_client_and_read_by_the_workers(
         assert got == expected, table
 
 
-def test_url_listing_joins_companions_as_local_discovery_does() -> None:
+def test_listing_joins_companions_as_local_discovery_does() -> None:
+    """The client groups a Claude transcript with its sub-agent files from the names alone, paths or URLs."""
     kit = ADAPTERS / "claude-transcript" / "captures"
     local = [s for s in discover([kit]) if isinstance(s, InputSpec)]
-    remote = discover_url(kit.as_uri())
-    assert sorted((r.main, r.companions) for r in remote) == sorted(
-        (Path(s.main).as_uri(), tuple(Path(c).as_uri() for c in s.companions)) for s in local
-    )
-    assert any(r.companions for r in remote)
-    sizes = {Path(s.main).as_uri(): sum(Path(p).stat().st_size for p in [s.main, *s.companions]) for s in local}
-    assert {r.main: r.size for r in remote} == sizes
+    want = sorted((s.main, s.companions) for s in local)
+    assert any(c for _, c in want)
+    assert sorted((r.main, r.companions) for r in list_inputs(kit)) == want
+    as_url = sorted((r.main, r.companions) for r in list_inputs(kit.as_uri()))
+    assert as_url == sorted((Path(m).as_uri(), tuple(Path(c).as_uri() for c in cs)) for m, cs in want)
+    sizes = {s.main: sum(Path(p).stat().st_size for p in [s.main, *s.companions]) for s in local}
+    assert {r.main: r.size for r in list_inputs(kit)} == sizes
 
 
 def test_a_worker_killed_mid_run_loses_and_duplicates_no_row(
@@ -226,7 +235,7 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_no_row(
     # what the killed worker had in hand was done again by the other one
     redone = {str(t["key"]) for t in stream.data if t["worker"] in survivors}
     assert in_hand and set(in_hand) <= redone
-    assert report.as_json() | {"tasks": 0} == counts
+    _same_report(report, counts)
     _same_dataset(tmp_path / "dataset", want)
 
 
@@ -268,8 +277,8 @@ def test_a_file_that_fails_twice_is_reported_and_the_others_written(
 
 
 def test_tasks_are_grouped_by_size_largest_first() -> None:
-    specs = [InputSpec("native", f"f{i}.jsonl") for i in range(8)]
     sizes = [5, 100, 30, 30, 1, 250, 60, 20]
+    specs = [ListedInput(f"f{i}.jsonl", size=size) for i, size in enumerate(sizes)]
     tasks = plan(specs, sizes, 100)
     assert sorted(s.main for t in tasks for s in t.specs) == sorted(s.main for s in specs)
     assert [t.index for t in tasks] == list(range(len(tasks)))

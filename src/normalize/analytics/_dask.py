@@ -2,12 +2,13 @@
 
 How a run goes (the rules the tests hold it to):
 
-* The client lists the inputs (:func:`discover`, as the local export does) and
+* The client lists the inputs (:mod:`._listing`: names and sizes, no file read) and
   groups them into tasks by size (:func:`plan`): the largest inputs first, each
   input of ``task_bytes`` or more a task of its own, the others packed together up
   to ``task_bytes``, so one huge session never waits behind a queue of small ones.
-* A task (:func:`convert_task`, on a worker) reads its inputs with the two pure
-  functions of :mod:`._work`, keeps each session once (the richest copy, as the
+* A task (:func:`convert_task`, on a worker) opens its inputs, detects their
+  protocol and converts them (the steps of the pure functions of :mod:`._work`:
+  events, then rows), keeps each session once (the richest copy, as the
   local export does), leaves out the sessions the dataset already holds as fully,
   and writes the rest under its own staging folder,
   ``DIR/_staging/<run>/<task>/``, laid out as the dataset itself.  It returns a
@@ -26,8 +27,7 @@ How a run goes (the rules the tests hold it to):
 
 Workers and client must see ``DIR`` and the local inputs at the same paths (a shared
 file system); relative paths are taken from the client's working directory.  Inputs
-named by fsspec URLs (``s3://...``) are listed by the client and read by the workers
-(:mod:`._remote`).
+may also be fsspec URLs (``s3://...``) the workers can open.
 """
 
 from __future__ import annotations
@@ -47,16 +47,14 @@ from typing import Any
 from normalize import InputError, UsageError
 
 from ._export import ExportReport
-from ._load import InputSpec, Loaded, discover, rows_of
-from ._remote import RemoteInput, discover_url, is_url, remote_events
+from ._listing import ListedInput, list_inputs, listed_events
+from ._load import Loaded, rows_of
 from ._store import ExportResult, ParquetStore, drop_sessions, write_partitions
 from ._tables import SessionRows
-from ._work import session_events
 
 __all__ = [
     "TASK_BYTES",
     "ExportReport",
-    "Input",
     "Task",
     "TaskResult",
     "connect",
@@ -71,33 +69,17 @@ TASK_BYTES = 16 << 20
 
 Progress = Callable[[int, int], None]
 
-#: A session input: a local path every worker sees, or a URL they all can open.
-Input = InputSpec | RemoteInput
-
 
 @dataclass(frozen=True)
 class Task:
     """Some inputs converted together by one worker."""
 
     index: int
-    specs: tuple[Input, ...]
+    specs: tuple[ListedInput, ...]
     size: int
 
 
-def input_size(spec: Input) -> int:
-    """The bytes of an input (its companion files included); 0 when a file cannot be stat'ed (its task says why)."""
-    if isinstance(spec, RemoteInput):
-        return spec.size
-    total = 0
-    for p in spec.paths:
-        try:
-            total += p.stat().st_size
-        except OSError:
-            continue
-    return total
-
-
-def plan(specs: Sequence[Input], sizes: Sequence[int], task_bytes: int = TASK_BYTES) -> list[Task]:
+def plan(specs: Sequence[ListedInput], sizes: Sequence[int], task_bytes: int = TASK_BYTES) -> list[Task]:
     """Inputs grouped into tasks, largest first: an input of ``task_bytes`` or more alone, the rest packed up to it."""
     order = sorted(range(len(specs)), key=lambda i: (-sizes[i], specs[i].main))
     groups: list[list[int]] = []
@@ -133,18 +115,8 @@ class TaskResult:
     problems: list[str] = field(default_factory=list)
 
 
-def _at(spec: InputSpec, base: str) -> InputSpec:
-    """The input with its paths taken from ``base`` (the client's working directory) when relative."""
-    return InputSpec(
-        spec.kind,
-        os.path.join(base, spec.main),
-        spec.protocol,
-        tuple(os.path.join(base, c) for c in spec.companions),
-    )
-
-
 def convert_task(
-    index: int, specs: Sequence[Input], base: str, staging: str, stored: dict[str, tuple[int, int]]
+    index: int, specs: Sequence[ListedInput], base: str, staging: str, stored: dict[str, tuple[int, int]]
 ) -> TaskResult:
     """Convert some inputs and stage the rows of the sessions the dataset lacks (runs on a worker).
 
@@ -158,8 +130,7 @@ def convert_task(
     kept = Loaded()
     for spec in specs:
         try:
-            stream = remote_events(spec) if isinstance(spec, RemoteInput) else session_events(_at(spec, base))
-            rows = rows_of(stream, spec.main)
+            rows = rows_of(listed_events(spec, base), spec.main)
         except InputError as exc:
             result.problems.append(f"{spec.main}: {exc.message}")
             continue
@@ -203,17 +174,8 @@ def export_on(
     distributed = _import_distributed()
     store = ParquetStore(root)
     problems: list[str] = []
-    specs: list[Input] = []
-    for source in paths:
-        if is_url(source):
-            specs.extend(discover_url(str(source), protocol=protocol))
-            continue
-        for item in discover([Path(source)], protocol=protocol):
-            if isinstance(item, InputError):
-                problems.append(item.message)
-            else:
-                specs.append(item)
-    tasks = plan(specs, [input_size(s) for s in specs], task_bytes)
+    specs = [spec for source in paths for spec in list_inputs(source, protocol=protocol)]
+    tasks = plan(specs, [s.size for s in specs], task_bytes)
     run = root / "_staging" / uuid.uuid4().hex
     base = os.getcwd()
     # one copy on every worker, not one per task (a list: a dict would be scattered item by item)
@@ -249,7 +211,7 @@ def export_on(
             elif len(task.specs) > 1:
                 # one input may be what kills it: each gets a task of its own, the others still get written
                 for spec in task.specs:
-                    pending.add(submit(Task(total, (spec,), input_size(spec))))
+                    pending.add(submit(Task(total, (spec,), spec.size)))
                     total += 1
                 split += 1
             else:
