@@ -200,6 +200,9 @@ def test_listing_joins_companions_as_local_discovery_does() -> None:
     assert as_url == sorted((Path(m).as_uri(), tuple(Path(c).as_uri() for c in cs)) for m, cs in want)
     sizes = {s.main: sum(Path(p).stat().st_size for p in [s.main, *s.companions]) for s in local}
     assert {r.main: r.size for r in list_inputs(kit)} == sizes
+    # a session file named alone brings its companions, as discover does
+    main, comps = next((m, c) for m, c in want if c)
+    assert [(r.main, r.companions) for r in list_inputs(Path(main))] == [(main, comps)]
 
 
 def test_a_worker_killed_mid_run_loses_and_duplicates_no_row(

@@ -91,8 +91,16 @@ def list_inputs(source: str | Path, *, protocol: str | None = None) -> list[List
         if root.is_dir():
             files = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
             return _group({p.as_posix(): p.stat().st_size for p in files}, protocol, str)
-        if root.is_file():
-            return _group({root.as_posix(): root.stat().st_size}, protocol, str)
+        if root.is_file():  # a named session file: its companions beside it come along
+            stem = root.name[: -len(".jsonl")] if root.name.endswith(".jsonl") else root.stem
+            beside = {
+                c
+                for cls in available().values()
+                for pat in cls.companions
+                for c in root.parent.glob(pat.format(stem=stem))
+            }
+            files = [root, *sorted(c for c in beside if c.is_file())]
+            return _group({p.as_posix(): p.stat().st_size for p in files}, protocol, str)
         raise UsageError(f"{root}: no such file or directory")
     url = str(source)
     fsspec = _import_fsspec()
