@@ -118,7 +118,8 @@ def main() -> int:
         print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
         print()
         print(
-            "| run | workers | tasks | seconds | MB/s | CPU s, all | CPU s, workers | MB per worker CPU-s | worker peak RSS (MB) |"
+            "| run | workers | tasks | seconds | MB/s | CPU s, all | CPU s, workers | MB per worker CPU-s "
+            "| worker peak RSS (MB) |"
         )
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
         for mode, n in (("local", 1), ("local", 2), ("dask", 1), ("dask", 2)):
