@@ -205,6 +205,22 @@ def test_listing_joins_companions_as_local_discovery_does() -> None:
     assert [(r.main, r.companions) for r in list_inputs(Path(main))] == [(main, comps)]
 
 
+def test_a_richer_input_replaces_a_stored_session_as_locally(cluster: Cluster, tmp_path: Path) -> None:
+    """The live stream of a Claude session exported first, its fuller transcript later: replaced, all tables."""
+    live = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.332" / "28-resume-pre.jsonl"
+    stored = ADAPTERS / "claude-transcript" / "captures" / "claude-code-2.1.332" / "28-resume"
+    other = live.with_name("01-print-text.jsonl")  # stored in the same files as the live one
+    assert live.is_file() and stored.is_dir() and other.is_file()
+    export([live, other], tmp_path / "local", jobs=1)
+    local = export([stored], tmp_path / "local", jobs=1)
+    with cluster.client(2) as client:
+        export([live, other], tmp_path / "dask", client=client)
+        report = export([stored], tmp_path / "dask", client=client)
+    assert report.result.as_json() == local.result.as_json() == {"added": 0, "replaced": 1, "skipped": 0}
+    _same_dataset(tmp_path / "dask", tmp_path / "local")
+    assert len(_rows(tmp_path / "dask", "sessions")) == 2
+
+
 def test_a_worker_killed_mid_run_loses_and_duplicates_no_row(
     cluster: Cluster, local: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
