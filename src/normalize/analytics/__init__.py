@@ -6,7 +6,9 @@ A consumer of normalized events only: it reads what :mod:`normalize` gives
 ``docs/analytics.md``; duckdb, pyarrow and the OpenTelemetry SDK are optional
 (extras ``analytics``, ``otel``, ``otlp``) and imported only when used; ``stats``
 needs only the base install (rich draws its table, genai-prices prices the usage
-an agent reports no cost for).
+an agent reports no cost for). The export on a dask.distributed cluster
+(``export(..., client=...)``, extra ``dask``) and the functions other engines run
+are in ``docs/scale.md``.
 """
 
 from __future__ import annotations
@@ -15,18 +17,22 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._export import ExportReport, export
 from ._load import InputSpec, Loaded, Scan, discover, load, read_input
 from ._schema import ANALYTICS_SCHEMA_VERSION, TABLES, column_names
 from ._stats import Line, Summary, summarize
 from ._tables import UNKNOWN_TS, SessionRows, TableBuilder, key_of, session_key, tables_of, unknown_clock
+from ._work import EVENT_COLUMNS, arrow_schema, event_batch, record_batches, session_events
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
 
 __all__ = [
     "ANALYTICS_SCHEMA_VERSION",
+    "EVENT_COLUMNS",
     "TABLES",
     "UNKNOWN_TS",
+    "ExportReport",
     "InputSpec",
     "Line",
     "Loaded",
@@ -34,13 +40,18 @@ __all__ = [
     "SessionRows",
     "Summary",
     "TableBuilder",
+    "arrow_schema",
     "column_names",
     "discover",
+    "event_batch",
+    "export",
     "export_duckdb",
     "export_parquet",
     "key_of",
     "load",
     "read_input",
+    "record_batches",
+    "session_events",
     "session_key",
     "summarize",
     "tables_of",

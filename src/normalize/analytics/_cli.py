@@ -239,6 +239,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.duckdb is None and args.parquet is None:
         raise UsageError("say where: --duckdb FILE and/or --parquet DIR")
+    if args.dask is not None:
+        return _export_dask(args)
     stores: dict[str, DuckDBStore | ParquetStore] = {}
     if args.duckdb is not None:
         stores["duckdb"] = DuckDBStore(Path(args.duckdb))
@@ -292,6 +294,16 @@ def cmd_export(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return _status(found + scan.unchanged, scan.problems)
+
+
+def _export_dask(args: argparse.Namespace) -> int:
+    from ._dask import cmd_export_dask, print_report
+
+    with _progress("converting on the cluster (tasks)") as progress:
+        report = cmd_export_dask(args, progress)
+    _tell(report.problems)
+    print_report(report)
+    return _status(report.sessions, report.problems)
 
 
 # --------------------------------------------------------------------------
@@ -387,6 +399,16 @@ def add_commands(subparsers: Any) -> None:
         "--all", action="store_true", help="read every file again, even those unchanged since the last export"
     )
     e.add_argument("--redact", action="store_true", help=_REDACT_HELP)
+    e.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="convert on a dask.distributed cluster: a scheduler address (tcp://HOST:PORT) or local[N] "
+        "(N local worker processes); workers must see DIR and local inputs at the same paths, "
+        "or read inputs given as URLs (s3://...)",
+    )
+    e.add_argument(
+        "--task-mb", type=float, default=16, metavar="MB", help="with --dask: input megabytes per task (default 16)"
+    )
     e.set_defaults(func=cmd_export)
 
     o = subparsers.add_parser("otel", help="sessions -> OpenTelemetry traces (GenAI semantic conventions)")

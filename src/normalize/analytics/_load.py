@@ -31,11 +31,24 @@ from normalize import (
     find_inputs,
     read_records,
 )
+from normalize._model import _Core
 from normalize._outputs import is_normalized_file
 
 from ._tables import SessionRows, TableBuilder, unknown_clock
 
-__all__ = ["InputSpec", "Loaded", "Scan", "discover", "is_normalized", "load", "prefer", "read_all", "read_input"]
+__all__ = [
+    "InputSpec",
+    "Loaded",
+    "Scan",
+    "discover",
+    "input_events",
+    "is_normalized",
+    "load",
+    "prefer",
+    "read_all",
+    "read_input",
+    "rows_of",
+]
 
 
 @dataclass(frozen=True)
@@ -88,33 +101,49 @@ def _spec(inp: SessionInput) -> InputSpec:
     return InputSpec("native", str(inp.main), inp.protocol, tuple(str(c) for c in inp.companions))
 
 
-def read_input(spec: InputSpec, *, content: bool = False) -> list[SessionRows]:
-    """The rows of one input (runs in a worker); with ``content``, the turns' messages too."""
+def input_events(spec: InputSpec) -> Iterator[_Core | StreamHeader]:
+    """The normalized events of one input, streamed: a native session converted, or a normalized file decoded.
+
+    A normalized file holding several streams yields each stream's header before its
+    events, so :func:`rows_of` starts a new session there.  Lines are bounded by
+    :data:`MAX_LINE`.  Raises :class:`InputError` for a line that is too long or not a
+    CoreEvent (with its ``FILE:LINE``) and ``OSError`` for a file that cannot be read.
+    """
     if spec.kind == "native":
-        stream = events(read_records(spec.paths), protocol=spec.protocol, clock=unknown_clock)
-        return TableBuilder(spec.main, content=content).feed_all(stream).finish()
-    out: list[SessionRows] = []
-    builder: TableBuilder | None = None
+        yield from events(read_records(spec.paths), protocol=spec.protocol, clock=unknown_clock)
+        return
     with open(spec.main, "rb") as f:
         for item in _lines(f):
             if isinstance(item, LineProblem):
                 raise InputError(f"{spec.main}:{item.line}: {item.error.message}")
             lineno, line = item
             try:
-                ev = decode(line)
+                yield decode(line)
             except InputError as exc:
                 raise InputError(f"{spec.main}:{lineno}: {exc.message}") from None
-            if isinstance(ev, StreamHeader):
-                if builder is not None:
-                    out.extend(builder.finish())
-                builder = TableBuilder(spec.main, content=content)
-                continue
-            if builder is None:
-                builder = TableBuilder(spec.main, content=content)
-            builder.feed(ev)
+
+
+def rows_of(stream: Iterable[object], source: str, *, content: bool = False) -> list[SessionRows]:
+    """The table rows of a stream of events (each stream header starts a new stream), ``source`` their input."""
+    out: list[SessionRows] = []
+    builder: TableBuilder | None = None
+    for ev in stream:
+        if isinstance(ev, StreamHeader):
+            if builder is not None:
+                out.extend(builder.finish())
+            builder = TableBuilder(source, content=content)
+            continue
+        if builder is None:
+            builder = TableBuilder(source, content=content)
+        builder.feed(ev)
     if builder is not None:
         out.extend(builder.finish())
     return out
+
+
+def read_input(spec: InputSpec, *, content: bool = False) -> list[SessionRows]:
+    """The rows of one input (runs in a worker); with ``content``, the turns' messages too."""
+    return rows_of(input_events(spec), spec.main, content=content)
 
 
 def _lines(f: BinaryIO) -> Iterator[tuple[int, bytes] | LineProblem]:

@@ -28,7 +28,17 @@ from ._load import InputSpec, prefer
 from ._schema import ANALYTICS_SCHEMA_VERSION, TABLES, ColumnType
 from ._tables import Row, SessionRows, key_of
 
-__all__ = ["FLUSH_SESSIONS", "DuckDBStore", "ExportResult", "FileStamp", "ParquetStore", "stamp_of"]
+__all__ = [
+    "FLUSH_SESSIONS",
+    "DuckDBStore",
+    "ExportResult",
+    "FileStamp",
+    "ParquetStore",
+    "drop_sessions",
+    "partition_of",
+    "stamp_of",
+    "write_partitions",
+]
 
 #: Sessions buffered before a write: a few hundred sessions' rows is a few MB.
 FLUSH_SESSIONS = 256
@@ -366,40 +376,70 @@ class ParquetStore(_Buffered):
             out.extend((row["session_key"], row["turns"], row["events"], row["source"]) for row in t.to_pylist())
         return out
 
-    def _partition(self, rows: SessionRows) -> tuple[str, str]:
-        s = rows.session
-        started = _ts(s["started_at"])
-        return str(s["agent"]), started.date().isoformat() if started else "unknown"
-
     def _write(self, sessions: list[SessionRows], replace: set[str]) -> None:
         if replace:
-            self._drop(replace)
-        groups: dict[tuple[str, str], list[SessionRows]] = {}
-        for s in sessions:
-            groups.setdefault(self._partition(s), []).append(s)
-        for (agent, date), members in sorted(groups.items()):
-            name = f"part-{key_of(*sorted(m.key for m in members))}.parquet"
-            for table in TABLES:
-                rows = [r for m in members for r in m.tables[table]]
-                if not rows:
-                    continue
-                folder = self.root / table / f"agent={_slug(agent)}" / f"date={date}"
-                folder.mkdir(parents=True, exist_ok=True)
-                self.pq.write_table(arrow_table(table, rows), folder / name)
+            drop_sessions(self.root, replace)
+        write_partitions(self.root, sessions)
 
-    def _drop(self, keys: set[str]) -> None:
-        """Rewrite the files that hold rows of sessions about to be replaced, without them."""
-        _import_pyarrow()
-        import pyarrow.compute as pc  # type: ignore[import-untyped, unused-ignore]
 
+def partition_of(rows: SessionRows) -> tuple[str, str]:
+    """The Parquet partition of a session's rows: its agent, and the UTC date it started (``unknown``)."""
+    s = rows.session
+    started = _ts(s["started_at"])
+    return str(s["agent"]), started.date().isoformat() if started else "unknown"
+
+
+def _parquet() -> Any:
+    _import_pyarrow()
+    import pyarrow.parquet  # type: ignore[import-untyped, unused-ignore]
+
+    return pyarrow.parquet
+
+
+def _write_file(table: Any, path: Path) -> None:
+    """Write a Parquet file whole or not at all: a writer killed mid-way leaves no half file behind."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    _parquet().write_table(table, tmp)
+    tmp.replace(path)
+
+
+def write_partitions(root: Path, sessions: list[SessionRows]) -> list[Path]:
+    """Sessions' rows as ``root/<table>/agent=<agent>/date=<date>/part-<key>.parquet``; returns the files written.
+
+    One file per table and partition, named after the sessions in it, so writing the
+    same sessions again writes the same files.
+    """
+    groups: dict[tuple[str, str], list[SessionRows]] = {}
+    for s in sessions:
+        groups.setdefault(partition_of(s), []).append(s)
+    written: list[Path] = []
+    for (agent, date), members in sorted(groups.items()):
+        name = f"part-{key_of(*sorted(m.key for m in members))}.parquet"
         for table in TABLES:
-            for f in self._files(table):
-                t = self.pq.ParquetFile(f).read()
-                keep = pc.invert(pc.is_in(t["root_key"], value_set=self.pa.array(sorted(keys))))
-                kept = t.filter(keep)
-                if kept.num_rows == t.num_rows:
-                    continue
-                if kept.num_rows == 0:
-                    f.unlink()
-                else:
-                    self.pq.write_table(kept, f)
+            rows = [r for m in members for r in m.tables[table]]
+            if not rows:
+                continue
+            folder = root / table / f"agent={_slug(agent)}" / f"date={date}"
+            folder.mkdir(parents=True, exist_ok=True)
+            _write_file(arrow_table(table, rows), folder / name)
+            written.append(folder / name)
+    return written
+
+
+def drop_sessions(root: Path, keys: set[str]) -> None:
+    """Rewrite the files under ``root/<table>/`` that hold rows of these sessions (``root_key``), without them."""
+    pa = _import_pyarrow()
+    pq = _parquet()
+    import pyarrow.compute as pc  # type: ignore[import-untyped, unused-ignore]
+
+    for table in TABLES:
+        for f in sorted((root / table).rglob("*.parquet")):
+            t = pq.ParquetFile(f).read()
+            keep = pc.invert(pc.is_in(t["root_key"], value_set=pa.array(sorted(keys))))
+            kept = t.filter(keep)
+            if kept.num_rows == t.num_rows:
+                continue
+            if kept.num_rows == 0:
+                f.unlink()
+            else:
+                _write_file(kept, f)

@@ -1,0 +1,76 @@
+"""``export``: the Parquet export from Python, on this machine or on a dask.distributed cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from normalize import UsageError
+
+from ._load import Scan
+from ._store import ExportResult, ParquetStore
+
+__all__ = ["ExportReport", "export"]
+
+
+@dataclass
+class ExportReport:
+    """What an export did: sessions added, replaced, skipped (``result``), the inputs it could not read."""
+
+    result: ExportResult
+    problems: list[str]
+    inputs: int
+    sessions: int
+    tasks: int = 0
+    split: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            **self.result.as_json(),
+            "inputs": self.inputs,
+            "sessions": self.sessions,
+            "problems": list(self.problems),
+            "tasks": self.tasks,
+            "split": self.split,
+        }
+
+
+def export(
+    paths: Iterable[str | Path],
+    parquet: str | Path,
+    *,
+    client: Any = None,
+    protocol: str | None = None,
+    jobs: int | None = None,
+    task_bytes: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ExportReport:
+    """Export the sessions under ``paths`` to the Parquet dataset folder ``parquet`` (incremental).
+
+    With ``client`` (a ``distributed.Client``) the inputs are converted on its cluster,
+    in tasks of about ``task_bytes`` of input; workers must see ``parquet`` and the local
+    ``paths`` at the same paths, or read ``paths`` given as fsspec URLs (``s3://...``).
+    Without, on ``jobs`` processes of this machine (all cores by default).  Either way
+    the dataset gets the same rows.
+    """
+    sources = list(paths)
+    if client is not None:
+        from ._dask import TASK_BYTES, export_on
+
+        return export_on(
+            client, sources, Path(parquet), protocol=protocol, task_bytes=task_bytes or TASK_BYTES, progress=progress
+        )
+    urls = [s for s in sources if isinstance(s, str) and "://" in s]
+    if urls:
+        raise UsageError(f"{urls[0]}: URLs are read by the workers of a cluster: pass client=")
+    roots = [Path(p) for p in sources]
+    store = ParquetStore(Path(parquet))
+    scan = Scan(roots, protocol=protocol, jobs=jobs, progress=progress)
+    found = 0
+    for rows in scan:
+        found += 1
+        store.offer(rows)
+    store.flush()
+    return ExportReport(store.result, scan.problems, scan.inputs, found)

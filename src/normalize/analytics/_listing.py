@@ -1,0 +1,168 @@
+"""The inputs of a cluster export: listed by the client, opened and detected by the workers.
+
+The client only lists (a folder walk, or one listing call per fsspec URL such as
+``s3://``, sizes included) and groups companion files (a Claude transcript's
+sub-agents) with their session by the registered adapters' ``companions``
+patterns, from the names alone.  The worker that converts an input opens it,
+decides whether it is a normalized stream or a native session, and detects the
+protocol from its first messages, as :func:`discover` does for a local export:
+the client reads no file, so listing a million files costs a listing.  fsspec
+comes with dask; the file system of a URL's scheme needs its package (``s3fs``,
+``gcsfs``, ``adlfs``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import posixpath
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from normalize import StreamHeader, UsageError, available, events, iter_records
+from normalize._model import _Core
+
+from ._tables import unknown_clock
+from ._work import decode_lines, is_normalized_head
+
+__all__ = ["ListedInput", "is_url", "list_inputs", "listed_events"]
+
+
+@dataclass(frozen=True)
+class ListedInput:
+    """One session input as listed: its main file, its companions (paths or URLs), its size in bytes."""
+
+    main: str
+    companions: tuple[str, ...] = ()
+    protocol: str | None = None
+    size: int = 0
+
+
+def is_url(source: object) -> bool:
+    """Whether an input is named by a URL (``scheme://...``) rather than a local path."""
+    return isinstance(source, str) and "://" in source
+
+
+def _import_fsspec() -> Any:
+    try:
+        import fsspec  # type: ignore[import-untyped, unused-ignore]
+    except ImportError:
+        raise UsageError("URL inputs need fsspec: pip install 'agent-normalize[dask]'") from None
+    return fsspec
+
+
+def _companions(name: str, by_dir: dict[str, list[str]], patterns: list[str]) -> list[str]:
+    parent = posixpath.dirname(name)
+    stem = posixpath.basename(name)[: -len(".jsonl")]
+    found: set[str] = set()
+    for pattern in patterns:
+        rel = pattern.format(stem=stem)
+        folder, glob = posixpath.split(rel)
+        if any(c in folder for c in "*?["):  # a wildcard folder: every file below the session's folder
+            below = (n for d, names in by_dir.items() if d.startswith(parent + "/") for n in names)
+            found.update(n for n in below if fnmatch.fnmatch(posixpath.relpath(n, parent), rel))
+        else:
+            names = by_dir.get(posixpath.join(parent, folder) if folder else parent, [])
+            found.update(n for n in names if n != name and fnmatch.fnmatch(posixpath.basename(n), glob))
+    return sorted(found)
+
+
+def _join_owned(sizes: dict[str, int], comps: dict[str, list[str]]) -> None:
+    """Files that name their session inside (Claude Code 2.0.x ``agent-*.jsonl``, ``Adapter.owned``)
+    join that session, as local discovery joins them.  Only a local file can be asked, so a URL
+    listing keeps them as inputs of their own (their rows then count once, as a duplicate)."""
+    owners = [cls for cls in available().values() if cls.owned]
+    for f in sorted(sizes):
+        if is_url(f):
+            continue
+        base = posixpath.basename(f)
+        for cls in owners:
+            if not any(fnmatch.fnmatch(base, pat) for pat in cls.owned):
+                continue
+            owner = cls.owner_of(Path(f))
+            session = posixpath.join(posixpath.dirname(f), f"{owner}.jsonl") if owner else None
+            if session is not None and session != f and session in comps and f not in comps[session]:
+                comps[session].append(f)
+            break
+
+
+def _group(sizes: dict[str, int], protocol: str | None, name: Callable[[str], str]) -> list[ListedInput]:
+    """Listed files as inputs: each file that is no other file's companion, with its companions."""
+    patterns = sorted({p for cls in available().values() for p in cls.companions})
+    by_dir: dict[str, list[str]] = {}
+    for f in sorted(sizes):
+        by_dir.setdefault(posixpath.dirname(f), []).append(f)
+    comps = {f: _companions(f, by_dir, patterns) for f in sorted(sizes)}
+    _join_owned(sizes, comps)
+    taken = {c for cs in comps.values() for c in cs}
+    return [
+        ListedInput(name(f), tuple(name(c) for c in comps[f]), protocol, sizes[f] + sum(sizes[c] for c in comps[f]))
+        for f in sorted(sizes)
+        if f not in taken
+    ]
+
+
+def list_inputs(source: str | Path, *, protocol: str | None = None) -> list[ListedInput]:
+    """The session inputs at a path or URL: the file itself, or every ``*.jsonl`` below the folder."""
+    if not is_url(source):
+        root = Path(source)
+        if root.is_dir():
+            files = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
+            return _group({p.as_posix(): p.stat().st_size for p in files}, protocol, str)
+        if root.is_file():  # a named session file: its companions beside it come along
+            stem = root.name[: -len(".jsonl")] if root.name.endswith(".jsonl") else root.stem
+            beside = {
+                c
+                for cls in available().values()
+                for pat in cls.companions
+                for c in root.parent.glob(pat.format(stem=stem))
+            }
+            files = [root, *sorted(c for c in beside if c.is_file())]
+            return _group({p.as_posix(): p.stat().st_size for p in files}, protocol, str)
+        raise UsageError(f"{root}: no such file or directory")
+    url = str(source)
+    fsspec = _import_fsspec()
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as exc:  # no file system for the scheme, or its package missing
+        raise UsageError(f"{url}: {exc}") from None
+    if fs.isdir(path):
+        listing = fs.find(path, detail=True)
+        sizes = {
+            f: int(info.get("size") or 0)
+            for f, info in listing.items()
+            if f.endswith(".jsonl") and info.get("type") == "file"
+        }
+    elif fs.isfile(path):
+        sizes = {path: int(fs.size(path) or 0)}
+    else:
+        raise UsageError(f"{url}: no such file or folder")
+    return _group(sizes, protocol, fs.unstrip_protocol)
+
+
+def _open(name: str, base: str) -> Any:
+    if is_url(name):
+        return _import_fsspec().open(name, "rb")
+    return open(os.path.join(base, name), "rb")
+
+
+def listed_events(spec: ListedInput, base: str = "") -> Iterator[_Core | StreamHeader]:
+    """The normalized events of a listed input, streamed from its file system (on a worker).
+
+    A relative path is taken from ``base`` (the client's working directory).
+    """
+    with _open(spec.main, base) as f:
+        head = f.readline(1 << 16)
+    if is_normalized_head(head):
+        with _open(spec.main, base) as f:
+            yield from decode_lines(f, spec.main)
+        return
+
+    def records() -> Iterator[Any]:
+        for name in (spec.main, *spec.companions):
+            with _open(name, base) as f:
+                yield from iter_records(f)
+
+    yield from events(records(), protocol=spec.protocol, clock=unknown_clock)

@@ -1,0 +1,373 @@
+"""``export --dask``: a real scheduler and two workers on 127.0.0.1 give the local export's dataset, row for row."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import ADAPTERS, GOLDEN
+from normalize.analytics import (
+    EVENT_COLUMNS,
+    TABLES,
+    ExportReport,
+    InputSpec,
+    arrow_schema,
+    discover,
+    event_batch,
+    export,
+    read_input,
+    record_batches,
+    session_events,
+)
+
+distributed = pytest.importorskip("distributed")
+pa = pytest.importorskip("pyarrow")
+pytest.importorskip("duckdb")
+
+import pyarrow.dataset as pads  # type: ignore[import-untyped, unused-ignore]  # noqa: E402
+
+from normalize.analytics import _dask  # noqa: E402
+from normalize.analytics._dask import Task, plan  # noqa: E402
+from normalize.analytics._listing import ListedInput, list_inputs  # noqa: E402
+from normalize.analytics._load import rows_of  # noqa: E402
+
+#: Small tasks, so that the kits make dozens of them and both workers get some.
+TASK_BYTES = 256 << 10
+
+
+def _rows(root: Path, table: str) -> list[dict[str, Any]]:
+    """Every row of a table of a dataset, partition columns included, in a canonical order."""
+    folder = root / table
+    if not folder.is_dir():
+        return []
+    t = pads.dataset(str(folder), format="parquet", partitioning="hive").to_table()
+    return sorted(t.to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def _same_report(report: ExportReport, want: dict[str, Any], name: Any = str) -> None:
+    """The counts of the local export, and the same inputs reported (the wording is the worker's)."""
+    got = report.as_json()
+    assert {k: got[k] for k in ("added", "replaced", "skipped", "sessions")} == {
+        k: want[k] for k in ("added", "replaced", "skipped", "sessions")
+    }
+    assert [p.split(": ")[0] for p in got["problems"]] == [name(p.split(": ")[0]) for p in want["problems"]]
+
+
+def _same_dataset(got: Path, want: Path) -> None:
+    for table in TABLES:
+        a, b = _rows(got, table), _rows(want, table)
+        assert len(a) == len(b), table
+        assert a == b, table
+    assert not (got / "_staging").exists()
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The kits exported on this machine, in one process: the dataset every cluster run must give."""
+    out = tmp_path_factory.mktemp("local") / "dataset"
+    report = export([ADAPTERS], out, jobs=1)
+    assert report.result.added > 50
+    return out, report.as_json()
+
+
+class Cluster:
+    """``dask scheduler`` and ``dask worker`` processes on 127.0.0.1 (no nanny: a killed worker stays dead)."""
+
+    def __init__(self, folder: Path, workers: int) -> None:
+        self.folder = folder
+        self.file = folder / "scheduler.json"
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.log = (folder / "cluster.log").open("wb")
+        common = ["--no-dashboard", "--host", "127.0.0.1"]
+        self._start(["scheduler", "--scheduler-file", str(self.file), "--port", "0", *common])
+        for _ in range(100):
+            if self.file.exists() and self.file.stat().st_size:
+                break
+            time.sleep(0.1)
+        for _ in range(workers):
+            self.add_worker()
+        self.address = json.loads(self.file.read_text())["address"]
+        assert self.address.startswith("tcp://127.0.0.1:")
+
+    def add_worker(self) -> None:
+        name = f"w{len(self.procs)}"
+        worker = ["worker", "--scheduler-file", str(self.file), "--nthreads", "1", "--no-nanny", "--name", name]
+        self._start([*worker, "--no-dashboard", "--host", "127.0.0.1", "--local-directory", str(self.folder / name)])
+
+    def _start(self, args: list[str]) -> None:
+        # the workers import normalize from this tree, as a user's cluster imports the installed package
+        self.procs.append(subprocess.Popen([sys.executable, "-m", "dask", *args], stdout=self.log, stderr=self.log))
+
+    def client(self, workers: int) -> Any:
+        client = distributed.Client(self.address, timeout="30s")
+        client.wait_for_workers(workers, timeout=60)
+        return client
+
+    def stop(self) -> None:
+        # nothing to save in the workers: killed at once, then the scheduler
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(tmp_path_factory.mktemp("cluster"), 2)
+    try:
+        c.client(2).close()
+        yield c
+    finally:
+        c.stop()
+
+
+def _normalize(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "normalize", *args], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_the_cli_on_a_scheduler_with_two_workers_gives_the_local_dataset(
+    cluster: Cluster, local: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    want, counts = local
+    out = tmp_path / "dataset"
+    args = ["export", str(ADAPTERS), "--parquet", str(out), "--dask", cluster.address, "--task-mb", "0.25"]
+    run = _normalize(*args)
+    assert run.returncode == 1, run.stderr  # the kits hold one empty capture, reported as the local export does
+    assert f"{counts['added']} added, 0 replaced, {counts['skipped']} already there" in run.stderr
+    assert run.stderr.count("normalize: skipped:") == len(counts["problems"])
+    _same_dataset(out, want)
+
+
+def test_from_python_the_tasks_are_spread_over_both_workers(
+    cluster: Cluster, local: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    want, counts = local
+    with cluster.client(2) as client:
+        with distributed.get_task_stream(client) as stream:
+            report = export([ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
+        workers = {t["worker"] for t in stream.data if str(t["key"]).startswith("normalize-export-")}
+        assert len(workers) == 2
+        assert report.tasks > 10
+        _same_report(report, counts)
+        _same_dataset(tmp_path / "dataset", want)
+        # incremental: a second run adds nothing and rewrites nothing
+        files = {p: p.stat().st_mtime_ns for p in (tmp_path / "dataset").rglob("*.parquet")}
+        again = export([ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
+        assert again.result.as_json() == {"added": 0, "replaced": 0, "skipped": counts["added"] + counts["skipped"]}
+        assert {p: p.stat().st_mtime_ns for p in (tmp_path / "dataset").rglob("*.parquet")} == files
+        _same_dataset(tmp_path / "dataset", want)
+
+
+def test_inputs_named_by_url_are_listed_by_the_client_and_read_by_the_workers(
+    cluster: Cluster, local: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """``file://`` goes through fsspec as ``s3://`` would: the same rows, ``source`` the URL."""
+    want, counts = local
+    with cluster.client(2) as client:
+        report = export([ADAPTERS.as_uri()], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
+    _same_report(report, counts, name=lambda p: Path(p).as_uri())
+    for table in TABLES:
+        got = _rows(tmp_path / "dataset", table)
+        expected = _rows(want, table)
+        if table == "sessions":
+            expected = sorted(
+                ({**r, "source": Path(r["source"]).as_uri()} for r in expected),
+                key=lambda r: json.dumps(r, sort_keys=True, default=str),
+            )
+        assert got == expected, table
+
+
+def test_listing_joins_companions_as_local_discovery_does() -> None:
+    """The client groups a Claude transcript with its sub-agent files from the names alone, paths or URLs."""
+    kit = ADAPTERS / "claude-transcript" / "captures" / "claude-code-2.1.332"  # subagents/ folders: named by path
+    local = [s for s in discover([kit]) if isinstance(s, InputSpec)]
+    want = sorted((s.main, s.companions) for s in local)
+    assert any(c for _, c in want)
+    assert sorted((r.main, r.companions) for r in list_inputs(kit)) == want
+    as_url = sorted((r.main, r.companions) for r in list_inputs(kit.as_uri()))
+    assert as_url == sorted((Path(m).as_uri(), tuple(Path(c).as_uri() for c in cs)) for m, cs in want)
+    sizes = {s.main: sum(Path(p).stat().st_size for p in [s.main, *s.companions]) for s in local}
+    assert {r.main: r.size for r in list_inputs(kit)} == sizes
+    # a session file named alone brings its companions, as discover does
+    main, comps = next((m, c) for m, c in want if c)
+    assert [(r.main, r.companions) for r in list_inputs(Path(main))] == [(main, comps)]
+
+
+def test_a_local_listing_joins_the_files_that_name_their_session_inside() -> None:
+    """Claude Code 2.0.x writes agent-*.jsonl beside the session, naming it only inside: read for local paths."""
+    kit = ADAPTERS / "claude-transcript" / "captures" / "claude-code-2.0.76"
+    want = sorted((s.main, s.companions) for s in discover([kit]) if isinstance(s, InputSpec))
+    assert any(any("agent-" in c for c in cs) for _, cs in want)
+    assert sorted((r.main, r.companions) for r in list_inputs(kit)) == want
+
+
+def test_a_richer_input_replaces_a_stored_session_as_locally(cluster: Cluster, tmp_path: Path) -> None:
+    """The live stream of a Claude session exported first, its fuller transcript later: replaced, all tables."""
+    live = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.332" / "28-resume-pre.jsonl"
+    stored = ADAPTERS / "claude-transcript" / "captures" / "claude-code-2.1.332" / "28-resume"
+    other = live.with_name("01-print-text.jsonl")  # stored in the same files as the live one
+    assert live.is_file() and stored.is_dir() and other.is_file()
+    export([live, other], tmp_path / "local", jobs=1)
+    local = export([stored], tmp_path / "local", jobs=1)
+    with cluster.client(2) as client:
+        export([live, other], tmp_path / "dask", client=client)
+        report = export([stored], tmp_path / "dask", client=client)
+    assert report.result.as_json() == local.result.as_json() == {"added": 0, "replaced": 1, "skipped": 0}
+    _same_dataset(tmp_path / "dask", tmp_path / "local")
+    assert len(_rows(tmp_path / "dask", "sessions")) == 2
+
+
+def test_a_worker_killed_mid_run_loses_and_duplicates_no_row(
+    cluster: Cluster, local: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    want, counts = local
+    killed: list[tuple[int, int]] = []
+    in_hand: list[str] = []  # the tasks the killed worker was running
+    try:
+        with cluster.client(2) as client:
+            pids = client.run(os.getpid)
+
+            def kill_one(done: int, total: int) -> None:
+                if killed:
+                    return
+                busy = [(w, keys) for w, keys in client.processing().items() if keys]
+                if not busy:  # between two tasks: the next progress call tries again
+                    return
+                worker, keys = busy[0]
+                os.kill(pids[worker], signal.SIGKILL)
+                killed.append((done, total))
+                in_hand.extend(str(k) for k in keys)
+
+            with distributed.get_task_stream(client) as stream:
+                report = export(
+                    [ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES, progress=kill_one
+                )
+            survivors = set(client.scheduler_info()["workers"])
+    finally:
+        cluster.add_worker()  # two again, for the tests after this one
+    assert killed and killed[0][0] < killed[0][1]
+    assert len(survivors) == 1
+    # what the killed worker had in hand was done again by the other one
+    redone = {str(t["key"]) for t in stream.data if t["worker"] in survivors}
+    assert in_hand and set(in_hand) <= redone
+    _same_report(report, counts)
+    _same_dataset(tmp_path / "dataset", want)
+
+
+def test_a_file_that_fails_twice_is_reported_and_the_others_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task of several inputs that fails twice is split; the input that fails twice alone is named."""
+    kit = ADAPTERS / "hm-json"
+    bad = kit / "captures" / "hm-handwritten" / "01_plain_answer.jsonl"
+    assert bad.is_file()
+    want = export([kit], tmp_path / "local", jobs=1)
+    calls: list[str] = []
+
+    def flaky(stream: Any, source: str) -> Any:
+        if source == str(bad):
+            calls.append(source)
+            raise RuntimeError("the converter crashed")
+        return rows_of(stream, source)
+
+    # workers in this process (threads), so that they run the patched converter
+    monkeypatch.setattr(_dask, "rows_of", flaky)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0"
+        ) as lc,
+        distributed.Client(lc) as client,
+    ):
+        report = export([kit], tmp_path / "dataset", client=client, task_bytes=1 << 20)
+    assert len(calls) == 4  # twice in its task, twice alone
+    assert report.split == 1
+    failed = [p for p in report.problems if "failed twice on the cluster" in p]
+    assert failed == [f"{bad}: failed twice on the cluster (RuntimeError: the converter crashed)"]
+    # every other session is there, as in the local export of the kit, and only the bad file's are missing
+    lost = {s.key for s in read_input(InputSpec("native", str(bad), "hm-json"))}
+    got = _rows(tmp_path / "dataset", "sessions")
+    expected = [r for r in _rows(tmp_path / "local", "sessions") if r["root_key"] not in lost]
+    assert lost and got == expected
+    assert report.result.added == want.result.added - len(lost)
+
+
+def test_tasks_are_grouped_by_size_largest_first() -> None:
+    sizes = [5, 100, 30, 30, 1, 250, 60, 20]
+    specs = [ListedInput(f"f{i}.jsonl", size=size) for i, size in enumerate(sizes)]
+    tasks = plan(specs, sizes, 100)
+    assert sorted(s.main for t in tasks for s in t.specs) == sorted(s.main for s in specs)
+    assert [t.index for t in tasks] == list(range(len(tasks)))
+    assert [t.size for t in tasks] == sorted((t.size for t in tasks), reverse=True)
+    assert tasks[0] == Task(0, (specs[5],), 250)  # the huge one alone, first
+    assert all(t.size <= 100 or len(t.specs) == 1 for t in tasks)
+    assert len(tasks) == 4  # 250 | 100 | 60+30 | 30+20+5+1
+
+
+def _native_kit_files() -> list[Path]:
+    files = [
+        next((ADAPTERS / protocol / "captures").rglob("*.jsonl"))
+        for protocol in ("hm-json", "codex-rollout", "acp", "claude-stream-json")
+    ]
+    return [*files, next((GOLDEN / "hm-json").rglob("*.jsonl"))]
+
+
+def test_the_pure_functions_on_file_bytes_give_the_export_rows() -> None:
+    """What a Spark ``mapInArrow`` over ``binaryFile`` computes: bytes in, the export's rows out, per table."""
+    for path in _native_kit_files():
+        spec = InputSpec("normalized" if path.is_relative_to(GOLDEN) else "native", str(path))
+        want = read_input(spec)
+        batches = record_batches(session_events(path.read_bytes(), name=str(path)), source=str(path))
+        assert set(batches) == set(TABLES)
+        for table, batch in batches.items():
+            assert batch.schema == arrow_schema(table)
+            assert (
+                batch.to_pylist()
+                == pa.Table.from_batches([record_batches(session_events(spec), source=str(path))[table]]).to_pylist()
+            )
+        assert batches["sessions"].num_rows == sum(len(s.tables["sessions"]) for s in want) > 0
+        assert batches["events"].num_rows == sum(len(s.tables["events"]) for s in want)
+
+
+def test_local_n_starts_its_own_cluster(tmp_path: Path) -> None:
+    kit = ADAPTERS / "codex-rollout"
+    want = export([kit], tmp_path / "local", jobs=1)
+    run = _normalize("export", str(kit), "--parquet", str(tmp_path / "dask"), "--dask", "local[1]", "--task-mb", "0.1")
+    assert run.returncode == 0, run.stderr
+    assert f"{want.result.added} added, 0 replaced, {want.result.skipped} already there" in run.stderr
+    _same_dataset(tmp_path / "dask", tmp_path / "local")
+
+
+def test_event_batch_keeps_each_event_whole() -> None:
+    path = ADAPTERS / "hm-json" / "captures" / "hm-handwritten" / "01_plain_answer.jsonl"
+    lines = {line.strip() for line in path.read_bytes().splitlines() if line.strip()}
+    batch = event_batch(session_events(path.read_bytes()))
+    assert batch.schema.names == list(EVENT_COLUMNS)
+    rows = batch.to_pylist()
+    table = record_batches(session_events(path.read_bytes()), source=str(path))["events"].to_pylist()
+    assert [(r["seq"], r["ts"], r["kind"], r["method"]) for r in rows] == [
+        (r["seq"], r["ts"], r["kind"], r["method"]) for r in table
+    ]
+    for r in rows:
+        assert json.loads(r["body"])["kind"] == r["kind"]
+        assert r["native"] in lines  # the native line, byte for byte
+    assert {r["kind"] for r in rows} > {"turn-start", "turn-complete"}
+
+
+def test_dask_refuses_duckdb_and_jobs(tmp_path: Path) -> None:
+    base = ["export", str(ADAPTERS / "hm-json"), "--dask", "local[1]"]
+    duck = _normalize(*base, "--duckdb", str(tmp_path / "x.duckdb"))
+    assert duck.returncode == 2 and "--dask writes a Parquet dataset" in duck.stderr
+    jobs = _normalize(*base, "--parquet", str(tmp_path / "d"), "-j", "2")
+    assert jobs.returncode == 2 and "--jobs is for one machine" in jobs.stderr
