@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -175,7 +176,8 @@ class Session:
         self._turns = 0
         self._turn_id: str | None = None
         self._state: SessionState = "starting"
-        self._pending: dict[str, None] = {}  # open requests, oldest first (at most MAX_PENDING)
+        # open requests, oldest first (at most MAX_PENDING; the oldest is dropped in constant time)
+        self._pending: OrderedDict[str, None] = OrderedDict()
         self._created = False
         self._closed = False
         self._failed = False
@@ -428,7 +430,7 @@ class Session:
         elif role == _ASK:
             self._pending[cast(PermissionRequest | UserQuestion, body).request_id] = None
             if len(self._pending) > MAX_PENDING:  # the oldest was never answered: stop waiting for it
-                del self._pending[next(iter(self._pending))]
+                self._pending.popitem(last=False)
             self._set_state(out, "waiting")
         else:  # _RESOLVED
             self._pending.pop(cast(RequestResolved, body).request_id, None)
