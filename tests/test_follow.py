@@ -165,6 +165,9 @@ def test_cli_follow_of_a_fifo_stops_on_a_signal_or_the_idle_timeout(tmp_path: Pa
                 proc.send_signal(getattr(signal, how))
         try:
             out, err = proc.communicate(timeout=30)  # without the fix: blocked in a read, deaf to all of it
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
         finally:
             if how != "idle-timeout, no writer yet":
                 os.close(writer)
