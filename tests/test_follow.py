@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -156,20 +157,21 @@ def test_cli_follow_of_a_fifo_stops_on_a_signal_or_the_idle_timeout(tmp_path: Pa
     idle = ["--idle-timeout", "1"] if how.startswith("idle") else []
     cmd = [*NORMALIZE, "convert", "--follow", "--protocol", "claude-transcript", *idle, str(fifo)]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
-        if how != "idle-timeout, no writer yet":
-            writer = os.open(fifo, os.O_WRONLY)  # waits for the reader to open it
-            os.write(writer, capture.read_bytes().splitlines(keepends=True)[0])
-            assert proc.stdout is not None
-            assert json.loads(proc.stdout.readline())["type"] == "stream.header"  # read while the writer is open
-            if how.startswith("SIG"):
-                proc.send_signal(getattr(signal, how))
+        timer = threading.Timer(40, proc.kill)  # without the fix: blocked in a read, deaf to all of it
+        timer.start()
+        writer = -1
         try:
-            out, err = proc.communicate(timeout=30)  # without the fix: blocked in a read, deaf to all of it
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
-        finally:
             if how != "idle-timeout, no writer yet":
+                writer = os.open(fifo, os.O_WRONLY)  # waits for the reader to open it
+                os.write(writer, capture.read_bytes())
+                assert proc.stdout is not None
+                assert json.loads(proc.stdout.readline())["type"] == "stream.header"  # read, the writer still there
+                if how.startswith("SIG"):
+                    proc.send_signal(getattr(signal, how))
+            out, err = proc.communicate()
+        finally:
+            timer.cancel()
+            if writer >= 0:
                 os.close(writer)
     assert (proc.returncode, err) == (0, b"")
     if how == "idle-timeout, no writer yet":
