@@ -520,3 +520,24 @@ def test_cli_tap_ends_when_the_agent_exits_though_a_grandchild_holds_its_stdout(
             os.kill(int(pid_file.read_text()), signal.SIGKILL)
     assert (done.returncode, done.stdout) == (0, b'{"last":1}\n')  # what the agent wrote before exiting
     assert [_tap_parts(x) for x in rec.read_bytes().splitlines()] == [("agent", b'{"last":1}')]
+
+
+def test_the_events_spool_keeps_order_through_memory_and_disk_while_nobody_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from normalize import _cli_live
+
+    monkeypatch.setattr(_cli_live, "SPOOL_MEMORY", 1000)  # the disk takes over early
+    r, w = os.pipe()
+    with os.fdopen(w, "wb") as target, os.fdopen(r, "rb") as reader:
+        spool = _cli_live._Spool(target)
+        chunks = [b"%06d " % i * (1 + i % 50) + b"\n" for i in range(5000)]  # far more than the pipe holds
+        for chunk in chunks:
+            spool.write(chunk)  # never waits, though nothing reads yet
+        got: list[bytes] = []
+        thread = threading.Thread(target=lambda: got.append(reader.read()))
+        thread.start()
+        assert spool.close() is None
+        target.close()
+        thread.join(timeout=60)
+    assert got == [b"".join(chunks)]
