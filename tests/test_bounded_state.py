@@ -120,8 +120,8 @@ def test_a_flood_of_unfinished_calls_keeps_memory_flat(protocol: str, monkeypatc
     assert grown < SLACK, f"{protocol}: RSS grew {grown} bytes over {n - CHECKPOINT} more open calls"
     # every call beyond the limit pushed an older one out, and said so
     assert warnings == n - _limits.OPEN_CALLS
-    # the calls still remembered are the newest ones, each reported at close
-    assert _warnings(adapter.close()) == _limits.OPEN_CALLS
+    # the adapter leaves the calls still open to the core, which settles them at close
+    assert _warnings(adapter.close()) == 0
 
 
 @pytest.mark.parametrize("protocol", sorted(OPEN_CALL))
@@ -138,9 +138,9 @@ def test_an_evicted_call_is_named_in_a_synthesized_warning(protocol: str, monkey
         assert body.source == "normalize"
         assert event.native.protocol == "core"
         assert body.message.startswith(f"{EVICTED[protocol]}{n} forgotten: more than 3 open at once")
-    # the three newest are still open, and reported as such at close
-    never = [e for e in events if isinstance(e.body, WarningBody) and "forgotten" not in e.body.message]
-    assert len(never) == 3
+    # the core keeps its own table of open calls (bounded apart): all five are settled at close
+    never = [e for e in events if isinstance(e.body, WarningBody) and "never finished" in e.body.message]
+    assert len(never) == 5
 
 
 def test_bounded_table_keeps_the_newest_and_queues_what_it_evicts() -> None:
@@ -170,32 +170,6 @@ def test_recent_ids_forget_the_oldest_silently() -> None:
     seen.discard("b")
     seen.discard("zz")
     assert list(seen) == ["c"]
-
-
-# ------------------------------------------------------------ one start, one end per call
-
-
-def _call(phase: str, call_id: str = "c1") -> normalize.ToolCall:
-    return normalize.ToolCall(call_id=call_id, tool="Bash", phase=phase)  # type: ignore[arg-type]
-
-
-def test_a_call_starts_once_and_ends_once_whatever_the_input_repeats() -> None:
-    ledger = _limits.CallLedger()
-    assert ledger.check([_call("started")]) == [_call("started")]
-    (again,) = ledger.check([_call("started")])
-    assert isinstance(again, normalize.Problem)
-    assert isinstance(again.error, normalize.ProtocolViolation)
-    assert again.error.message == "tool call c1 already started; a second start is not reported"
-    assert ledger.check([_call("updated"), _call("completed")]) == [_call("updated"), _call("completed")]
-    # ACP agents patch a finished call: an update is kept; a second end is not
-    sub = normalize.Emit(body=_call("failed"), subagent_id="agent-1")
-    kept, refused = ledger.check([_call("updated"), sub])
-    assert kept == _call("updated")
-    assert isinstance(refused, normalize.Problem)
-    assert refused.subagent_id == "agent-1"
-    assert "already finished; a later failed phase" in refused.error.message
-    # an end whose start was never written is believed
-    assert ledger.check([_call("completed", "c2")]) == [_call("completed", "c2")]
 
 
 def test_a_duplicated_line_is_an_error_event_by_default_and_raises_in_strict_mode() -> None:
@@ -276,7 +250,9 @@ def test_an_edge_case_never_raises_and_reports_what_it_breaks(capture: Path) -> 
     protocol = capture.parents[2].name  # adapters/<protocol>/captures/edge-cases/<case>
     out = list(normalize.events(normalize.read_records([capture]), protocol=protocol, clock=lambda: 0.0))
     events = [e.event for e in out if isinstance(e, SessionEvent)]
-    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    for sid in {e.session_id for e in events}:  # each session has its own seq from 1
+        seqs = [e.seq for e in events if e.session_id == sid]
+        assert seqs == list(range(1, len(seqs) + 1))
     errors = [e.body.error_type for e in events if isinstance(e.body, normalize.Error)]
     name = capture.name.split(".")[0]
     if name in EXPECTED_ERROR:

@@ -135,3 +135,462 @@ def test_convert_redact_scrubs_secrets_and_says_what(capsys: pytest.CaptureFixtu
     assert secret not in out
     assert out.count("[REDACTED:anthropic-key]") == planted
     assert f"redacted {planted} anthropic-key" in err
+
+
+# ------------------------------------------------------------ files and folders (docs/reliability.md)
+
+CODEX_EXEC = ROOT / "adapters" / "codex-exec-json" / "captures" / "codex-0.171.0" / "shell_command.jsonl"
+
+
+def outputs(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def headers(text: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in text.splitlines() if '"stream.header"' in line]
+
+
+def test_convert_a_folder_gives_every_session_its_own_output(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    src = tmp_path / "in"
+    for rel in ("projA/session.jsonl", "projB/session.jsonl", "projB/session.tap.jsonl"):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_bytes(SAMPLE.read_bytes())
+    out = tmp_path / "out"
+    code, _, err = run(capsys, "convert", str(src), "-o", f"{out}/")
+    assert code == 0
+    assert outputs(out) == [
+        "projA/session.normalized.jsonl",
+        "projB/session.normalized.jsonl",
+        "projB/session~2.normalized.jsonl",
+    ]
+    assert "projB/session.tap.jsonl" in err and "is taken in this run" in err  # never silent
+    assert "3 session(s) converted" in err
+    for f in out.rglob("*.jsonl"):
+        assert headers(f.read_text())[0]["input"] in {
+            str(src / r) for r in ("projA/session.jsonl", "projB/session.jsonl", "projB/session.tap.jsonl")
+        }
+
+
+def test_output_names_differing_only_in_case_do_not_collide(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "Run.jsonl").write_bytes(SAMPLE.read_bytes())
+    (src / "run.jsonl").write_bytes(SAMPLE.read_bytes())
+    out = tmp_path / "out"
+    code, _, err = run(capsys, "convert", str(src), "-o", f"{out}/")
+    assert code == 0
+    names = outputs(out)
+    assert len({n.casefold() for n in names}) == 2, names  # distinct on a case-insensitive file system too
+    assert "is taken in this run" in err
+
+
+def test_convert_never_writes_over_its_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    f = tmp_path / "x.jsonl"
+    f.write_bytes(SAMPLE.read_bytes())
+    code, _, err = run(capsys, "convert", str(f), "-o", str(f))
+    assert code == 2 and "will not write over an input" in err
+    assert f.read_bytes() == SAMPLE.read_bytes()
+    # a folder converted into itself, holding a native file with an output's name
+    same = tmp_path / "same"
+    same.mkdir()
+    (same / "a.jsonl").write_bytes(SAMPLE.read_bytes())
+    native = same / "a.normalized.jsonl"
+    native.write_bytes(CODEX_EXEC.read_bytes())
+    code, _, err = run(capsys, "convert", str(same), "-o", f"{same}/")
+    assert native.read_bytes() == CODEX_EXEC.read_bytes()
+    assert code == 1 and f"{native} is one of the inputs" in err
+
+
+def test_convert_into_the_input_folder_twice_reads_no_output_as_a_session(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "f"
+    folder.mkdir()
+    (folder / "a.jsonl").write_bytes(SAMPLE.read_bytes())
+    (folder / "b.jsonl").write_bytes(CODEX_EXEC.read_bytes())
+    assert run(capsys, "convert", str(folder), "-o", f"{folder}/")[0] == 0
+    first = outputs(folder)
+    code, _, err = run(capsys, "convert", str(folder), "-o", f"{folder}/")
+    assert code == 0, err
+    assert outputs(folder) == first == ["a.jsonl", "a.normalized.jsonl", "b.jsonl", "b.normalized.jsonl"]
+    assert "2 session(s) converted" in err and "2 normalized stream(s) left as they are" in err
+    # detect says what they are, and is not failed by them
+    code, out, err = run(capsys, "detect", str(folder))
+    assert code == 0
+    assert out.split() == [str(folder / "a.jsonl"), "hm-json", str(folder / "b.jsonl"), "codex-exec-json"]
+    assert "normalize's own output" in err
+
+
+def test_a_forced_protocol_does_not_read_normalize_output_as_a_session(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "events.jsonl"
+    assert run(capsys, "convert", str(SAMPLE), "-o", str(out))[0] == 0
+    code, stdout, err = run(capsys, "convert", "-p", "claude-transcript", str(out))
+    assert code == 1 and stdout == ""
+    assert "normalize's own output" in err
+
+
+def test_an_output_name_too_long_for_the_file_system_is_shortened(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    long_a = "a" * 243 + ".jsonl"  # 249 characters: with .normalized.jsonl it is past 255 bytes
+    long_b = "a" * 242 + "b.jsonl"
+    (src / long_a).write_bytes(SAMPLE.read_bytes())
+    (src / long_b).write_bytes(SAMPLE.read_bytes())
+    (src / "short.jsonl").write_bytes(SAMPLE.read_bytes())
+    out = tmp_path / "out"
+    code, _, err = run(capsys, "convert", str(src), "-o", f"{out}/")
+    assert code == 0, err
+    names = outputs(out)
+    assert len(names) == 3 and "short.normalized.jsonl" in names
+    assert all(len(n.encode()) <= 255 and n.endswith(".normalized.jsonl") for n in names)
+    assert "too long for the file system" in err
+
+
+def _failing_open(monkeypatch: pytest.MonkeyPatch, victim: Path, *, after_opens: int) -> None:
+    """``victim`` opens ``after_opens`` times, then every read of it fails with EIO."""
+    import errno
+
+    real_open = Path.open
+    opened = {"n": 0}
+
+    class Broken:
+        def __init__(self, f: object) -> None:
+            self.f = f
+
+        def __enter__(self) -> Broken:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.f.close()  # type: ignore[attr-defined]
+
+        def read(self, n: int = -1) -> bytes:
+            raise OSError(errno.EIO, "Input/output error")
+
+        readline = read
+
+        def close(self) -> None:
+            self.f.close()  # type: ignore[attr-defined]
+
+    def fake_open(self: Path, *args: object, **kw: object) -> object:
+        f = real_open(self, *args, **kw)  # type: ignore[call-overload]
+        if self == victim:
+            opened["n"] += 1
+            if opened["n"] > after_opens:
+                return Broken(f)
+        return f
+
+    monkeypatch.setattr(Path, "open", fake_open)
+
+
+@pytest.mark.parametrize("after_opens", [0, 1], ids=["detecting", "converting"])
+def test_one_unreadable_file_does_not_stop_a_folder(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after_opens: int
+) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    for name in ("a.jsonl", "b.jsonl", "c.jsonl"):
+        (src / name).write_bytes(SAMPLE.read_bytes())
+    _failing_open(monkeypatch, src / "b.jsonl", after_opens=after_opens)
+    out = tmp_path / "out"
+    code, _, err = run(capsys, "convert", str(src), "-o", f"{out}/")
+    assert code == 1
+    assert f"{src / 'b.jsonl'}: Input/output error" in err
+    assert "2 session(s) converted" in err and "1 could not be read or written" in err
+    assert {"a.normalized.jsonl", "c.normalized.jsonl"} <= set(outputs(out))
+
+
+def test_detect_and_doctor_go_on_past_an_unreadable_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.jsonl").write_bytes(SAMPLE.read_bytes())
+    (src / "b.jsonl").write_bytes(SAMPLE.read_bytes())
+    _failing_open(monkeypatch, src / "a.jsonl", after_opens=0)
+    code, out, err = run(capsys, "detect", str(src))
+    assert code == 1
+    assert out.split() == [str(src / "b.jsonl"), "hm-json"]
+    assert f"{src / 'a.jsonl'}: Input/output error" in err
+    code, out, err = run(capsys, "doctor", str(src))
+    assert code == 0
+    assert "1 session(s)" in out and "could not be read: 1 file(s)" in out and "a.jsonl: Input/output error" in out
+
+
+def test_an_os_error_names_the_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    f = tmp_path / "a.jsonl"
+    f.write_bytes(SAMPLE.read_bytes())
+    _failing_open(monkeypatch, f, after_opens=1)
+    code, _, err = run(capsys, "convert", str(f))
+    assert code == 1
+    assert f"normalize: {f}: Input/output error" in err
+
+
+# ------------------------------------------------------------ several inputs, the rest still processed
+
+
+def test_detect_goes_on_after_a_file_it_cannot_detect(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    settings.write_text('{"theme": "dark"}\n')
+    code, out, err = run(capsys, "detect", str(settings), str(CODEX_EXEC))
+    assert code == 1
+    assert out.split() == [str(CODEX_EXEC), "codex-exec-json"]
+    assert f"{settings}: unknown format" in err
+
+
+def test_convert_bad_then_good_converts_the_good_one(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("this is not a session\n")
+    code, out, err = run(capsys, "convert", str(bad), str(SAMPLE))
+    assert code == 1
+    assert [h["input"] for h in headers(out)] == [str(SAMPLE)]
+    assert f"skipped: {bad}: unknown format" in err
+    assert "1 session(s) converted, 1 file(s) not recognised" in err
+
+
+def test_stats_bad_then_good_counts_the_good_one(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("this is not a session\n")
+    code, out, _ = run(capsys, "stats", "--json", "-j", "1", str(bad), str(SAMPLE))
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["inputs"] == 1 and any(str(bad) in p for p in doc["problems"])
+
+
+def test_stats_goes_on_past_an_unreadable_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("duckdb")
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.jsonl").write_bytes(SAMPLE.read_bytes())
+    (src / "b.jsonl").write_bytes(CODEX_EXEC.read_bytes())
+    _failing_open(monkeypatch, src / "a.jsonl", after_opens=0)
+    code, out, _ = run(capsys, "stats", "--json", "-j", "1", str(src))
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["inputs"] == 1
+    assert any(f"{src / 'a.jsonl'}: Input/output error" in p for p in doc["problems"])
+
+
+def test_stats_bounds_the_lines_of_a_normalized_stream(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("duckdb")
+    from normalize.analytics import _load
+
+    good = tmp_path / "events.jsonl"
+    assert run(capsys, "convert", str(SAMPLE), "-o", str(good))[0] == 0
+    monkeypatch.setattr(_load, "MAX_LINE", 200)  # the 16 MiB bound, scaled down
+    code, out, _ = run(capsys, "stats", "--json", "-j", "1", str(good))
+    assert code == 1
+    assert any("longer than 200 bytes" in p for p in json.loads(out)["problems"])
+
+
+def test_a_forced_protocol_that_recognises_nothing_warns(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "convert", "-p", "claude-transcript", str(SAMPLE))
+    assert code == 0 and out
+    assert f"warning: {SAMPLE}: no message was recognised as claude-transcript" in err
+    code, _, err = run(capsys, "convert", "-p", "hm-json", str(SAMPLE))
+    assert code == 0 and "warning" not in err
+
+
+def test_convert_reads_standard_input(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import types
+
+    monkeypatch.setattr("sys.stdin", types.SimpleNamespace(buffer=io.BytesIO(SAMPLE.read_bytes())))
+    code, out, _ = run(capsys, "convert", "-")
+    assert code == 0
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines[0]["type"] == "stream.header" and lines[0]["input"] == "-" and lines[0]["protocol"] == "hm-json"
+    code, expected, _ = run(capsys, "convert", str(SAMPLE))
+    assert out.splitlines()[1:] == expected.splitlines()[1:]
+    monkeypatch.setattr("sys.stdin", types.SimpleNamespace(buffer=io.BytesIO(b"not a session\n")))
+    code, out, err = run(capsys, "convert", "-")
+    assert (code, out) == (1, "") and "-: unknown format" in err
+
+
+def test_replay_with_an_unknown_protocol_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "replay", "-p", "bogus", "--speed", "0", str(SAMPLE))
+    assert (code, out) == (2, "")
+    assert "no adapter for protocol 'bogus'" in err and "Traceback" not in err
+
+
+def test_replay_of_a_folder_replays_every_session(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / "a.jsonl").write_bytes(SAMPLE.read_bytes())
+    (folder / "b.jsonl").write_bytes(CODEX_EXEC.read_bytes())
+    code, out, err = run(capsys, "replay", "--speed", "0", str(folder))
+    assert code == 0
+    assert [(h["input"], h["protocol"]) for h in headers(out)] == [
+        (str(folder / "a.jsonl"), "hm-json"),
+        (str(folder / "b.jsonl"), "codex-exec-json"),
+    ]
+    created = [json.loads(line) for line in out.splitlines() if '"session.created"' in line]
+    assert len(created) == 2
+    assert "replayed 2 sessions" in err
+
+
+@pytest.mark.parametrize("what", ["folder", "missing"])
+def test_follow_on_a_folder_or_a_missing_file_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, what: str
+) -> None:
+    target = tmp_path if what == "folder" else tmp_path / "missing.jsonl"
+    code, out, err = run(capsys, "convert", "--follow", "--idle-timeout", "0.1", str(target))
+    assert (code, out) == (2, "")
+    assert str(target) in err
+
+
+def test_follow_on_a_file_that_is_not_a_session_says_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    f = tmp_path / "settings.jsonl"
+    f.write_text('{"theme": "dark"}\n')
+    code, out, err = run(capsys, "convert", "--follow", "--idle-timeout", "0.1", "--poll", "0.02", str(f))
+    assert (code, out) == (1, "")
+    assert "unknown format" in err
+
+
+def test_convert_shows_a_progress_bar_on_a_terminal(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for name in ("a.jsonl", "b.jsonl", "c.jsonl"):
+        (src / name).write_bytes(SAMPLE.read_bytes())
+    term = Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    assert main(["convert", str(src), "-o", str(tmp_path / "out") + "/"]) == 0
+    shown = term.getvalue()
+    assert "\rnormalize: converting [" in shown and "3/3" in shown
+    assert shown.rstrip().endswith(f"normalize: 3 session(s) converted into {tmp_path / 'out'}")
+    # not on a terminal: only the summary
+    pipe = io.StringIO()
+    monkeypatch.setattr("sys.stderr", pipe)
+    assert main(["convert", str(src), "-o", str(tmp_path / "out2") + "/"]) == 0
+    assert pipe.getvalue() == f"normalize: 3 session(s) converted into {tmp_path / 'out2'}\n"
+
+
+# ------------------------------------------------------------ validate (for untrusted input)
+
+
+def _events_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, list[str]]:
+    f = tmp_path / "good.jsonl"
+    assert run(capsys, "convert", str(SAMPLE), "-o", str(f))[0] == 0
+    return f, f.read_text().splitlines()
+
+
+def _first_event(lines: list[str]) -> int:
+    return next(n for n, line in enumerate(lines) if '"type":"session.event"' in line)
+
+
+@pytest.mark.parametrize("seq", ["1", True, 1.0], ids=["string", "bool", "float"])
+def test_validate_wants_seq_an_integer(capsys: pytest.CaptureFixture[str], tmp_path: Path, seq: object) -> None:
+    _, lines = _events_file(tmp_path, capsys)
+    i = _first_event(lines)
+    ev = json.loads(lines[i])
+    ev["event"]["seq"] = seq
+    lines[i] = json.dumps(ev)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    code, out, err = run(capsys, "validate", str(bad))
+    assert code == 1
+    assert f"{bad}: line {i + 1}: event.seq: Input should be a valid integer" in out
+    assert "Traceback" not in err
+
+
+def test_validate_reports_deep_nesting_instead_of_raising(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    _, lines = _events_file(tmp_path, capsys)
+    i = _first_event(lines)
+    ev = json.loads(lines[i])
+    deep = "[" * 2000 + "]" * 2000
+    lines[i] = json.dumps(ev).replace('"payload":', f'"payload":{deep},"x":', 1)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    code, out, _ = run(capsys, "validate", str(bad))
+    assert code == 1
+    assert f"line {i + 1}: JSON nested too deeply" in out
+
+
+def test_validate_checks_the_header_after_leading_blank_lines(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _, lines = _events_file(tmp_path, capsys)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n\n" + "\n".join(lines[1:]) + "\n")  # blank lines, then no header
+    code, out, _ = run(capsys, "validate", str(bad))
+    assert code == 1
+    assert f"{bad}: line 3: type: the first line must be the stream.header" in out
+
+
+def test_validate_bounds_the_line_length(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    good, lines = _events_file(tmp_path, capsys)
+    long = max(range(len(lines)), key=lambda n: len(lines[n]))
+    bound = len(lines[long].encode()) - 1  # the 16 MiB default, scaled down to one line of this file
+    code, out, _ = run(capsys, "validate", "--max-line", str(bound), str(good))
+    assert code == 1
+    assert f"line {long + 1}: longer than {bound} bytes" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "empty input: a normalized stream starts with a stream.header line"),
+        (b"{}\n", 'line 1: no "type" member'),
+        (b'{"type": "nope"}\n', "line 1: unknown \"type\" 'nope'"),
+    ],
+    ids=["empty", "no-type", "unknown-type"],
+)
+def test_validate_speaks_of_the_wire_never_of_internal_names(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes, message: str
+) -> None:
+    f = tmp_path / "x.jsonl"
+    f.write_bytes(content)
+    code, out, _ = run(capsys, "validate", str(f))
+    assert code == 1
+    assert message in out
+    assert "tag_" not in out and "discriminator" not in out
+
+
+def test_doctor_goes_on_past_a_file_that_fails_while_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.jsonl").write_bytes(SAMPLE.read_bytes())
+    (src / "b.jsonl").write_bytes(SAMPLE.read_bytes())
+    _failing_open(monkeypatch, src / "a.jsonl", after_opens=1)  # detected, then fails while read
+    code, out, _ = run(capsys, "doctor", str(src))
+    assert code == 0
+    assert "1 session(s)" in out and f"{src / 'a.jsonl'}: Input/output error" in out
+
+
+def test_a_closed_stdout_is_not_reported_as_a_bad_input(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import types
+
+    class Closed(io.BytesIO):
+        def write(self, data: object) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr("sys.stdout", types.SimpleNamespace(buffer=Closed()))
+    code = main(["convert", str(SAMPLE), str(SAMPLE)])
+    _, err = capsys.readouterr()
+    assert code == 0
+    assert "Broken pipe" not in err and "skipped" not in err

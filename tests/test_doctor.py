@@ -217,7 +217,60 @@ def test_over_the_captures_versions_come_from_the_sessions(real: DoctorReport) -
     versions = {(g.agent, g.version) for g in real.groups}
     assert ("claude-code", "2.1.332") in versions
     assert ("codex", "0.169.0") in versions
-    assert ("@agentclientprotocol/codex-acp", "2.6.0") in versions
+    assert ("codex", "via @agentclientprotocol/codex-acp 2.6.0") in versions
     text = format_text(real)
     for g in real.groups:
         assert f"{g.agent} {g.version or 'version unknown'}  (" in text
+
+
+# ------------------------------------------------------------ what a next release will do
+
+
+HM = ADAPTERS / "hm-json" / "captures" / "hm-handwritten" / "01_plain_answer.jsonl"
+
+
+def test_a_new_line_type_and_a_banner_are_drift_not_an_unknown_file(tmp_path: Path) -> None:
+    new = b'{"v":1,"type":"brand_new_notice","session":"20261106-k3j9x2","level":3}'
+    f = with_lines(HM, tmp_path / "s.jsonl", {1: b"hm: checking for updates...", 3: new})
+    report = diagnose([f])
+    assert report.skipped == []
+    g = only_group(report)
+    e = entry(g.untranslated, "brand_new_notice")
+    assert (e.protocol, e.count, e.example.where()) == ("hm-json", 1, f"{f}:3")
+    banner = entry(g.errors, "malformed")
+    assert banner.example.where() == f"{f}:1"
+
+
+def test_normalize_output_among_the_inputs_is_listed_apart_not_read(tmp_path: Path) -> None:
+    import normalize
+    from normalize._codec import encode_header
+
+    (tmp_path / "s.jsonl").write_bytes(HM.read_bytes())
+    events = normalize.events(normalize.read_records([HM]))
+    lines = [encode_header(library_version="1", input=str(HM), protocol="hm-json"), *map(normalize.encode, events)]
+    (tmp_path / "s.normalized.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    report = diagnose([tmp_path])
+    assert only_group(report).sessions == 1
+    assert [(s.path, s.kind) for s in report.skipped] == [(str(tmp_path / "s.normalized.jsonl"), "normalized")]
+    assert "normalize output, not read: 1 file(s)" in format_text(report)
+
+
+def test_doctor_shows_a_progress_bar_over_a_folder_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / name).write_bytes(HM.read_bytes())
+    term = Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    code, out = run_cli(str(tmp_path))
+    assert code == 0 and "2 session(s)" in out
+    assert "\rnormalize: reading [" in term.getvalue() and "2/2" in term.getvalue()
+    assert term.getvalue().endswith("\r\x1b[K")  # erased at the end
+    plain = io.StringIO()
+    monkeypatch.setattr("sys.stderr", plain)
+    run_cli(str(tmp_path))
+    assert plain.getvalue() == ""

@@ -115,3 +115,10 @@ def test_any_chunking_gives_the_same_records(ls: list[bytes], cuts: list[int], c
     whole = norm(parse(data, max_line=64))
     assert norm(parse(data, max_line=64, cuts=[c % (len(data) + 1) for c in cuts])) == whole
     assert norm(parse(data, max_line=64, cuts=list(range(len(data))))) == whole
+
+
+def test_a_cut_last_line_is_kept_whole() -> None:
+    cut = b'{"type":"result","text":"' + b"z" * 5000
+    (rec,) = parse(cut)
+    assert isinstance(rec, LineProblem) and isinstance(rec.error, TruncatedLine)
+    assert rec.error.kept == cut.decode()

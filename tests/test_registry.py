@@ -12,6 +12,7 @@ import pytest
 
 import normalize
 from normalize import _registry
+from normalize._codec import encode_header
 
 THIRD_PARTY = """
 import normalize
@@ -92,3 +93,68 @@ def test_a_deep_message_in_the_sample_does_not_hide_the_protocol() -> None:
     deep = b'{"type":"assistant","message":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     first = b'{"v":1,"type":"session_start","session":"S","time":"2026-01-01T00:00:00Z","root":"/","mode":"auto"}'
     assert normalize.detect_protocol([(first, "agent"), (deep, "agent")]) == "hm-json"
+
+
+# ------------------------------------------------------------ detection tolerates what it does not know
+
+ROOT = Path(__file__).resolve().parent.parent
+HM = ROOT / "adapters" / "hm-json" / "captures" / "hm-handwritten" / "01_plain_answer.jsonl"
+CODEX_EXEC = ROOT / "adapters" / "codex-exec-json" / "captures" / "codex-0.171.0" / "shell_command.jsonl"
+ROLLOUT = ROOT / "adapters" / "codex-rollout" / "captures" / "codex-0.171.0"
+BANNER = b"Loading configuration... done"
+
+
+def _lines(path: Path) -> list[bytes]:
+    return [line for line in path.read_bytes().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize(
+    ("path", "protocol", "unknown"),
+    [
+        (HM, "hm-json", b'{"v":1,"type":"brand_new_notice","session":"20261106-k3j9x2","level":3}'),
+        (CODEX_EXEC, "codex-exec-json", b'{"type":"thread.brand_new","detail":{"level":3}}'),
+    ],
+    ids=["hm-json", "codex-exec-json"],
+)
+def test_a_banner_and_an_unknown_line_type_do_not_hide_the_protocol(
+    path: Path, protocol: str, unknown: bytes, tmp_path: Path
+) -> None:
+    lines = _lines(path)
+    crafted = [BANNER, lines[0], unknown, *lines[1:]]
+    assert normalize.detect_protocol([(x, "agent") for x in crafted[:20]]) == protocol
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(b"\n".join(crafted) + b"\n")
+    (inp,) = normalize.find_inputs([f])
+    assert isinstance(inp, normalize.SessionInput) and inp.protocol == protocol
+    evs = list(normalize.events(normalize.read_records([f])))
+    updates = [e for e in evs if isinstance(e, normalize.SessionUpdate) and e.update.method is not None]
+    assert [bytes(u.update.payload) for u in updates if b"brand_new" in bytes(u.update.payload)] == [unknown]
+    errors = [e for e in evs if isinstance(e, normalize.SessionEvent) and e.event.kind == "error"]
+    assert [e.event.native.payload for e in errors] == [BANNER.decode()]  # the banner is kept, as text
+    assert sum(isinstance(e, normalize.SessionEvent) for e in evs) > 5
+
+
+def test_a_rollout_starting_with_an_unknown_line_type_is_still_a_rollout() -> None:
+    first = sorted(ROLLOUT.glob("exec-*.jsonl"))[0]
+    lines = _lines(first)
+    unknown = b'{"timestamp":"2026-01-01T00:00:00.000Z","type":"brand_new","payload":{"x":1}}'
+    assert normalize.detect_protocol([(x, "agent") for x in [unknown, *lines][:20]]) == "codex-rollout"
+
+
+def test_a_stream_of_lines_nobody_knows_is_still_unknown() -> None:
+    with pytest.raises(normalize.DetectionError, match="unknown format"):
+        normalize.detect_protocol([(b'{"v":1,"type":"nothing_known","session":"s"}', "agent"), (BANNER, "agent")])
+    with pytest.raises(normalize.DetectionError, match="unknown format"):
+        normalize.detect_protocol([(BANNER, "agent")])
+
+
+def test_normalize_output_is_recognised_as_not_a_session(tmp_path: Path) -> None:
+    events = list(normalize.events(normalize.read_records([HM])))
+    header = encode_header(library_version="1", input="x", protocol="hm-json")
+    lines = [header, *(normalize.encode(e) for e in events)]
+    with pytest.raises(normalize.NotASession):
+        normalize.detect_protocol([(x, "agent") for x in lines[:20]])
+    f = tmp_path / "out.jsonl"
+    f.write_bytes(b"\n".join(lines) + b"\n")
+    (found,) = normalize.find_inputs([f])
+    assert isinstance(found, normalize.NotASession) and str(f) in found.message

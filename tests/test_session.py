@@ -301,3 +301,16 @@ def test_bad_input_inside_replayed_history_is_marked_replay() -> None:
     s.adapter.feed = lambda message, from_="agent": [item]  # type: ignore[method-assign]
     (ev,) = evs(s.feed(b'{"x": 1}'))
     assert ev.kind == "error" and ev.origin == "replay"
+
+
+def test_a_bad_line_under_the_bound_is_kept_whole_as_text() -> None:
+    # a 51 KB tool result with one Latin-1 byte: its end is kept, the byte becomes U+FFFD
+    line = b'{"result": "caf\xe9 ' + b"x" * 51_000 + b' the end"}'
+    (ev,) = evs(session().feed(line))
+    assert isinstance(ev.body, normalize.Error) and ev.body.error_type == "malformed"
+    assert ev.native.payload == line.decode("utf-8", errors="replace")
+    assert ev.native.payload.endswith(' the end"}')
+    # and a line that is not JSON at all
+    text = b"not json " + b"y" * 10_000
+    (ev,) = evs(session().feed(text))
+    assert ev.native.payload == text.decode()

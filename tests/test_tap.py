@@ -305,6 +305,19 @@ async def test_cli_tap_reports_a_killed_agent_as_failed(tmp_path: Path) -> None:
     assert last[1] == {"type": "session.stateChanged", "sessionId": last[0]["sessionId"], "state": "failed"}
 
 
+def test_a_banner_before_the_stream_does_not_stop_the_events() -> None:
+    from normalize import SessionEvent
+
+    hm = ADAPTERS / "hm-json" / "captures" / "hm-handwritten" / "01_plain_answer.jsonl"
+    wt = Wiretap(clock=fixed_clock)
+    out = wt.feed(b"hm 1.4 (update available: run hm upgrade)\n", "agent")
+    out += wt.feed(hm.read_bytes(), "agent")
+    out += wt.close()
+    assert wt.error is None and wt.converter.protocol == "hm-json"
+    kinds = [e.event.kind for e in out if isinstance(e, SessionEvent)]
+    assert kinds[0] == "error" and "assistant-message" in kinds  # the banner kept, the stream read
+
+
 # ------------------------------------------------- the relay never depends on parsing
 
 DEEP = b"[" * 2000 + b"]" * 2000  # valid JSON, nested deeper than any decoder here recurses

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
 from ._codec import SCHEMA_VERSION, StreamHeader, decode, encode
-from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Sample, Source
+from ._connection import Connection
+from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Routing, Sample, Source
 from ._convert import SessionInput, events, find_inputs, iter_records, read_records
 from ._errors import (
     DetectionError,
@@ -15,8 +16,10 @@ from ._errors import (
     LineTooLong,
     MalformedMessage,
     NormalizeError,
+    NotASession,
     ProtocolViolation,
     TruncatedLine,
+    UnreadableInput,
     UsageError,
 )
 from ._lines import DEFAULT_MAX_LINE, CaptureParser, LineProblem, LineSplitter, Message, Record
@@ -71,6 +74,7 @@ __all__ = [
     "ByteSource",
     "CaptureParser",
     "Clock",
+    "Connection",
     "DetectionError",
     "Direction",
     "Emit",
@@ -84,9 +88,11 @@ __all__ = [
     "MalformedMessage",
     "Message",
     "NormalizeError",
+    "NotASession",
     "Pacer",
     "Passthrough",
     "Problem",
+    "Routing",
     "ProtocolViolation",
     "Record",
     "Redactor",
@@ -96,6 +102,7 @@ __all__ = [
     "Source",
     "StreamHeader",
     "TruncatedLine",
+    "UnreadableInput",
     "UsageError",
     "Wiretap",
     "__version__",

@@ -28,8 +28,9 @@ import anyio
 from anyio.abc import ByteReceiveStream
 from anyio.streams.file import FileReadStream
 
+from ._connection import Connection
 from ._contract import Adapter, Sample
-from ._convert import DETECT_SAMPLE, SessionInput
+from ._convert import DETECT_SAMPLE, SessionInput, open_session
 from ._errors import DetectionError, InputError
 from ._lines import DEFAULT_MAX_LINE, CaptureParser, LineProblem, Message, Record
 from ._model import Origin, _Core
@@ -75,7 +76,7 @@ class Converter:
         self._eager = eager
         self._head: list[Record] = []
         self._sample: list[Sample] = []
-        self.session: Session | None = None
+        self.session: Session | Connection | None = None
         self.protocol = protocol
         if adapter is None and protocol is not None:
             adapter = adapter_class(protocol)()
@@ -85,7 +86,7 @@ class Converter:
     def _start(self, adapter: Adapter) -> None:
         session_id, origin, clock, strict = self._opts
         self.protocol = type(adapter).protocol
-        self.session = Session(adapter, session_id=session_id, origin=origin, clock=clock, strict=strict)
+        self.session = open_session(adapter, session_id=session_id, origin=origin, clock=clock, strict=strict)
 
     def _detect(self) -> list[_Core]:
         self._start(adapter_class(detect_protocol(self._sample))())
@@ -152,7 +153,7 @@ class Feeder(Protocol):
     def abort(self) -> list[_Core]: ...
     def problem(self, error: InputError) -> list[_Core]: ...
     @property
-    def session(self) -> Session | None: ...
+    def session(self) -> Session | Connection | None: ...
 
 
 class CaptureFeeder:
@@ -163,7 +164,7 @@ class CaptureFeeder:
         self._parser = CaptureParser(max_line, fmt)
 
     @property
-    def session(self) -> Session | None:
+    def session(self) -> Session | Connection | None:
         return self.converter.session
 
     def feed(self, data: bytes) -> list[_Core]:
@@ -213,7 +214,7 @@ class EventStream:
         self.closing: list[_Core] = []
 
     @property
-    def session(self) -> Session | None:
+    def session(self) -> Session | Connection | None:
         """The Session (None until the protocol is known)."""
         return self._feeder.session
 

@@ -7,41 +7,133 @@ rest was still processed); 2 the command was used wrongly.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 from ._codec import encode, encode_header
-from ._convert import SessionInput, events, find_inputs, read_records
-from ._errors import DetectionError, InputError, NormalizeError, UsageError
-from ._lines import DEFAULT_MAX_LINE
+from ._convert import SessionInput, events, find_inputs, iter_records, read_records, sample_records
+from ._errors import DetectionError, InputError, NormalizeError, NotASession, UnreadableInput, UsageError
+from ._lines import DEFAULT_MAX_LINE, Record
+from ._model import Error as ErrorBody
+from ._model import SessionEvent
+from ._outputs import OutputNames, may_write_over, same_file
+from ._places import inputs_or_defaults
+from ._progress import Progress
 from ._redact import Redactor
-from ._registry import available
+from ._registry import adapter_class, available, detect_protocol
 from ._version import __version__
 
 __all__ = ["main"]
 
 
-def _convert_one(inp: SessionInput, out: BinaryIO, args: argparse.Namespace, redactor: Redactor | None) -> None:
-    out.write(encode_header(library_version=__version__, input=str(inp.main), protocol=inp.protocol) + b"\n")
-    for ev in events(
-        read_records(inp.paths, max_line=args.max_line),
-        protocol=inp.protocol,
-        strict=args.strict,
-        origin=args.origin,
-    ):
+def _say(message: str, bar: Progress | None = None) -> None:
+    if bar is not None:
+        bar.clear()
+    print(f"normalize: {message}", file=sys.stderr)
+
+
+def _write_session(
+    records: Iterable[Record],
+    protocol: str,
+    name: str,
+    out: BinaryIO,
+    args: argparse.Namespace,
+    redactor: Redactor | None,
+) -> bool:
+    """Write one session's normalized stream; whether any native message was translated."""
+    out.write(encode_header(library_version=__version__, input=name, protocol=protocol) + b"\n")
+    recognised = False
+    for ev in events(records, protocol=protocol, strict=args.strict, origin=args.origin):
+        if not recognised and isinstance(ev, SessionEvent):
+            native = ev.event.native
+            recognised = native.protocol != "core" and not isinstance(ev.event.body, ErrorBody)
         line = encode(ev)
         out.write((redactor.redact(line) if redactor is not None else line) + b"\n")
+    return recognised
 
 
-def _out_path(out_dir: Path, inp: SessionInput) -> Path:
-    name = inp.main.name
-    for suffix in (".tap.jsonl", ".jsonl"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-    return out_dir / f"{name}.normalized.jsonl"
+class _Item:
+    """One unit of a convert run: a session on disk, or standard input."""
+
+    def __init__(self, inp: SessionInput | None, relative: Path) -> None:
+        self.inp = inp
+        self.relative = relative
+
+    @property
+    def name(self) -> str:
+        return str(self.inp.main) if self.inp is not None else "-"
+
+
+def _stdin_records(args: argparse.Namespace) -> tuple[str, Iterator[Record]]:
+    """Standard input's records and protocol (detected from its first messages unless forced)."""
+    records = iter_records(sys.stdin.buffer, max_line=args.max_line)
+    if args.protocol is not None:
+        adapter_class(args.protocol)
+        return args.protocol, records
+    head, sample = sample_records(records)
+    if not sample:
+        raise DetectionError("-: empty input, nothing to detect")
+    try:
+        protocol = detect_protocol(sample)
+    except DetectionError as exc:
+        raise type(exc)(f"-: {exc.message}") from None
+    return protocol, itertools.chain(head, records)
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.converted = 0
+        self.failed = 0
+        self.skipped = 0
+        self.notes = 0
+
+    def line(self, what: str) -> str:
+        parts = [f"{self.converted} session(s) {what}"]
+        if self.skipped:
+            parts.append(f"{self.skipped} file(s) not recognised")
+        if self.failed:
+            parts.append(f"{self.failed} could not be read or written")
+        if self.notes:
+            parts.append(f"{self.notes} normalized stream(s) left as they are")
+        return ", ".join(parts)
+
+
+def _gather(args: argparse.Namespace, tally: _Tally) -> list[_Item]:
+    """Every session to convert, in order; what cannot be converted is told now."""
+    items: list[_Item] = []
+    for name in args.inputs:
+        if name == "-":
+            items.append(_Item(None, Path("stdin")))
+            continue
+        root = Path(name)
+        for inp in find_inputs([root], protocol=args.protocol, max_line=args.max_line):
+            if isinstance(inp, NotASession):
+                tally.notes += 1  # in a folder, earlier outputs are counted in the summary, not listed
+                if not root.is_dir():
+                    _say(f"left as is: {inp.message}")
+            elif isinstance(inp, UnreadableInput):
+                tally.failed += 1
+                _say(inp.message)
+            elif isinstance(inp, DetectionError):
+                tally.skipped += 1
+                _say(f"skipped: {inp.message}")
+            else:
+                rel = inp.main.relative_to(root) if root.is_dir() else Path(inp.main.name)
+                items.append(_Item(inp, rel))
+    return items
+
+
+def _input_paths(args: argparse.Namespace, items: Sequence[_Item]) -> list[Path]:
+    paths = [Path(n) for n in args.inputs if n != "-" and Path(n).is_file()]
+    for item in items:
+        if item.inp is not None:
+            paths += item.inp.paths
+    return paths
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -49,40 +141,109 @@ def cmd_convert(args: argparse.Namespace) -> int:
         from ._cli_live import follow_cmd
 
         return follow_cmd(args)
-    status = 0
+    if args.protocol is not None:
+        adapter_class(args.protocol)  # an unknown name is a usage error before anything is read
+    if args.inputs.count("-") > 1:
+        raise UsageError("standard input (-) can be read once")
+    if not args.inputs:  # the agents' own folders, into a folder
+        if args.output is None or not (Path(args.output).is_dir() or args.output.endswith(("/", os.sep))):
+            raise UsageError("give files or folders to convert, or -o DIR/ to convert the agents' default folders")
+        args.inputs = [str(p) for p in inputs_or_defaults([])]
     redactor = Redactor() if args.redact else None
-    out_dir: Path | None = None
+    tally = _Tally()
+    items = _gather(args, tally)
+    inputs = _input_paths(args, items)
+    names: OutputNames | None = None
     out_file: BinaryIO = sys.stdout.buffer
     if args.output is not None:
-        if Path(args.output).is_dir() or args.output.endswith("/"):  # a folder: one file per session
-            out_dir = Path(args.output)
-            out_dir.mkdir(parents=True, exist_ok=True)
+        target = Path(args.output)
+        if target.is_dir() or args.output.endswith(("/", os.sep)):  # a folder: one file per session
+            target.mkdir(parents=True, exist_ok=True)
+            names = OutputNames(target)
         else:
-            out_file = Path(args.output).open("wb")  # noqa: SIM115 - closed below
+            folders = [Path(n) for n in args.inputs if n != "-" and Path(n).is_dir()]
+            why = may_write_over(target, inputs) if any(same_file(target, p) for p in inputs) else None
+            if why is None and target.exists() and any(_inside(target, f) for f in folders):
+                why = may_write_over(target, [])
+            if why is not None:
+                raise UsageError(f"will not write over an input: {why}")
+            out_file = target.open("wb")
     try:
-        found = 0
-        for inp in find_inputs([Path(p) for p in args.inputs], protocol=args.protocol, max_line=args.max_line):
-            if isinstance(inp, DetectionError):
-                print(f"normalize: skipped: {inp.message}", file=sys.stderr)
-                status = 1
-                continue
-            found += 1
-            if out_dir is not None:
-                with _out_path(out_dir, inp).open("wb") as f:
-                    _convert_one(inp, f, args, redactor)
-            else:
-                _convert_one(inp, out_file, args, redactor)
-        if found == 0:
-            print("normalize: no session found in the input", file=sys.stderr)
-            status = 1
-        if redactor is not None and redactor.counts:
-            print(f"normalize: redacted {redactor.summary()}", file=sys.stderr)
+        with Progress("normalize: converting", len(items)) as bar:
+            for item in items:
+                try:
+                    _convert_item(item, args, redactor, names, out_file, inputs, tally, bar)
+                except BrokenPipeError:  # the reader went away (`| head`): stop quietly
+                    raise
+                except OSError as exc:
+                    tally.failed += 1
+                    _say(f"{exc.filename or item.name}: {exc.strerror or exc}", bar)
+                except InputError as exc:
+                    if args.strict:
+                        raise
+                    tally.skipped += 1
+                    _say(f"skipped: {exc.message}", bar)
+                bar.step()
+        if names is not None:
+            for note in names.notes:
+                _say(note)
     finally:
         if out_file is not sys.stdout.buffer:
             out_file.close()
         else:
             out_file.flush()
-    return status
+    if redactor is not None and redactor.counts:
+        _say(f"redacted {redactor.summary()}")
+    if tally.converted == 0 and not tally.failed:
+        _say("no session found in the input")
+        return 1
+    if len(args.inputs) > 1 or names is not None or any(Path(n).is_dir() for n in args.inputs if n != "-"):
+        where = f" into {names.folder}" if names is not None else ""
+        _say(tally.line(f"converted{where}"))
+    return 1 if tally.failed or tally.skipped else 0
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def _convert_item(
+    item: _Item,
+    args: argparse.Namespace,
+    redactor: Redactor | None,
+    names: OutputNames | None,
+    out_file: BinaryIO,
+    inputs: Sequence[Path],
+    tally: _Tally,
+    bar: Progress,
+) -> None:
+    if item.inp is None:
+        protocol, records = _stdin_records(args)
+    else:
+        protocol, records = item.inp.protocol, read_records(item.inp.paths, max_line=args.max_line)
+    if names is None:
+        recognised = _write_session(records, protocol, item.name, out_file, args, redactor)
+    else:
+        path = names.path_for(item.relative)
+        why = may_write_over(path, inputs)
+        if why is not None:
+            tally.failed += 1
+            _say(f"{item.name}: not written: {why}", bar)
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as f:
+            recognised = _write_session(records, protocol, item.name, f, args, redactor)
+    tally.converted += 1
+    if args.protocol is not None and not recognised:
+        _say(
+            f"warning: {item.name}: no message was recognised as {args.protocol} (each kept as session.update "
+            f"or error); is it that protocol? `normalize detect` says which it looks like",
+            bar,
+        )
 
 
 def cmd_tap(args: argparse.Namespace) -> int:
@@ -100,6 +261,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_detect(args: argparse.Namespace) -> int:
     status = 0
     for inp in find_inputs([Path(p) for p in args.inputs], max_line=args.max_line):
+        if isinstance(inp, NotASession):
+            print(f"normalize: {inp.message}", file=sys.stderr)
+            continue
         if isinstance(inp, DetectionError):
             print(f"normalize: {inp.message}", file=sys.stderr)
             status = 1
@@ -117,14 +281,20 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from ._schema import validate_lines
+    from ._schema import validate_stream
 
     count = 0
     for name in args.inputs:
-        with sys.stdin.buffer if name == "-" else open(name, "rb") as f:
-            for problem in validate_lines(f):
-                count += 1
-                print(f"{name}: {problem}")
+        try:
+            with sys.stdin.buffer if name == "-" else open(name, "rb") as f:
+                for problem in validate_stream(f, max_line=args.max_line):
+                    count += 1
+                    print(f"{name}: {problem}")
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            count += 1
+            print(f"normalize: {name}: {exc.strerror or exc}", file=sys.stderr)
     if count:
         print(f"normalize: {count} problem(s)", file=sys.stderr)
         return 1
@@ -152,7 +322,12 @@ def _parser() -> argparse.ArgumentParser:
         )
 
     c = sub.add_parser("convert", help="native captures or session files -> normalized JSONL")
-    c.add_argument("inputs", nargs="+", metavar="PATH", help="files or folders")
+    c.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="PATH",
+        help="files or folders; - reads standard input (with -o DIR/ and none: the agents' folders)",
+    )
     c.add_argument("--protocol", "-p", help="skip detection and read the input as this protocol")
     c.add_argument(
         "-o", "--output", help="output file, or folder (an existing one, or ending in /) for one file per session"
@@ -211,6 +386,7 @@ def _parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="check a normalized JSONL stream: schema and envelope rules")
     v.add_argument("inputs", nargs="+", metavar="FILE", help="normalized JSONL files, - for stdin")
+    common(v)
     v.set_defaults(func=cmd_validate)
 
     from ._doctor import add_doctor_command
@@ -220,26 +396,48 @@ def _parser() -> argparse.ArgumentParser:
 
     add_doctor_command(sub)
 
+    from ._show._cli import add_show_command
+
+    add_show_command(sub)
+
     a = sub.add_parser("adapters", help="list the registered adapters")
     a.set_defaults(func=cmd_adapters)
     return p
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The one exception inside task-group wrappers (anyio raises ExceptionGroups), else ``exc``."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except UsageError as exc:
+    except BaseExceptionGroup as group:
+        exc = _leaf(group)
+        if not isinstance(exc, NormalizeError | OSError):
+            raise
+        return _report(exc)
+    except (NormalizeError, OSError) as exc:
+        return _report(exc)
+
+
+def _report(exc: NormalizeError | OSError) -> int:
+    """Print what went wrong, for a person."""
+    if isinstance(exc, UsageError):
         print(f"normalize: {exc}", file=sys.stderr)
         return 2
-    except InputError as exc:
+    if isinstance(exc, InputError):
         print(f"normalize: {exc.message}", file=sys.stderr)
         return 1
-    except BrokenPipeError:
+    if isinstance(exc, BrokenPipeError):
         return 0
-    except OSError as exc:
-        print(f"normalize: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"normalize: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
-    except NormalizeError as exc:  # the base: any other library error
-        print(f"normalize: {exc}", file=sys.stderr)
-        return 1
+    print(f"normalize: {exc}", file=sys.stderr)  # any other library error
+    return 1

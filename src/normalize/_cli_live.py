@@ -6,6 +6,7 @@ Kept apart from ``_cli`` so that the batch commands start without anyio.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shlex
 import signal
@@ -22,8 +23,9 @@ from anyio.abc import TaskStatus
 
 from ._codec import encode, encode_header
 from ._convert import SessionInput, find_inputs
-from ._errors import DetectionError, InputError, UsageError
+from ._errors import DetectionError, InputError, NotASession, UsageError
 from ._model import _Core
+from ._outputs import same_file
 from ._redact import Redactor
 from ._registry import adapter_class
 from ._version import __version__
@@ -194,6 +196,15 @@ def follow_cmd(args: argparse.Namespace) -> int:
 
     if len(args.inputs) != 1 or (args.output is not None and Path(args.output).is_dir()):
         raise UsageError("--follow reads exactly one file and writes one stream")
+    followed = Path(args.inputs[0])
+    if args.inputs[0] == "-" or followed.is_dir():
+        raise UsageError(f"--follow reads one session file; {args.inputs[0]} is not a file")
+    if not followed.exists():
+        raise UsageError(f"{followed}: no such file")
+    if args.protocol is not None:
+        adapter_class(args.protocol)
+    if args.output is not None and same_file(Path(args.output), followed):
+        raise UsageError(f"will not write over an input: {args.output} is the followed file")
     out = sys.stdout.buffer if args.output is None else Path(args.output).open("wb")  # noqa: SIM115
     stream = follow(
         args.inputs[0],
@@ -313,30 +324,49 @@ def _discard(events: Sequence[_Core]) -> None:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    """Replay every session found in the input (a file, or each session of a folder, one stream after another)."""
     from ._replay import replay
 
+    if args.protocol is not None:
+        adapter_class(args.protocol)  # an unknown name is a usage error, not a failure inside the event loop
+    status = 0
+    sessions: list[SessionInput] = []
+    for inp in find_inputs([Path(args.input)], protocol=args.protocol, max_line=args.max_line):
+        if isinstance(inp, NotASession):
+            print(f"normalize: left as is: {inp.message}", file=sys.stderr)
+        elif isinstance(inp, DetectionError):
+            print(f"normalize: skipped: {inp.message}", file=sys.stderr)
+            status = 1
+        else:
+            sessions.append(inp)
+    if not sessions:
+        print("normalize: no session found in the input", file=sys.stderr)
+        return 1
+    if args.output is not None and any(same_file(args.output, p) for inp in sessions for p in inp.paths):
+        raise UsageError(f"will not write over an input: {args.output} is one of the inputs")
     out = sys.stdout.buffer if args.output is None else args.output.open("wb")
-    protocol: list[str | None] = [args.protocol]
-    writer = _EventWriter(out, input=args.input, protocol=lambda: protocol[0], redactor=_redactor(args))
 
     async def run() -> None:
-        if protocol[0] is None:
-            for inp in find_inputs([Path(args.input)], max_line=args.max_line):
-                protocol[0] = inp.protocol if isinstance(inp, SessionInput) else None
         async with anyio.create_task_group() as tg:
             await tg.start(_until_signal, tg.cancel_scope)
-            events = replay(
-                args.input,
-                protocol=protocol[0],
-                speed=args.speed,
-                from_seq=args.from_seq,
-                strict=args.strict,
-                max_line=args.max_line,
-            )
-            async for ev in events:
-                writer.write([ev])
+            for inp in sessions:
+                writer = _EventWriter(
+                    out, input=str(inp.main), protocol=functools.partial(str, inp.protocol), redactor=_redactor(args)
+                )
+                events = replay(
+                    inp.main,
+                    protocol=inp.protocol,
+                    speed=args.speed,
+                    from_seq=args.from_seq,
+                    strict=args.strict,
+                    max_line=args.max_line,
+                )
+                async for ev in events:
+                    writer.write([ev])
+                    if writer.broken:
+                        break  # nobody reads any more (| head)
                 if writer.broken:
-                    break  # nobody reads any more (| head)
+                    break
             tg.cancel_scope.cancel()
 
     try:
@@ -344,4 +374,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
     finally:
         if out is not sys.stdout.buffer:
             out.close()
-    return 0
+    if len(sessions) > 1:
+        print(f"normalize: replayed {len(sessions)} sessions", file=sys.stderr)
+    return status

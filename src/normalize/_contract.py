@@ -41,6 +41,7 @@ __all__ = [
     "Item",
     "Passthrough",
     "Problem",
+    "Routing",
     "Sample",
     "Source",
 ]
@@ -88,6 +89,25 @@ class Problem(Struct, frozen=True, kw_only=True):
 Item = Union[Body, Emit, Source, Passthrough, Problem, CoreEvent]
 
 
+class Routing(Struct, frozen=True, kw_only=True):
+    """Where a JSON-RPC protocol names the native session a message belongs to.
+
+    A connection of such a protocol may carry several sessions; each becomes its own
+    Session with its own adapter instance (docs/adapters.md, "Several sessions on one
+    connection").
+
+    * ``key``: the ``params`` member naming the session (ACP ``sessionId``, Codex
+      ``threadId``);
+    * ``opened_by``: the requests that open a session, each with the path, in the
+      response's ``result``, of the new session's id;
+    * ``named_in``: notifications that name their session elsewhere in ``params``.
+    """
+
+    key: str
+    opened_by: dict[str, tuple[str, ...]]
+    named_in: dict[str, tuple[str, ...]] = {}
+
+
 class Adapter:
     """Base class of adapters.  Subclasses override :meth:`feed` and usually :meth:`close`.
 
@@ -96,6 +116,8 @@ class Adapter:
     * ``protocol``: the ``native.protocol`` name (and the registry name);
     * ``agent``: the agent's name until the stream says better (instances may
       update ``self.agent`` as they learn it, e.g. from an ``initialize``);
+    * ``routing``: a :class:`Routing` when one connection may carry several
+      native sessions (a new instance of the adapter is made for each);
     * ``stored``: the format is a stored session file, so its events are
       ``origin: "replay"``;
     * ``announces_session``: the adapter returns a ``SessionCreated`` (or
@@ -109,6 +131,8 @@ class Adapter:
     """
 
     protocol: ClassVar[str] = ""
+    #: where the protocol names its sessions, when one connection may carry several
+    routing: ClassVar[Routing | None] = None
     stored: ClassVar[bool] = False
     announces_session: ClassVar[bool] = False
     companions: ClassVar[tuple[str, ...]] = ()

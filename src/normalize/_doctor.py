@@ -17,7 +17,9 @@ Each entry names one example location, ``file:line`` (the line of the native
 file, or ``end`` for what was settled when the input ended), so a bug report
 "my sessions show X" turns into the few lines that make a new capture.
 
-The report only reads; the command exits 0 whatever it finds.
+The report only reads; the command exits 0 whatever it finds.  Files it could
+not read, and normalize's own outputs found among the inputs, are listed
+apart at the end.
 """
 
 from __future__ import annotations
@@ -25,15 +27,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 import msgspec
 from msgspec import Raw, Struct
 
 from ._convert import SessionInput, events, find_inputs, iter_records
-from ._errors import DetectionError
+from ._errors import DetectionError, NotASession, UnreadableInput
 from ._lines import DEFAULT_MAX_LINE, Message, Record
 from ._model import (
     Error,
@@ -46,6 +48,8 @@ from ._model import (
 from ._model import (
     Warning as WarningBody,
 )
+from ._places import inputs_or_defaults
+from ._progress import Progress
 
 __all__ = [
     "DoctorReport",
@@ -103,10 +107,15 @@ class Group(Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=Tru
 
 
 class Skipped(Struct, frozen=True, kw_only=True):
-    """A file no adapter recognised."""
+    """A file that was not read as a session: why, and which kind of reason.
+
+    ``kind`` is ``unrecognised`` (no adapter recognised it), ``unreadable`` (an
+    OS error while reading it) or ``normalized`` (normalize's own output).
+    """
 
     path: str
     reason: str
+    kind: str = "unrecognised"
 
 
 class DoctorReport(Struct, frozen=True, kw_only=True):
@@ -172,17 +181,25 @@ class _Cursor:
         for path in self.inp.paths:
             self.path = str(path)
             with path.open("rb") as f:
-                for rec in iter_records(f, max_line=self.max_line):
+                for rec in self._read(f, path):
                     self.line = rec.line
                     if isinstance(rec, Message):
                         self.messages += 1
                         self._remember(rec.data)
-                        # what an error event carries of a message that is not JSON: its text
-                        self._remember(rec.data[:4096].decode("utf-8", errors="replace").encode())
+                        if not rec.data.isascii():  # what an error event carries of a line not UTF-8: its text
+                            self._remember(rec.data.decode("utf-8", errors="replace").encode())
                     else:  # a line that never became a message: its event carries the kept head
                         self._remember((rec.error.kept or "").encode())
                     yield rec
         self.path, self.line = str(self.inp.main), None
+
+    def _read(self, f: BinaryIO, path: Path) -> Iterator[Record]:
+        """The file's records; an OS error while reading names the file."""
+        try:
+            yield from iter_records(f, max_line=self.max_line)
+        except OSError as exc:
+            exc.filename = exc.filename or str(path)
+            raise
 
     def _remember(self, data: bytes) -> None:
         key = hash(data)
@@ -225,6 +242,8 @@ class _SessionFindings:
             self.agent = rec.agent
         if rec.agent_version:
             self.version = rec.agent_version
+        elif rec.via:  # reached through a bridge of unknown agent version: the bridge's version drifts
+            self.version = f"via {rec.via} {rec.via_version or 'version unknown'}"
 
 
 def _look(ev: _Core, found: _SessionFindings, cur: _Cursor) -> None:
@@ -292,15 +311,37 @@ class _GroupAcc:
         )
 
 
-def diagnose(paths: Iterable[Path], *, protocol: str | None = None, max_line: int = DEFAULT_MAX_LINE) -> DoctorReport:
-    """The drift report for every session under ``paths`` (files or folders)."""
+def diagnose(
+    paths: Iterable[Path],
+    *,
+    protocol: str | None = None,
+    max_line: int = DEFAULT_MAX_LINE,
+    progress: Callable[[int, int], None] | None = None,
+) -> DoctorReport:
+    """The drift report for every session under ``paths`` (files or folders).
+
+    A file that cannot be read is listed in ``skipped`` (kind ``unreadable``) and
+    the rest is still read; ``progress(done, total)`` is called after each session.
+    """
     groups: dict[tuple[str, str], _GroupAcc] = {}
     skipped: list[Skipped] = []
-    for inp in find_inputs(paths, protocol=protocol, max_line=max_line):
+    found_inputs = list(find_inputs(paths, protocol=protocol, max_line=max_line))
+    total = sum(1 for i in found_inputs if not isinstance(i, DetectionError))
+    done = 0
+    for inp in found_inputs:
         if isinstance(inp, DetectionError):
-            skipped.append(Skipped(path=_path_of(inp), reason=inp.message))
+            skipped.append(Skipped(path=_path_of(inp), reason=inp.message, kind=_kind(inp)))
             continue
-        found = _diagnose_one(inp, max_line)
+        try:
+            found = _diagnose_one(inp, max_line)
+        except OSError as exc:
+            where = exc.filename or str(inp.main)
+            skipped.append(Skipped(path=str(where), reason=f"{where}: {exc.strerror or exc}", kind="unreadable"))
+            continue
+        finally:
+            done += 1
+            if progress is not None:
+                progress(done, total)
         agent = found.agent or "unknown"
         key = (agent, found.version or "")
         acc = groups.get(key)
@@ -308,6 +349,14 @@ def diagnose(paths: Iterable[Path], *, protocol: str | None = None, max_line: in
             acc = groups[key] = _GroupAcc(agent, found.version)
         acc.add(found)
     return DoctorReport(groups=[groups[k].freeze() for k in sorted(groups)], skipped=skipped)
+
+
+def _kind(exc: DetectionError) -> str:
+    if isinstance(exc, NotASession):
+        return "normalized"
+    if isinstance(exc, UnreadableInput):
+        return "unreadable"
+    return "unrecognised"
 
 
 def _path_of(exc: DetectionError) -> str:
@@ -348,10 +397,16 @@ def format_text(report: DoctorReport) -> str:
                 if e.message:
                     line += f"  {_one_line(e.message)}"
                 out.append(line)
-    if report.skipped:
-        out.append("")
-        out.append(f"not recognised: {len(report.skipped)} file(s)")
-        out.extend(f"  {s.reason}" for s in report.skipped)
+    for kind, title in (
+        ("unrecognised", "not recognised"),
+        ("unreadable", "could not be read"),
+        ("normalized", "normalize output, not read"),
+    ):
+        these = [s for s in report.skipped if s.kind == kind]
+        if these:
+            out.append("")
+            out.append(f"{title}: {len(these)} file(s)")
+            out.extend(f"  {s.reason}" for s in these)
     return "\n".join(out) + "\n"
 
 
@@ -372,7 +427,9 @@ def format_json(report: DoctorReport) -> bytes:
 
 def cmd_doctor(args: argparse.Namespace, out: TextIO | None = None) -> int:
     stream = out if out is not None else sys.stdout
-    report = diagnose([Path(p) for p in args.inputs], protocol=args.protocol, max_line=args.max_line)
+    paths = inputs_or_defaults(args.inputs)
+    with Progress("normalize: reading", 0) as bar:
+        report = diagnose(paths, protocol=args.protocol, max_line=args.max_line, progress=bar.update)
     if args.json:
         stream.write(format_json(report).decode())
     else:
@@ -387,7 +444,9 @@ def add_doctor_command(subparsers: argparse._SubParsersAction[argparse.ArgumentP
         help="report what the adapters did not translate in native files (drift report)",
         description=(__doc__ or "").splitlines()[0],
     )
-    d.add_argument("inputs", nargs="+", metavar="PATH", help="files or folders (~/.claude/projects, ~/.codex/sessions)")
+    d.add_argument(
+        "inputs", nargs="*", metavar="PATH", help="files or folders (default: ~/.claude/projects, ~/.codex/sessions)"
+    )
     d.add_argument("--json", action="store_true", help="the report as JSON, for machines")
     d.add_argument("--protocol", "-p", help="skip detection and read every input as this protocol")
     d.add_argument(

@@ -14,8 +14,10 @@ __all__ = [
     "LineTooLong",
     "MalformedMessage",
     "NormalizeError",
+    "NotASession",
     "ProtocolViolation",
     "TruncatedLine",
+    "UnreadableInput",
     "UsageError",
 ]
 
@@ -67,6 +69,22 @@ class DetectionError(InputError):
     """The protocol of an input could not be determined (or the guess was ambiguous)."""
 
     error_type = "detection"
+
+
+class NotASession(DetectionError):
+    """A file known not to be a session: normalize's own output (a normalized stream).
+
+    Reported so that a folder holding earlier outputs is read without inventing
+    sessions from them; it is a note, not a failure.
+    """
+
+    error_type = "not-a-session"
+
+
+class UnreadableInput(DetectionError):
+    """A file that could not be read (permissions, an I/O error); the message names it."""
+
+    error_type = "unreadable"
 
 
 class UsageError(NormalizeError):

@@ -156,7 +156,8 @@ def follow(
 ) -> EventStream:
     """Events of a session file, as the agent appends to it.  Use with ``async with``."""
     conv = Converter(protocol=protocol, session_id=session_id, origin=origin, clock=clock, strict=strict, eager=True)
-    followed = _Followed(os.fspath(path), poll, idle_timeout)
+    name = os.path.expanduser(os.fspath(path))  # "~/.claude/projects/..." as a user writes it
+    followed = _Followed(name, poll, idle_timeout)
 
     async def close(early: bool) -> None:
         followed.close()

@@ -15,7 +15,7 @@ Each oddity has one defined result:
   problem keeping its first :data:`KEEP_BYTES` bytes; the rest of that line is
   skipped as it arrives, so memory stays bounded by ``max_line``;
 * a last line without a newline: a message if it is complete JSON, otherwise a
-  :class:`~normalize.TruncatedLine` problem;
+  :class:`~normalize.TruncatedLine` problem keeping the line whole as text;
 * invalid UTF-8 or JSON: left to the adapter, whose decoder reports it as a
   :class:`~normalize.MalformedMessage` (a tap line that cannot be read is
   reported here).
@@ -75,6 +75,11 @@ Record = Union[Message, LineProblem]
 
 def _kept(data: bytes) -> str:
     return data[:KEEP_BYTES].decode("utf-8", errors="replace")
+
+
+def _whole(line: bytes) -> str:
+    """A line under the bound that could not become a message, kept whole as text (U+FFFD for bad UTF-8)."""
+    return line.decode("utf-8", errors="replace")
 
 
 class LineSplitter:
@@ -213,7 +218,7 @@ class CaptureParser:
                 out.append(
                     LineProblem(
                         TruncatedLine(
-                            f"line {lineno} ends without a newline and is not complete JSON", kept=_kept(line)
+                            f"line {lineno} ends without a newline and is not complete JSON", kept=_whole(line)
                         ),
                         line=lineno,
                     )
@@ -229,7 +234,7 @@ class CaptureParser:
             except (msgspec.DecodeError, RecursionError) as exc:
                 out.append(
                     LineProblem(
-                        MalformedMessage(f"line {lineno} is not a tap record: {exc}", kept=_kept(line)), line=lineno
+                        MalformedMessage(f"line {lineno} is not a tap record: {exc}", kept=_whole(line)), line=lineno
                     )
                 )
                 continue

@@ -54,6 +54,7 @@ __all__ = [
     "ConversationReset",
     "CoreEvent",
     "Cost",
+    "Decision",
     "Error",
     "ErrorInfo",
     "EventEnvelope",
@@ -111,6 +112,11 @@ __all__ = [
 
 Origin = Literal["live", "replay"]
 SessionState = Literal["starting", "idle", "running", "waiting", "ended", "failed"]
+#: What became of a permission request or a question, in one vocabulary for every agent
+#: (docs/events.md, "Decisions"): the agent may run the call once, or from now on; it may
+#: not, this time or from now on; nobody answered (the request was withdrawn, the turn
+#: cancelled); or a question got its answer.
+Decision = Literal["allow", "allow-always", "deny", "deny-always", "cancel", "answered"]
 Category = Literal[
     "read", "edit", "delete", "move", "search", "execute", "fetch", "mcp", "web-search", "think", "other"
 ]
@@ -142,6 +148,11 @@ class SessionRecord(_Value, frozen=True, kw_only=True):
     parent_id: str | None = None
     fork_of: str | None = None
     agent_version: str | None = None
+    #: extension: the package the agent is reached through (an ACP bridge such as
+    #: ``@agentclientprotocol/claude-agent-acp``) when it is not the agent itself
+    via: str | None = None
+    via_version: str | None = None  # extension: that package's version
+    provider: str | None = None  # extension: the model provider, when the agent says it
 
 
 class Native(_Value, frozen=True, kw_only=True):
@@ -284,6 +295,7 @@ class PermissionDetail(_Value, frozen=True, kw_only=True):
     cwd: str | None = None
     blocked_path: str | None = None
     reason: str | None = None  # extension
+    paths: list[str] | None = None  # extension: the paths the call would touch
 
 
 class CommandEntry(_Value, frozen=True, kw_only=True):
@@ -374,6 +386,7 @@ class McpTool(Body, tag="mcp-tool", frozen=True, kw_only=True):
     phase: Literal["started", "progress", "completed", "failed"]
     arguments: Any = None
     result: Any = None
+    duration_ms: float | None = None  # extension: how long the call took, as the agent measured it
 
 
 class Plan(Body, tag="plan", frozen=True, kw_only=True):
@@ -406,11 +419,15 @@ class RequestResolved(Body, tag="request-resolved", frozen=True, kw_only=True):
     request_id: str
     outcome: Literal["answered", "cancelled"]
     answer: Any = None
+    option_id: str | None = None  # extension: the option chosen, one of the request's options
+    decision: Decision | None = None  # extension: the outcome in the vocabulary shared by every agent
 
 
 class PermissionAuto(Body, tag="permission-auto", frozen=True, kw_only=True):
     tool_call: ToolCallRef
     option_id: str
+    decision: Decision | None = None  # extension: ``allow`` ... ``deny-always``, as for request-resolved
+    reason: str | None = None  # extension: why it was decided (the rule that refused it)
 
 
 class PermissionsUpdate(Body, tag="permissions-update", frozen=True, kw_only=True):
@@ -466,6 +483,7 @@ class Subagent(Body, tag="subagent", frozen=True, kw_only=True):
     can_message: bool | None = None
     can_stop: bool | None = None
     call_id: str | None = None  # extension: the parent's tool call that spawned it
+    parent_subagent_id: str | None = None  # extension: the sub-agent that spawned it, when nested
 
 
 class Warning(Body, tag="warning", frozen=True, kw_only=True):  # noqa: A001 - the spec's kind name

@@ -17,9 +17,17 @@ from importlib.metadata import entry_points
 import msgspec
 
 from ._contract import Adapter, Sample
-from ._errors import DetectionError, UsageError
+from ._errors import DetectionError, NotASession, UsageError
 
-__all__ = ["ENTRY_POINT_GROUP", "adapter_class", "available", "detect_protocol", "register", "unregister"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "adapter_class",
+    "available",
+    "detect_protocol",
+    "is_stream_header",
+    "register",
+    "unregister",
+]
 
 ENTRY_POINT_GROUP = "normalize.adapters"
 
@@ -67,15 +75,32 @@ def adapter_class(protocol: str) -> type[Adapter]:
 _depth_check = msgspec.json.Decoder(msgspec.Raw)
 
 
-def _decodable(message: bytes) -> bool:
-    """False for a message nested deeper than msgspec decodes (it raises RecursionError)."""
+def _is_json(message: bytes) -> bool:
+    """Whether a message is one JSON value msgspec can decode (not nested too deeply)."""
     try:
         _depth_check.decode(message)
-    except RecursionError:
+    except (msgspec.DecodeError, RecursionError):
         return False
-    except msgspec.DecodeError:
-        return True  # not JSON: the detectors judge that themselves
     return True
+
+
+class _HeaderView(msgspec.Struct, frozen=True, rename="camel"):
+    type: str
+    schema_version: str
+    library: str
+
+
+_header = msgspec.json.Decoder(_HeaderView)
+
+
+def is_stream_header(message: bytes) -> bool:
+    """Whether a message is the first line of a normalized stream (normalize's own output)."""
+    if b'"stream.header"' not in message:
+        return False
+    try:
+        return _header.decode(message).type == "stream.header"
+    except (msgspec.DecodeError, RecursionError):
+        return False
 
 
 def _score(cls: type[Adapter], sample: Sequence[Sample]) -> float:
@@ -91,10 +116,19 @@ def detect_protocol(sample: Sequence[Sample]) -> str:
     Every registered adapter scores the sample; the best score above zero wins.
     No score, or two best adapters tied, is a :class:`DetectionError`: a wrong
     guess would mis-translate silently, an error does not.
+
+    Lines that are not JSON (a banner an agent prints before its stream, a
+    warning, a line nested too deeply to read) are left out of the sample, so
+    one of them never hides the protocol; the adapters score what they
+    recognise among the rest.  A sample starting with a ``stream.header`` is
+    normalize's own output: :class:`NotASession`.
     """
     if not sample:
         raise DetectionError("empty input: no message to detect a protocol from")
-    sample = [s for s in sample if _decodable(s[0])] or list(sample)
+    json_sample = [s for s in sample if _is_json(s[0])]
+    if json_sample and is_stream_header(json_sample[0][0]):
+        raise NotASession("a normalized stream (normalize's own output), not a native session")
+    sample = json_sample or list(sample)
     scores = sorted(((_score(cls, sample), name) for name, cls in available().items()), reverse=True)
     if not scores or scores[0][0] <= 0:
         head = sample[0][0][:120].decode("utf-8", errors="replace")

@@ -93,13 +93,17 @@ async def replay(
 ) -> AsyncIterator[_Core]:
     """The events of a recording (tap file) or stored session, re-emitted with their recorded pacing.
 
+    A folder gives its first session (``normalize replay FOLDER`` replays each in turn).
+
     ``clock`` is read once, when the replay starts: its time is the ``ts`` of
     events that have no time of their own.
     """
     found = list(find_inputs([Path(path)], protocol=protocol, max_line=max_line))
-    inp = found[0]
-    if isinstance(inp, DetectionError):
-        raise inp
+    sessions = [i for i in found if not isinstance(i, DetectionError)]
+    if not sessions:  # nothing to replay: why the first file was not a session, or that there was none
+        errors = [i for i in found if isinstance(i, DetectionError)]
+        raise errors[0] if errors else DetectionError(f"{path}: no session found")
+    inp = sessions[0]
     started = (clock or time.time)()
     pacer = Pacer(speed, untimed=format_ts(started))
     start: float | None = None

@@ -17,18 +17,28 @@ import functools
 import types
 import typing
 from collections.abc import Iterable, Iterator
-from typing import Any, Literal, Union
+from typing import Any, BinaryIO, Literal, Union
 
 import msgspec
 from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from ._codec import StreamHeader, _EnvelopeWire
+from ._lines import DEFAULT_MAX_LINE, LineProblem, LineSplitter
 from ._model import BODY_TYPES, CORE_EVENT_TYPES, SessionEvent
 
-__all__ = ["ValidationProblem", "core_event_adapter", "json_schema", "line_adapter", "validate_lines"]
+__all__ = [
+    "ValidationProblem",
+    "core_event_adapter",
+    "json_schema",
+    "line_adapter",
+    "validate_lines",
+    "validate_stream",
+]
 
-_CONFIG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+#: Unknown members are allowed and kept: a stream written by a newer normalize (or an extension
+#: of a third-party adapter) stays valid for an older reader (docs/events.md, "Forward compatibility").
+_CONFIG = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
 _models: dict[type, type[BaseModel]] = {}
 
 
@@ -157,6 +167,8 @@ class ValidationProblem(msgspec.Struct, frozen=True):
     message: str
 
     def __str__(self) -> str:
+        if not self.line:
+            return self.message
         where = f"line {self.line}" + (f": {self.field}" if self.field else "")
         return f"{where}: {self.message}"
 
@@ -206,25 +218,91 @@ class _Rules:
             self.open[sid] = None
 
 
-def validate_lines(lines: Iterable[bytes]) -> Iterator[ValidationProblem]:
-    """Check a normalized JSONL stream: the header, each line's schema, the envelope rules."""
+def _message(err: Any) -> str:
+    """A pydantic error as a person reads it: wire names only, never the model's internal ones."""
+    kind = err.get("type")
+    ctx = err.get("ctx") or {}
+    if kind in ("union_tag_not_found", "union_tag_invalid"):
+        disc = str(ctx.get("discriminator", ""))
+        wire = disc.split("|")[-1].strip().strip("'\"") or "type"
+        if kind == "union_tag_not_found":
+            return f'no "{wire}" member (or not a JSON object)'
+        return f'unknown "{wire}" {ctx.get("tag")!r}; expected one of {ctx.get("expected_tags")}'
+    return str(err["msg"])
+
+
+def validate_lines(lines: Iterable[bytes | ValidationProblem]) -> Iterator[ValidationProblem]:
+    """Check a normalized JSONL stream: the header, each line's schema, the envelope rules.
+
+    For untrusted input: every problem is reported as a :class:`ValidationProblem`,
+    never raised.  Types are checked strictly, as JSON has them (``"seq": "1"``,
+    ``true`` or ``1.0`` are not the integer 1).  A line is one element of
+    ``lines``; :func:`validate_stream` reads a file with a bound on line length.
+    """
     adapter = line_adapter()
     rules = _Rules()
     decoder = msgspec.json.Decoder()
+    first = True
     for lineno, raw in enumerate(lines, 1):
+        if isinstance(raw, ValidationProblem):
+            yield raw
+            first = False
+            continue
         if not raw.strip():
             continue
         try:
             obj = decoder.decode(raw)
         except msgspec.DecodeError as exc:
             yield ValidationProblem(lineno, "", f"not JSON: {exc}")
+            first = False
+            continue
+        except RecursionError:
+            yield ValidationProblem(lineno, "", "JSON nested too deeply to read")
+            first = False
             continue
         try:
-            adapter.validate_python(obj, by_alias=True, by_name=False)
+            adapter.validate_python(obj, by_alias=True, by_name=False, strict=True)
         except ValidationError as exc:
             for err in exc.errors():
-                yield ValidationProblem(lineno, _loc(err["loc"]), err["msg"])
+                yield ValidationProblem(lineno, _loc(err["loc"]), _message(err))
+            first = False
             continue
-        if lineno == 1 and obj.get("type") != "stream.header":
+        except RecursionError:
+            yield ValidationProblem(lineno, "", "JSON nested too deeply to check")
+            first = False
+            continue
+        if first and obj.get("type") != "stream.header":
             yield ValidationProblem(lineno, "type", "the first line must be the stream.header")
+        first = False
         yield from rules.check(lineno, obj)
+    if first:
+        yield ValidationProblem(0, "", "empty input: a normalized stream starts with a stream.header line")
+
+
+def validate_stream(stream: BinaryIO, *, max_line: int = DEFAULT_MAX_LINE) -> Iterator[ValidationProblem]:
+    """:func:`validate_lines` over a binary file, read in chunks with lines bounded by ``max_line``.
+
+    A longer line is reported (``line N is longer than ...``) and skipped as it
+    arrives, so memory stays bounded whatever the input.
+    """
+    return validate_lines(_bounded_lines(stream, max_line))
+
+
+def _bounded_lines(stream: BinaryIO, max_line: int) -> Iterator[bytes | ValidationProblem]:
+    splitter = LineSplitter(max_line)
+    done = 0  # lines given so far: blank lines the splitter skips still count in the numbering
+    while True:
+        chunk = stream.read(1 << 16)
+        items = splitter.feed(chunk) if chunk else splitter.close()
+        for item in items:
+            lineno = item.line if isinstance(item, LineProblem) else item[0]
+            while done < lineno - 1:
+                done += 1
+                yield b""
+            done += 1
+            if isinstance(item, LineProblem):
+                yield ValidationProblem(lineno, "", f"longer than {max_line} bytes: not read (the line bound)")
+            else:
+                yield item[1]
+        if not chunk:
+            return

@@ -42,14 +42,18 @@ import msgspec
 from msgspec import Raw, structs
 
 from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Source
-from ._errors import InputError, MalformedMessage, UsageError
+from ._errors import InputError, MalformedMessage, ProtocolViolation, UsageError
+from ._lifecycle import Calls, Requests
 from ._model import (
     AnyBody,
     Body,
+    Category,
     ErrorInfo,
     EventEnvelope,
+    McpTool,
     Native,
     Origin,
+    PermissionAuto,
     PermissionRequest,
     RequestResolved,
     SessionCreated,
@@ -61,12 +65,16 @@ from ._model import (
     SessionStateChanged,
     SessionUpdate,
     Subagent,
+    ToolCall,
+    ToolCalled,
+    ToolFinished,
     TurnComplete,
     TurnStart,
     UserQuestion,
     _Core,
 )
 from ._model import Error as ErrorBody
+from ._model import Warning as WarningBody
 
 __all__ = ["HOLD_LIMIT", "MAX_PENDING", "Clock", "Session", "format_ts"]
 
@@ -80,6 +88,11 @@ HOLD_LIMIT = 32
 #: How many unanswered permission requests and questions the Session tracks for its
 #: ``waiting`` state; past it the oldest is forgotten (the adapters report theirs).
 MAX_PENDING = 10_000
+
+#: Tool calls open at once (a real session has a handful; parallel tool use reaches tens),
+#: and ended call ids remembered to refuse a duplicated start or end.
+OPEN_CALLS = 10_000
+SEEN_CALLS = 100_000
 
 #: A clock returns seconds since the epoch (``time.time`` by default).
 Clock = Callable[[], float]
@@ -132,12 +145,26 @@ def _utf8_error(message: bytes) -> MalformedMessage | None:
     return None
 
 
-def _kept_text(message: bytes, limit: int = 4096) -> str:
-    return message[:limit].decode("utf-8", errors="replace")
+def _ms_between(start: str, end: str) -> float | None:
+    """Milliseconds from one RFC 3339 time to another, or None if either is unreadable."""
+    try:
+        delta = datetime.fromisoformat(end) - datetime.fromisoformat(start)
+    except ValueError:
+        return None
+    return max(delta.total_seconds() * 1000, 0.0)
+
+
+def _kept_text(message: bytes) -> str:
+    """A bad line kept whole as text, each invalid UTF-8 sequence replaced by U+FFFD.
+
+    The line is already bounded by the reader (``max_line``), so nothing is
+    cut: a large tool result with one stray byte keeps its end.
+    """
+    return message.decode("utf-8", errors="replace")
 
 
 # The roles a body plays in the turn state machine, by its exact type.
-_OTHER, _START, _COMPLETE, _ASK, _RESOLVED, _SUBAGENT = range(6)
+_OTHER, _START, _COMPLETE, _ASK, _RESOLVED, _SUBAGENT, _AUTO, _MCP, _CALL = range(9)
 _ROLES: dict[type[Body], int] = {
     TurnStart: _START,
     TurnComplete: _COMPLETE,
@@ -145,6 +172,9 @@ _ROLES: dict[type[Body], int] = {
     UserQuestion: _ASK,
     RequestResolved: _RESOLVED,
     Subagent: _SUBAGENT,
+    PermissionAuto: _AUTO,
+    McpTool: _MCP,
+    ToolCall: _CALL,
 }
 
 
@@ -176,8 +206,10 @@ class Session:
         self._turns = 0
         self._turn_id: str | None = None
         self._state: SessionState = "starting"
-        # open requests, oldest first (at most MAX_PENDING; the oldest is dropped in constant time)
-        self._pending: OrderedDict[str, None] = OrderedDict()
+        self._mcp_open: OrderedDict[str, str | None] = OrderedDict()  # MCP calls started: their time
+        self._native_ts: str | None = None  # the native time of the item being emitted (MCP durations)
+        self._calls = Calls(OPEN_CALLS, SEEN_CALLS)  # one start and one end per call; what is left open
+        self._pending = Requests(MAX_PENDING)  # open requests, for the waiting state and decisions
         self._created = False
         self._closed = False
         self._failed = False
@@ -243,6 +275,23 @@ class Session:
         out = self._dispatch(self.adapter.close(), None, None)
         sid = self.session_id
         assert sid is not None
+        for request_id, subagent_id in self._pending.open_requests():
+            reason = f"request {request_id} was never answered: the input ended first"
+            self._event(
+                out,
+                WarningBody(message=reason, source="normalize"),
+                None,
+                "open-request",
+                None,
+                None,
+                subagent_id,
+                True,
+            )
+            cancelled = RequestResolved(request_id=request_id, outcome="cancelled")
+            self._event(out, cancelled, None, "open-request", None, None, subagent_id, True)
+        for call_id, call in self._calls.open_calls():
+            reason = f"tool call {call_id} ({call.tool}) never finished: the input ended first"
+            self._settle_call(out, call_id, call.tool, call.category, call.subagent_id, reason)
         if self._turn_id is not None:
             reason = f"the stream ended during {self._turn_id}"
             self._synth(out, ErrorBody(message=reason, error_type="cut-off", recoverable=False), "close")
@@ -267,17 +316,30 @@ class Session:
             return []
         self._created = True
         if self.session_id is None:
-            assert self._first is not None
-            # the first message, and the one that named the session: distinct for distinct
-            # runs even when every run starts with the same handshake (ACP, Codex)
-            seed = self._first + (b"\0" + message if announced is not None and message is not None else b"")
-            self.session_id = "s-" + hashlib.sha256(seed).hexdigest()[:16]
+            self.session_id = self._derive_id(announced, message)
         out: list[_Core] = [self._fill_record(announced or self._default_created())]
         held, self._held = self._held, []
         for h_items, h_message, h_t in held:
             out += self._run(h_items, h_message, h_t)
         out += self._run([i for i in items if i is not announced], message, t)
         return out
+
+    def _derive_id(self, announced: SessionCreated | SessionResumed | None, message: bytes | None) -> str:
+        """The session's id (docs/events.md, "Identity").
+
+        From the agent and its native session id when the adapter names one, so that a
+        live stream, the agent's stored file and a replay of either give the same id;
+        otherwise from the first message and the one that announced the session, which
+        differ for distinct runs even when every run starts with the same handshake.
+        """
+        native = announced.record.native_session_id if announced is not None else None
+        if native:
+            agent = announced.record.agent if announced is not None and announced.record.agent else self.adapter.agent
+            seed = f"{agent}\0{native}".encode()
+        else:
+            assert self._first is not None
+            seed = self._first + (b"\0" + message if announced is not None and message is not None else b"")
+        return "s-" + hashlib.sha256(seed).hexdigest()[:16]
 
     def _raise_early(self, items: list[Item], message: bytes | None) -> None:
         """Strict mode: bad input raises when it is fed, even while events are held."""
@@ -297,9 +359,11 @@ class Session:
         accounted = message is None
         for item in items:
             if isinstance(item, Body):
+                self._native_ts = native_ts
                 self._event(out, item, message, method, native_ts or t, None, None, False)
                 accounted = True
             elif isinstance(item, Emit):
+                self._native_ts = item.ts or native_ts
                 self._event(
                     out,
                     item.body,
@@ -396,8 +460,27 @@ class Session:
         elif role == _COMPLETE:
             if self._turn_id is None:
                 self._synth(out, TurnStart(), "turn-complete-without-start")
+            else:
+                for call_id, call in self._calls.open_in_turn(self._turn_id):
+                    reason = f"tool call {call_id} ({call.tool}) was still open when {self._turn_id} ended"
+                    self._settle_call(out, call_id, call.tool, call.category, None, reason)
+        elif role == _CALL:
+            why = self._calls.refuse(cast(ToolCall, body), subagent_id, self._turn_id)
+            if why is not None:  # a duplicate or late phase: reported, not counted twice
+                if self.strict:
+                    raise ProtocolViolation(why)
+                body = ErrorBody(message=why, error_type=ProtocolViolation.error_type, recoverable=True)
         elif role == _SUBAGENT:
-            subagent_id = None  # the body's own subagentId names it (docs/events.md)
+            # the body's own subagentId names it (docs/events.md); the envelope's, when an
+            # adapter gives one, is the sub-agent it runs inside: a nested sub-agent's parent
+            sub = cast(Subagent, body)
+            if subagent_id is not None and subagent_id != sub.subagent_id and sub.parent_subagent_id is None:
+                body = structs.replace(sub, parent_subagent_id=subagent_id)
+            subagent_id = None
+        elif role == _RESOLVED:
+            body = self._pending.resolve(cast(RequestResolved, body))
+        elif role == _AUTO:
+            body = Requests.auto(cast(PermissionAuto, body))
         if synthetic or message is None:
             native = Native(protocol="core", method=method, payload=None)
         elif text_payload:
@@ -419,7 +502,9 @@ class Session:
             subagent_id=subagent_id,
         )
         out.append(SessionEvent(session_id=sid, event=env))
-        if role in (_OTHER, _SUBAGENT):
+        if role == _MCP:
+            self._mcp_call(out, cast(McpTool, body), None if synthetic else self._native_ts)
+        if role in (_OTHER, _SUBAGENT, _AUTO, _MCP, _CALL):
             if self._state == "starting":
                 self._set_state(out, "idle")
         elif role == _COMPLETE:
@@ -428,14 +513,58 @@ class Session:
         elif role == _START:
             self._set_state(out, "running")
         elif role == _ASK:
-            self._pending[cast(PermissionRequest | UserQuestion, body).request_id] = None
-            if len(self._pending) > MAX_PENDING:  # the oldest was never answered: stop waiting for it
-                self._pending.popitem(last=False)
+            self._pending.ask(cast(PermissionRequest | UserQuestion, body), subagent_id)  # past MAX_PENDING: forgotten
             self._set_state(out, "waiting")
         else:  # _RESOLVED
-            self._pending.pop(cast(RequestResolved, body).request_id, None)
             if not self._pending:
                 self._set_state(out, "running" if self._turn_id is not None else "idle")
+
+    def _settle_call(
+        self,
+        out: list[_Core],
+        call_id: str,
+        tool: str,
+        category: Category | None,
+        subagent_id: str | None,
+        reason: str,
+    ) -> None:
+        """One policy for a call left open: a warning saying why, then its ``failed`` phase."""
+        warning = WarningBody(message=reason, source="normalize")
+        self._event(out, warning, None, "open-call", None, None, subagent_id, True)
+        failed = ToolCall(call_id=call_id, tool=tool, phase="failed", category=category)
+        self._event(out, failed, None, "open-call", None, None, subagent_id, True)
+
+    def _mcp_call(self, out: list[_Core], body: McpTool, ts: str | None) -> None:
+        """``tool.called`` when an MCP call starts, ``tool.finished`` when it ends.
+
+        The duration is the agent's own when it says one (``mcp-tool.durationMs``), else the
+        time between the two events when the agent wrote both times; with neither (only a
+        capture's receive time, or the conversion's clock) there is no ``tool.finished``: a
+        duration that depends on how the stream was read is not the call's.
+        """
+        sid = self.session_id
+        assert sid is not None
+        if body.phase == "started":
+            self._mcp_open[body.call_id] = ts
+            if len(self._mcp_open) > MAX_PENDING:
+                self._mcp_open.popitem(last=False)
+            out.append(ToolCalled(session_id=sid, server=body.server, tool=body.tool, call_id=body.call_id))
+        elif body.phase in ("completed", "failed"):
+            started = self._mcp_open.pop(body.call_id, None)
+            duration = body.duration_ms
+            if duration is None and started is not None and ts is not None:
+                duration = _ms_between(started, ts)
+            if duration is not None:
+                ok = body.phase == "completed"
+                finished = ToolFinished(
+                    session_id=sid,
+                    server=body.server,
+                    tool=body.tool,
+                    call_id=body.call_id,
+                    ok=ok,
+                    duration_ms=duration,
+                )
+                out.append(finished)
 
     def _set_state(self, out: list[_Core], state: SessionState) -> None:
         if state != self._state:

@@ -40,6 +40,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 from msgspec import structs
 
 from ._aio import CHUNK, Converter, EventStream
+from ._connection import Connection
 from ._contract import Adapter, Direction
 from ._errors import DetectionError, InputError, TruncatedLine
 from ._lines import DEFAULT_MAX_LINE, LineProblem, LineSplitter, Message, Record
@@ -127,7 +128,7 @@ class Wiretap:
         self.stopped = False
 
     @property
-    def session(self) -> Session | None:
+    def session(self) -> Session | Connection | None:
         return self.converter.session
 
     def _now(self) -> str:

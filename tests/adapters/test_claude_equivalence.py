@@ -142,3 +142,16 @@ def test_live_and_stored_give_the_same_bodies(case: str) -> None:
         if thread is not None and (case, "subagent-prompt") in CASE_EXCEPTIONS:
             mine = [k for k in mine if k[0] != "user-message"]
         assert theirs == mine, f"thread {thread}"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_live_and_stored_give_the_same_session_id(case: str) -> None:
+    stream = STREAM / f"{case}.jsonl"
+    if not stream.exists():
+        stream = STREAM / f"{case}.tap.jsonl"
+    (main,) = sorted((TRANSCRIPT / case).glob("*.jsonl"))
+    (inp,) = [i for i in find_inputs([main], protocol="claude-transcript") if isinstance(i, SessionInput)]
+    live = {e.session_id for e in _events([stream], "claude-stream-json")}
+    stored = {e.session_id for e in _events(inp.paths, "claude-transcript")}
+    assert live & stored, (live, stored)  # the session the transcript stores is the one streamed
+    assert {e.agent for e in _events([stream], "claude-stream-json")} == {"claude-code"}

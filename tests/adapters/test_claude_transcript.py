@@ -18,6 +18,7 @@ from normalize import (
     Passthrough,
     PermissionAuto,
     Reasoning,
+    Session,
     SessionCreated,
     SessionEvent,
     SessionInfo,
@@ -242,13 +243,14 @@ def test_tool_round_trip_by_hand() -> None:
     assert bodies[1].phase == "completed" and bodies[1].exit_code == 0
 
 
-def test_open_call_is_reported_at_close() -> None:
-    a = ClaudeTranscriptAdapter()
-    a.feed(_line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "ls"}))
-    a.feed(_assistant("a1", "u1", {"type": "tool_use", "id": "toolu_9", "name": "Bash", "input": {}}, "tool_use"))
-    (warning,) = a.close()
-    assert isinstance(warning, Emit) and warning.synthetic
-    assert isinstance(warning.body, WarningBody) and "toolu_9" in warning.body.message
+def test_open_call_is_reported_and_failed_at_close() -> None:
+    session = Session(ClaudeTranscriptAdapter(), clock=fixed_clock)
+    session.feed(_line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "ls"}))
+    session.feed(_assistant("a1", "u1", {"type": "tool_use", "id": "toolu_9", "name": "Bash", "input": {}}, "tool_use"))
+    bodies = [e.event.body for e in session.close() if isinstance(e, SessionEvent)]
+    warning, failed = bodies[0], bodies[1]
+    assert isinstance(warning, WarningBody) and "toolu_9" in warning.message
+    assert isinstance(failed, ToolCall) and (failed.call_id, failed.phase, failed.tool) == ("toolu_9", "failed", "Bash")
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_case)

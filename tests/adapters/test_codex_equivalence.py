@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from helpers import ADAPTERS, convert_capture
+from helpers import ADAPTERS, convert_capture, convert_records, records_of
 from normalize import SessionEvent, encode
 
 ROLLOUTS = ADAPTERS / "codex-rollout/captures/codex-0.169.0"
@@ -147,3 +147,21 @@ def test_app_server_and_its_rollout_give_the_same_bodies(case: str) -> None:
     # per-call diffs agree; the turn's whole diff (turn/diff/updated, no call id) is never stored
     diffs = {(b["callId"], b["path"], b["diff"]) for b in live_out if b["kind"] == "file-diff" and "callId" in b}
     assert diffs == {(b["callId"], b["path"], b["diff"]) for b in stored_out if b["kind"] == "file-diff"}
+
+
+def _session_ids(capture: Path, protocol: str) -> set[str]:
+    return {e.session_id for e in convert_records(records_of([capture]), protocol) if isinstance(e, SessionEvent)}
+
+
+@pytest.mark.parametrize("case", APP_CASES)
+def test_a_thread_and_its_rollout_give_the_same_session_id(case: str) -> None:
+    live = _session_ids(APP / f"{case}.tap.jsonl", "codex-app-server")
+    stored = _session_ids(ROLLOUTS / f"app-server-{case}.jsonl", "codex-rollout")
+    assert live == stored
+
+
+@pytest.mark.parametrize("case", ["mixed_items", "failed_turn"])
+def test_exec_json_and_its_rollout_give_the_same_session_id(case: str) -> None:
+    assert _session_ids(EXEC / f"{case}.jsonl", "codex-exec-json") == _session_ids(
+        ROLLOUTS / f"exec-{case}.jsonl", "codex-rollout"
+    )

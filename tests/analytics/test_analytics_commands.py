@@ -17,7 +17,7 @@ from native_totals import READERS, messages
 from helpers import ADAPTERS, GOLDEN, protocol_of, session_captures
 from helpers import EDGE_CASES as EDGE
 from normalize import UsageError
-from normalize.analytics import TABLES, export_duckdb, export_parquet, load, summarize
+from normalize.analytics import ANALYTICS_SCHEMA_VERSION, TABLES, export_duckdb, export_parquet, load, summarize
 from normalize.analytics._cli import _progress, add_commands
 
 MIXED = {
@@ -80,15 +80,15 @@ def test_stats_on_a_mixed_folder_gives_the_native_totals_per_agent(
     for g in doc["groups"]:
         a = per_agent.setdefault(g["agent"], {"sessions": 0, "input": 0, "output": 0})
         a["sessions"] += g["sessions"]
-        a["input"] += g["tokens"]["input"]
-        a["output"] += g["tokens"]["output"]
+        a["input"] += g["tokens"]["input_tokens"]
+        a["output"] += g["tokens"]["output_tokens"]
     assert set(per_agent) == set(MIXED)
     for agent, protocol in MIXED.items():
         assert per_agent[agent]["sessions"] == len(_native_sessions(protocol)), agent
         assert (per_agent[agent]["input"], per_agent[agent]["output"]) == _native_tokens(protocol), agent
     total = doc["total"]
     assert total["sessions"] == sum(a["sessions"] for a in per_agent.values())
-    assert total["toolCalls"] == sum(total["toolCallsByCategory"].values())
+    assert total["tool_calls"] == sum(total["tool_calls_by_category"].values())
 
 
 def _native_session_id(protocol: str, capture: Path) -> str | None:
@@ -143,8 +143,8 @@ def test_live_recordings_and_stored_files_of_the_same_sessions_count_once(
     for agent, sessions in expected.items():
         groups = [g for g in doc["groups"] if g["agent"] == agent]
         assert sum(g["sessions"] for g in groups) == len(sessions), agent
-        assert sum(g["tokens"]["input"] for g in groups) == sum(i for i, _ in sessions.values()), agent
-        assert sum(g["tokens"]["output"] for g in groups) == sum(o for _, o in sessions.values()), agent
+        assert sum(g["tokens"]["input_tokens"] for g in groups) == sum(i for i, _ in sessions.values()), agent
+        assert sum(g["tokens"]["output_tokens"] for g in groups) == sum(o for _, o in sessions.values()), agent
 
 
 def test_stats_table_names_every_agent(mixed: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -153,7 +153,7 @@ def test_stats_table_names_every_agent(mixed: Path, capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     for agent in MIXED:
         assert agent in out
-    assert "tool calls" in out
+    assert "tool" in out and "calls" in out
 
 
 def test_stats_counts_a_session_once_when_given_twice(mixed: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -222,8 +222,7 @@ def test_export_duckdb_is_queryable_and_idempotent(mixed: Path, tmp_path: Path) 
     con = duckdb.connect(str(db), read_only=True)
     assert _counts(con) == first
     rows = con.execute(
-        "SELECT agent, count(*), sum(input_tokens), sum(output_tokens) FROM sessions "
-        "WHERE parent_key IS NULL GROUP BY agent ORDER BY agent"
+        "SELECT agent, count(*), sum(input_tokens), sum(output_tokens) FROM sessions GROUP BY agent ORDER BY agent"
     ).fetchall()
     for agent, sessions, inp, out in rows:
         assert sessions == len(_native_sessions(MIXED[agent]))
@@ -239,7 +238,8 @@ def test_export_duckdb_is_queryable_and_idempotent(mixed: Path, tmp_path: Path) 
             f"SELECT count(*) FROM {table} x WHERE x.root_key NOT IN (SELECT session_key FROM sessions)"
         ).fetchone()[0]
         assert missing == 0, table
-    assert con.execute("SELECT value FROM analytics_meta WHERE name = 'schema_version'").fetchone()[0] == "1"
+    version = con.execute("SELECT value FROM analytics_meta WHERE name = 'schema_version'").fetchone()[0]
+    assert version == ANALYTICS_SCHEMA_VERSION
     con.close()
 
 
@@ -251,8 +251,8 @@ def test_stats_and_sql_agree(mixed: Path, tmp_path: Path) -> None:
     export_duckdb(loaded, db)
     con = duckdb.connect(str(db), read_only=True)
     calls = dict(con.execute("SELECT category, count(*) FROM tool_calls GROUP BY 1").fetchall())
-    assert calls == summary["toolCallsByCategory"]
-    turns = con.execute("SELECT sum(turns) FROM sessions WHERE parent_key IS NULL").fetchone()[0]
+    assert calls == summary["tool_calls_by_category"]
+    turns = con.execute("SELECT sum(turns) FROM sessions").fetchone()[0]
     assert turns == summary["turns"] == con.execute("SELECT count(*) FROM turns").fetchone()[0]
     con.close()
 
@@ -309,7 +309,7 @@ def test_export_parquet_is_partitioned_queryable_and_idempotent(mixed: Path, tmp
     rows = con.execute(
         f"SELECT agent, count(*), sum(input_tokens), sum(output_tokens) "
         f"FROM read_parquet('{out}/sessions/**/*.parquet', hive_partitioning = true) "
-        "WHERE parent_key IS NULL GROUP BY agent ORDER BY agent"
+        "GROUP BY agent ORDER BY agent"
     ).fetchall()
     assert [r[0] for r in rows] == sorted(MIXED)
     for agent, sessions, inp, outp in rows:
@@ -342,7 +342,7 @@ def test_the_public_names_exist() -> None:
     import normalize.analytics as analytics
 
     assert [n for n in analytics.__all__ if not hasattr(analytics, n)] == []
-    assert analytics.ANALYTICS_SCHEMA_VERSION == "1"
+    assert analytics.ANALYTICS_SCHEMA_VERSION == "2"
 
 
 def test_a_file_that_is_not_duckdb_is_a_clear_error(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from helpers import ADAPTERS
 from normalize import UsageError
-from normalize.analytics import load, to_otel
+from normalize.analytics import column_names, load, to_otel
 from normalize.analytics._cli import add_commands
 
 pytest.importorskip("opentelemetry.sdk")
@@ -76,14 +76,14 @@ def test_a_session_with_tools_and_a_subagent_is_one_span_tree() -> None:
 
     (turn,) = _children(spans, root)
     assert turn.name == "turn 1"
-    (agent_call,) = _children(spans, turn)
+    (agent_call,) = [s for s in _children(spans, turn) if not s.name.startswith("chat ")]
     assert agent_call.name == "execute_tool Agent"
     assert _attrs(agent_call)["gen_ai.operation.name"] == "execute_tool"
     assert _attrs(agent_call)["gen_ai.tool.name"] == "Agent"
     (sub,) = _children(spans, agent_call)
     assert sub.name == "invoke_agent general-purpose"
     assert _attrs(sub)["gen_ai.agent.id"] == _attrs(agent_call)["gen_ai.tool.call.id"]
-    (bash,) = _children(spans, sub)
+    (bash,) = [s for s in _children(spans, sub) if not s.name.startswith("chat ")]
     assert bash.name == "execute_tool Bash"
     assert _attrs(bash)["normalize.tool.category"] == "execute"
     assert _attrs(bash)["gen_ai.conversation.id"] == a["gen_ai.conversation.id"]
@@ -109,7 +109,7 @@ def test_a_background_subagent_hangs_under_the_call_that_spawned_it() -> None:
     spawn = _one(spans, "execute_tool agent")
     (sub,) = _children(spans, spawn)
     assert _attrs(sub)["gen_ai.operation.name"] == "invoke_agent"
-    tools = _children(spans, sub)
+    tools = [s for s in _children(spans, sub) if not s.name.startswith("chat ")]
     assert len(tools) == 5
     assert all(_attrs(t)["gen_ai.operation.name"] == "execute_tool" for t in tools)
     assert sum(_attrs(t).get("gen_ai.usage.input_tokens", 0) for t in turns) == 74132
@@ -159,3 +159,63 @@ def test_otlp_without_its_exporter_is_a_clear_error() -> None:
         pytest.skip("the OTLP exporter is installed")
     with pytest.raises(UsageError, match="pip install"):
         _run(["otel", str(HM_SUBAGENT), "--endpoint", "http://127.0.0.1:4318/v1/traces", "-j", "1"])
+
+
+# --------------------------------------------------------------------------
+# Model calls: what Langfuse and Phoenix show as generations
+
+
+def test_each_reported_model_call_is_a_chat_span_with_model_provider_and_tokens() -> None:
+    loaded = load([CLAUDE_SUBAGENT])
+    (rows,) = loaded.sessions.values()
+    names = column_names("usage")
+    reported = [dict(zip(names, r, strict=True)) for r in rows.tables["usage"]]
+    reported = [u for u in reported if u["basis"] == "reported"]
+    exporter = InMemorySpanExporter()
+    to_otel(loaded, exporter)
+    spans = list(exporter.get_finished_spans())
+    chats = [s for s in spans if _attrs(s).get("gen_ai.operation.name") == "chat"]
+    assert len(chats) == len(reported) > 0
+    for span in chats:
+        a = _attrs(span)
+        assert span.name == f"chat {a['gen_ai.request.model']}"
+        assert a["gen_ai.request.model"].startswith("claude-")
+        assert a["gen_ai.provider.name"] == "anthropic"
+        assert a["gen_ai.usage.input_tokens"] >= 0 and a["gen_ai.usage.output_tokens"] >= 0
+        assert a["openinference.span.kind"] == "LLM"
+        assert "gen_ai.input.messages" not in a and "input.value" not in a  # content only when asked for
+    assert sum(_attrs(s)["gen_ai.usage.output_tokens"] for s in chats) == sum(u["output_tokens"] for u in reported)
+    # a sub-agent's calls hang under the sub-agent, the main agent's under the turn
+    sub = next(s for s in spans if s.name == "invoke_agent general-purpose")
+    assert any(c.parent is not None and c.parent.span_id == sub.context.span_id for c in chats)
+    root = next(s for s in spans if s.parent is None)
+    assert _attrs(root)["gen_ai.request.model"].startswith("claude-")  # the session's model, from its calls
+    assert _attrs(root)["gen_ai.provider.name"] == "anthropic"
+
+
+def test_message_content_goes_on_the_spans_only_when_asked_for() -> None:
+    loaded = load([CLAUDE_SUBAGENT], tables=["sessions", "subagents", "turns", "tool_calls", "usage", "messages"])
+    exporter = InMemorySpanExporter()
+    to_otel(loaded, exporter, content=True)
+    spans = list(exporter.get_finished_spans())
+    turn = next(s for s in spans if s.name == "turn 1")
+    sent = json.loads(_attrs(turn)["gen_ai.input.messages"])
+    assert sent[0]["role"] == "user" and sent[0]["parts"][0]["type"] == "text"
+    prompt = next(
+        json.loads(line)["message"]["content"]
+        for line in next(CLAUDE_SUBAGENT.glob("*.jsonl")).read_text().splitlines()
+        if json.loads(line).get("type") == "user"
+    )
+    text = prompt if isinstance(prompt, str) else prompt[0]["text"]
+    assert sent[0]["parts"][0]["content"] == text
+    chats = sorted(
+        (
+            s
+            for s in spans
+            if s.name.startswith("chat ") and s.parent is not None and s.parent.span_id == turn.context.span_id
+        ),
+        key=lambda s: (s.start_time or 0, s.end_time or 0),
+    )
+    assert "gen_ai.input.messages" in _attrs(chats[0])
+    assert "gen_ai.output.messages" in _attrs(chats[-1])
+    assert json.loads(_attrs(chats[-1])["gen_ai.output.messages"])[0]["role"] == "assistant"

@@ -182,8 +182,8 @@ def test_a_live_stream_and_its_stored_file_share_keys_and_totals() -> None:
         pytest.skip("no session captured both live and stored")
     for sessions in [*shared.values(), *codex.values()]:
         full = [s for s in sessions if s["turns"] == max(x["turns"] for x in sessions)]
-        # every view holding the whole session reports the same totals
-        assert len({(s["input_tokens"], s["output_tokens"]) for s in full}) == 1, sessions
+        # every view holding the whole session reports the same totals (no tokens reported is none counted)
+        assert len({(s["input_tokens"] or 0, s["output_tokens"] or 0) for s in full}) == 1, sessions
 
 
 def test_loading_twice_or_with_goldens_counts_each_session_once() -> None:
@@ -288,10 +288,12 @@ def test_subagent_usage_rolls_up_once() -> None:
     assert turn["input_tokens"] == 200  # 100 own + 100 from the sub-agent spawned in this turn
     sessions = dicts(rows, "sessions")
     assert sessions[0]["input_tokens"] == 200  # not 200 + 100 + 100
-    assert sessions[1]["subagent_id"] == "sa"
-    assert sessions[1]["parent_key"] == rows.key
-    assert sessions[1]["spawn_call_id"] == "c1"
-    assert sessions[1]["input_tokens"] == 100
+    assert len(sessions) == 1  # the sub-agent has its own table: a sum over sessions counts it once
+    (sub,) = dicts(rows, "subagents")
+    assert sub["subagent_id"] == "sa"
+    assert sub["parent_key"] == rows.key
+    assert sub["spawn_call_id"] == "c1"
+    assert sub["input_tokens"] == 100
 
 
 def test_keys_come_from_content_not_from_reading_order() -> None:

@@ -385,7 +385,14 @@ def mcp_started(call_id: str, server: str, tool: str, arguments: Any) -> list[Bo
 
 
 def mcp_finished(
-    call_id: str, server: str, tool: str, arguments: Any, status: str | None, result: Any, error: Any
+    call_id: str,
+    server: str,
+    tool: str,
+    arguments: Any,
+    status: str | None,
+    result: Any,
+    error: Any,
+    duration_ms: float | None = None,
 ) -> list[Body]:
     """Terminal ``tool-call`` and ``mcp-tool``: ``result`` when it succeeded, else the error."""
     phase = phase_of(status)
@@ -408,6 +415,7 @@ def mcp_finished(
             phase="failed" if failed else "completed",
             arguments=arguments,
             result=outcome,
+            duration_ms=duration_ms,
         ),
     ]
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any, Generic, TypeVar, cast
 
-from normalize import Emit, Item, MalformedMessage, Problem, ProtocolViolation, ToolCall
+from normalize import Emit, Item, MalformedMessage
 from normalize import Warning as WarningBody
 
 __all__ = [
@@ -41,7 +41,6 @@ __all__ = [
     "Bounded",
     "Recent",
     "buffer_warning",
-    "CallLedger",
     "bounded_feed",
     "evictions",
 ]
@@ -158,63 +157,13 @@ def buffer_warning(what: str, key: object, limit: int = BUFFER_TEXT) -> Item:
     return Emit(body=WarningBody(message=message, source="normalize"), synthetic=True)
 
 
-class CallLedger:
-    """Each tool call has one ``started`` and one terminal phase, whatever the input repeats.
-
-    A duplicated line (a reconnect that re-sends, a capture written twice) or a result
-    read before its call would otherwise give a call two starts or two ends, which
-    consumers count twice.  The ledger remembers the calls it saw start and end (the
-    last :data:`SEEN_IDS` of each) and turns a second start, or a start or end after
-    the end, into a :class:`~normalize.ProtocolViolation` problem: an ``error`` event
-    keeping the native message in default mode, raised in strict mode.  ``updated``
-    is never refused (ACP agents patch finished calls), and a call seen ending without
-    a start (its start was never written) is let through: nothing contradicts it yet.
-    """
-
-    __slots__ = ("_ended", "_started")
-
-    def __init__(self) -> None:
-        self._started: Recent[str] = Recent()
-        self._ended: Recent[str] = Recent()
-
-    def check(self, items: list[Item]) -> list[Item]:
-        """``items`` with each tool-call phase that cannot follow replaced by a problem."""
-        out: list[Item] | None = None
-        for n, item in enumerate(items):
-            body = item.body if isinstance(item, Emit) else item
-            if type(body) is not ToolCall:
-                continue
-            why = self._why(body)
-            if why is not None:
-                if out is None:
-                    out = list(items)
-                subagent, origin = (item.subagent_id, item.origin) if isinstance(item, Emit) else (None, None)
-                out[n] = Problem(error=ProtocolViolation(why), subagent_id=subagent, origin=origin)
-        return items if out is None else out
-
-    def _why(self, call: ToolCall) -> str | None:
-        cid = call.call_id
-        if call.phase == "updated":  # ACP agents patch a call after its end (load replays): kept
-            return None
-        if cid in self._ended:
-            return f"tool call {cid} already finished; a later {call.phase} phase is not reported"
-        if call.phase == "started":
-            if cid in self._started:
-                return f"tool call {cid} already started; a second start is not reported"
-            self._started.add(cid)
-        else:
-            self._ended.add(cid)
-            self._started.discard(cid)
-        return None
-
-
 F = TypeVar("F", bound=Callable[..., list[Item]])
 
 
 class _Guard:
-    """Per adapter instance: one outbox for its tables (made in ``__init__``), and its ledger."""
+    """Per adapter instance: one outbox for its tables (made in ``__init__``)."""
 
-    __slots__ = ("ledger", "outbox")
+    __slots__ = ("outbox",)
 
     def __init__(self, state: dict[str, Any]) -> None:
         self.outbox: list[tuple[Bounded[Any, Any], Any]] = []
@@ -222,14 +171,11 @@ class _Guard:
             if type(table) is Bounded:
                 self.outbox += table.outbox
                 table.outbox = self.outbox
-        self.ledger = CallLedger()
 
 
 def bounded_feed(feed: F) -> F:
     """Decorate an adapter's ``feed(message, from_)`` with the guards every adapter shares.
 
-    * A tool call's phases are checked by a :class:`CallLedger`: a second start, or a
-      start or end after the end, is a ``ProtocolViolation`` problem instead.
     * Warnings for the entries evicted from the adapter's :class:`Bounded` tables follow
       the items it returns.
     * A message nested deeper than the decoder's recursion allows (about a thousand
@@ -246,10 +192,6 @@ def bounded_feed(feed: F) -> F:
         guard: _Guard | None = self.__dict__.get("_guard")
         if guard is None:
             guard = self.__dict__["_guard"] = _Guard(self.__dict__)
-        for item in items:
-            if type(item) is ToolCall or (type(item) is Emit and type(item.body) is ToolCall):
-                items = guard.ledger.check(items)
-                break
         if guard.outbox:
             return items + evictions(guard.outbox)
         return items

@@ -86,9 +86,12 @@ from normalize import (
     PlanEntry,
     Problem,
     ProtocolViolation,
+    Question,
+    QuestionOption,
     Reasoning,
     ReasoningDelta,
     RequestResolved,
+    Routing,
     Sample,
     SessionCreated,
     SessionInfo,
@@ -102,6 +105,7 @@ from normalize import (
     TurnStart,
     Usage,
     UserMessage,
+    UserQuestion,
 )
 from normalize import (
     Warning as WarningBody,
@@ -339,8 +343,21 @@ class _ConfigUpdate(_View, frozen=True):
     config_options: list[_ConfigOption] = []
 
 
+class _ThreadStatus(Struct, frozen=True):
+    type: str | None = None
+
+
+class _CodexMeta(Struct, frozen=True, rename="camel"):
+    thread_status: _ThreadStatus | None = None
+
+
+class _InfoMeta(Struct, frozen=True):
+    codex: _CodexMeta | None = None
+
+
 class _InfoUpdate(_View, frozen=True):
     title: str | UnsetType | None = UNSET
+    meta: _InfoMeta | None = field(default=None, name="_meta")
 
 
 class _CostView(_View, frozen=True):
@@ -508,6 +525,19 @@ _COMPACTION_STATUS: dict[str, Literal["in_progress", "completed", "failed", "can
 #: Agents whose ``agent_message_chunk`` without ``messageId`` is a notice, not model text.
 _NOTICE_WITHOUT_ID = {"@agentclientprotocol/codex-acp", "codex-acp"}
 
+#: ACP bridges: packages that run another agent behind ACP, and the agent they run.  Over
+#: them ``agent`` names the agent (the same as over its own protocol), and the record keeps
+#: the package and its version as ``via`` / ``viaVersion`` (docs/events.md, "Identity").
+_BRIDGES = {
+    "@agentclientprotocol/claude-agent-acp": "claude-code",
+    "@zed-industries/claude-code-acp": "claude-code",
+    "claude-code-acp": "claude-code",
+    "claude-agent-acp": "claude-code",
+    "@agentclientprotocol/codex-acp": "codex",
+    "@zed-industries/codex-acp": "codex",
+    "codex-acp": "codex",
+}
+
 #: The ACP session methods that mark a stream as ACP (detection).
 _ACP_METHODS = {
     "session/new",
@@ -669,6 +699,7 @@ class AcpAdapter(Adapter):
     """Agent Client Protocol v1, client and agent sides of one connection."""
 
     protocol = "acp"
+    routing = Routing(key="sessionId", opened_by={"session/new": ("sessionId",)})
     announces_session = True
     agent = "unknown"
 
@@ -687,6 +718,8 @@ class AcpAdapter(Adapter):
         self._replay_turn = False
         self._anon = 0
         self._agent_version: str | None = None
+        self._via: str | None = None
+        self._via_version: str | None = None
         self._mode: str | None = None
         self._model: str | None = None
         self._cost: float | None = None
@@ -749,18 +782,8 @@ class AcpAdapter(Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
-        out: list[Item] = [Emit(body=b, synthetic=True) for b in self._flush_all()]
-        out.extend(
-            Emit(
-                body=WarningBody(
-                    message=f"tool call {call.call_id} was still open when the stream ended", source="normalize"
-                ),
-                synthetic=True,
-            )
-            for call in self._calls.values()
-            if not call.ended
-        )
-        return out
+        # calls and requests left open are settled by the core (docs/adapters.md)
+        return [Emit(body=b, synthetic=True) for b in self._flush_all()]
 
     # ------------------------------------------------------------------ dispatch
 
@@ -875,9 +898,14 @@ class AcpAdapter(Adapter):
         if result is None:
             return [Passthrough()]
         if result.agent_info is not None:
-            if result.agent_info.name:
-                self.agent = result.agent_info.name
-            self._agent_version = result.agent_info.version
+            name, version = result.agent_info.name, result.agent_info.version
+            agent = _BRIDGES.get(name) if name else None
+            if agent is not None:
+                self.agent, self._via, self._via_version = agent, name, version
+            else:
+                if name:
+                    self.agent = name
+                self._agent_version = version
         caps = result.agent_capabilities if _given(result.agent_capabilities) else None
         return [SessionInfo(capabilities=caps)] if caps is not None else [Passthrough()]
 
@@ -902,6 +930,8 @@ class AcpAdapter(Adapter):
             model=model,
             mode=mode,
             agent_version=self._agent_version,
+            via=self._via,
+            via_version=self._via_version,
         )
         return [SessionCreated(session_id="", record=record), *self._mode_update(mode, model, always=True)]
 
@@ -919,6 +949,8 @@ class AcpAdapter(Adapter):
             native_session_id=view.session_id,
             cwd=view.cwd,
             agent_version=self._agent_version,
+            via=self._via,
+            via_version=self._via_version,
         )
         return [SessionResumed(session_id="", record=record), *out]
 
@@ -946,6 +978,8 @@ class AcpAdapter(Adapter):
             native_session_id=view.session_id,
             cwd=view.cwd,
             agent_version=self._agent_version,
+            via=self._via,
+            via_version=self._via_version,
         )
         return [SessionResumed(session_id="", record=record)]
 
@@ -1084,7 +1118,7 @@ class AcpAdapter(Adapter):
             pending = self._pending.get((side, view.request_id))
             if pending is None:
                 continue
-            if pending.method == "session/request_permission":
+            if pending.method in ("session/request_permission", "elicitation/create"):
                 del self._pending[(side, view.request_id)]
                 return [RequestResolved(request_id=str(view.request_id), outcome="cancelled")]
             if pending.method == "session/prompt":
@@ -1109,7 +1143,7 @@ class AcpAdapter(Adapter):
         text = _block_text(block) if block is not None else None
         meta = view.meta.claude_code if view.meta is not None else None
         notice = (meta is not None and meta.kind == "informational") or (
-            kind == "message" and view.message_id is None and self.agent in _NOTICE_WITHOUT_ID
+            kind == "message" and view.message_id is None and self._via in _NOTICE_WITHOUT_ID
         )
         if notice and text is not None:
             # a notice of the agent's own, not the model's text; live even inside a load
@@ -1303,7 +1337,40 @@ class AcpAdapter(Adapter):
         if outcome is None or outcome.outcome != "selected" or outcome.option_id is None:
             return [RequestResolved(request_id=str(rid), outcome="cancelled")]
         answer = {"optionId": outcome.option_id, "kind": kinds.get(outcome.option_id)}
-        return [RequestResolved(request_id=str(rid), outcome="answered", answer=answer)]
+        return [RequestResolved(request_id=str(rid), outcome="answered", answer=answer, option_id=outcome.option_id)]
+
+    def _req_elicitation(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
+        """A form the agent asks the user to fill (claude-agent-acp's AskUserQuestion): each
+        field of ``requestedSchema`` is one question, its ``oneOf`` / ``enum`` the options."""
+        try:
+            view = _ELICITATION.decode(params)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return [Passthrough()]
+        fields = view.requested_schema.properties if view.requested_schema is not None else {}
+        questions = [
+            Question(
+                id=name,
+                prompt=f.title or f.description or view.message,
+                header=view.message if (f.title or f.description) else None,
+                multi_select=f.type == "array",
+                allow_free_text=not _choices(f),
+                options=_choices(f),
+            )
+            for name, f in fields.items()
+        ]
+        if not questions:  # a url elicitation, or a form without fields: the message is the question
+            questions = [
+                Question(id=str(rid), prompt=view.message, multi_select=False, allow_free_text=False, options=[])
+            ]
+        return [UserQuestion(request_id=str(rid), blocking=True, questions=questions)]
+
+    def _res_elicitation(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
+        """``accept`` (with the form's ``content``) answers it; ``decline`` and ``cancel`` do not."""
+        if msg.error is not None or not _given(msg.result):
+            return [RequestResolved(request_id=str(rid), outcome="cancelled")]
+        action = _ELICITATION_RESULT.decode(msg.result).action
+        outcome: Literal["answered", "cancelled"] = "answered" if action == "accept" else "cancelled"
+        return [RequestResolved(request_id=str(rid), outcome=outcome, answer=msg.result)]
 
     # client file system and terminals ----------------------------------
 
@@ -1447,6 +1514,12 @@ class AcpAdapter(Adapter):
 
     def _info(self, raw: Raw) -> list[Item]:
         view = _INFO.decode(raw)
+        codex = view.meta.codex if view.meta is not None else None
+        status = codex.thread_status.type if codex is not None and codex.thread_status is not None else None
+        if status == "systemError":
+            # codex-acp's only sign of a failed model call: the error's text follows as agent text
+            message = "the agent reported a system error (codex threadStatus systemError)"
+            return [Error(message=message, error_type="systemError", recoverable=False)]
         if isinstance(view.title, UnsetType):
             return [Passthrough(method="session/update")]  # only updatedAt / `_meta`: nothing the model holds
         return [SessionInfo(title=view.title if view.title is not None else "")]
@@ -1480,6 +1553,55 @@ class AcpAdapter(Adapter):
         return [Emit(body=WarningBody(message=text, source="agent"), origin="live")]
 
 
+class _SchemaChoice(Struct, frozen=True):
+    const: Any = None
+    title: str | None = None
+
+
+class _SchemaField(Struct, frozen=True, rename="camel"):
+    type: str | None = None
+    title: str | None = None
+    description: str | None = None
+    one_of: list[_SchemaChoice] | None = None
+    enum: list[Any] | None = None
+    items: _SchemaChoices | None = None
+
+
+class _SchemaChoices(Struct, frozen=True, rename="camel"):
+    """``items`` of an array field: the choices of a multi-select."""
+
+    any_of: list[_SchemaChoice] | None = None
+    one_of: list[_SchemaChoice] | None = None
+    enum: list[Any] | None = None
+
+
+class _Schema(Struct, frozen=True):
+    properties: dict[str, _SchemaField] = {}
+
+
+class _Elicitation(Struct, frozen=True, rename="camel"):
+    message: str = ""
+    mode: str | None = None
+    requested_schema: _Schema | None = None
+
+
+class _ElicitationResult(Struct, frozen=True):
+    action: str | None = None
+
+
+_ELICITATION = msgspec.json.Decoder(_Elicitation)
+_ELICITATION_RESULT = msgspec.json.Decoder(_ElicitationResult)
+
+
+def _choices(f: _SchemaField) -> list[QuestionOption]:
+    """A field's choices: ``oneOf`` consts with titles, or ``enum`` values (of the items, for an array)."""
+    src: _SchemaField | _SchemaChoices = f.items if f.type == "array" and f.items is not None else f
+    listed = src.one_of or (src.any_of if isinstance(src, _SchemaChoices) else None)
+    if listed:
+        return [QuestionOption(id=str(c.const), label=c.title or str(c.const)) for c in listed]
+    return [QuestionOption(id=str(v), label=str(v)) for v in src.enum or ()]
+
+
 _REQUESTS: dict[str, _RequestHandler] = {
     "initialize": AcpAdapter._req_passthrough,
     "session/new": AcpAdapter._req_new,
@@ -1490,6 +1612,7 @@ _REQUESTS: dict[str, _RequestHandler] = {
     "session/set_config_option": AcpAdapter._req_with_params,
     "session/prompt": AcpAdapter._req_prompt,
     "session/request_permission": AcpAdapter._req_permission,
+    "elicitation/create": AcpAdapter._req_elicitation,
     "fs/read_text_file": AcpAdapter._req_fs_read,
     "fs/write_text_file": AcpAdapter._req_fs_write,
     "terminal/create": AcpAdapter._req_terminal_create,
@@ -1509,6 +1632,7 @@ _RESPONSES: dict[str, _ResponseHandler] = {
     "session/set_config_option": AcpAdapter._res_set_config,
     "session/prompt": AcpAdapter._res_prompt,
     "session/request_permission": AcpAdapter._res_permission,
+    "elicitation/create": AcpAdapter._res_elicitation,
     "terminal/create": AcpAdapter._res_terminal_create,
     "terminal/output": AcpAdapter._res_terminal_output,
     "terminal/wait_for_exit": AcpAdapter._res_terminal_exit,

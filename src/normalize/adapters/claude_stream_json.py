@@ -61,6 +61,8 @@ import msgspec
 from msgspec import Raw, Struct, field
 
 from normalize import (
+    AccountAvailable,
+    AccountExhausted,
     Adapter,
     AssistantDelta,
     AssistantMessage,
@@ -72,6 +74,7 @@ from normalize import (
     CompletionUsage,
     ContextApplied,
     ContextUpdated,
+    ContextWindow,
     ConversationReset,
     Cost,
     Direction,
@@ -89,6 +92,8 @@ from normalize import (
     PermissionDetail,
     PermissionOption,
     PermissionRequest,
+    Question,
+    QuestionOption,
     Reasoning,
     ReasoningDelta,
     RequestResolved,
@@ -106,6 +111,7 @@ from normalize import (
     TurnComplete,
     TurnStart,
     UserMessage,
+    UserQuestion,
 )
 from normalize import Usage as UsageBody
 from normalize import Warning as WarningBody
@@ -235,6 +241,7 @@ class _ModelUsage(Struct, frozen=True, kw_only=True, rename="camel"):
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cost_usd: float = field(name="costUSD", default=0.0)
+    context_window: int | None = None
 
 
 class _Origin(Struct, frozen=True, kw_only=True):
@@ -305,6 +312,11 @@ class _RateLimit(Struct, frozen=True, kw_only=True):
     rate_limit_info: Raw = NULL
 
 
+class _RateLimitInfo(Struct, frozen=True, kw_only=True, rename="camel"):
+    status: str | None = None  # allowed | allowed_warning | rejected
+    rate_limit_type: str | None = None
+
+
 class _ToolProgress(Struct, frozen=True, kw_only=True):
     tool_use_id: str = ""
     tool_name: str = ""
@@ -313,6 +325,30 @@ class _ToolProgress(Struct, frozen=True, kw_only=True):
 
 class _AuthStatus(Struct, frozen=True, kw_only=True):
     error: str | None = None
+
+
+class _AskOption(Struct, frozen=True, kw_only=True):
+    label: str = ""
+    description: str | None = None
+
+
+class _Ask(Struct, frozen=True, kw_only=True, rename="camel"):
+    """One question of ``AskUserQuestion``'s input."""
+
+    question: str = ""
+    header: str | None = None
+    options: list[_AskOption] = []
+    multi_select: bool = False
+
+
+class _AskInput(Struct, frozen=True, kw_only=True):
+    questions: list[_Ask] = []
+
+
+_ASK_INPUT = msgspec.json.Decoder(_AskInput)
+
+#: The tool through which Claude Code asks the user questions: a ``user-question``, not a permission.
+ASK_TOOL = "AskUserQuestion"
 
 
 class _Request(Struct, frozen=True, kw_only=True):
@@ -361,6 +397,27 @@ class _ControlResponse(Struct, frozen=True, kw_only=True):
     response: _Response = _Response()
 
 
+class _PermissionAnswer(Struct, frozen=True, kw_only=True, rename="camel"):
+    """A ``can_use_tool`` answer: ``behavior`` allow | deny, and the rules to keep."""
+
+    behavior: str | None = None
+    updated_permissions: list[Raw] | None = None
+
+
+_PERMISSION_ANSWER = msgspec.json.Decoder(_PermissionAnswer)
+
+
+def _chosen_option(response: Raw) -> str | None:
+    """The option a ``can_use_tool`` answer chose: ``allow``, ``allow_always`` or ``deny``."""
+    try:
+        answer = _PERMISSION_ANSWER.decode(response)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if answer.behavior == "allow" and answer.updated_permissions:
+        return "allow_always"
+    return answer.behavior
+
+
 class _CancelRequest(Struct, frozen=True, kw_only=True):
     request_id: str = ""
 
@@ -384,6 +441,7 @@ _RESULT = _decoder(_Result)
 _SYSTEM = _decoder(_System)
 _RESET = _decoder(_Reset)
 _RATE = _decoder(_RateLimit)
+_RATE_INFO = _decoder(_RateLimitInfo)
 _PROGRESS = _decoder(_ToolProgress)
 _AUTH = _decoder(_AuthStatus)
 _CREQ = _decoder(_ControlRequest)
@@ -546,6 +604,9 @@ class ClaudeStreamJsonAdapter(Adapter):
         self._reset_pending = False
         self._mode: str | None = None
         self._model: str | None = None
+        self._context_used: int | None = None  # the last main-thread call's tokens (usage.context)
+        self._exhausted = False  # a rate limit rejected the account and has not lifted
+        self._questions: Recent[str] = Recent(PENDING_REQUESTS)  # can_use_tool requests that are AskUserQuestion
         self._tools: list[str] = []
         self._mcp: dict[str, str | None] = {}
         self._commands: list[str] | None = None
@@ -610,12 +671,8 @@ class ClaudeStreamJsonAdapter(Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
-        out: list[Item] = []
-        for call_id, call in self._calls.items():
-            warn = WarningBody(message=f"tool call {call_id} ({call.tool}) never finished", source="normalize")
-            out.append(Emit(body=warn, subagent_id=call.subagent, synthetic=True))
-        self._calls.clear()
-        return out
+        self._calls.clear()  # calls left open are settled by the core (docs/adapters.md)
+        return []
 
     # ------------------------------------------------------------ session/turns
 
@@ -688,8 +745,14 @@ class ClaudeStreamJsonAdapter(Adapter):
         if r.request_id not in self._asked:
             return []
         subagent = self._asked.pop(r.request_id)
+        question = r.request_id in self._questions
+        self._questions.discard(r.request_id)
         if r.subtype == "success":
-            body = RequestResolved(request_id=r.request_id, outcome="answered", answer=present(r.response))
+            answer = present(r.response)
+            option = None if answer is None else _chosen_option(answer)
+            # a question the client refused to answer (behavior deny) was not answered
+            outcome: Literal["answered", "cancelled"] = "cancelled" if question and option == "deny" else "answered"
+            body = RequestResolved(request_id=r.request_id, outcome=outcome, answer=answer, option_id=option)
         else:
             body = RequestResolved(request_id=r.request_id, outcome="cancelled", answer=r.error)
         return [Emit(body=body, subagent_id=subagent)]
@@ -708,6 +771,11 @@ class ClaudeStreamJsonAdapter(Adapter):
         if subagent is None and call_id in self._calls:
             subagent = self._calls[call_id].subagent
         self._asked[req.request_id] = subagent
+        if tool == ASK_TOOL:
+            question = self._user_question(req.request_id, r.input)
+            if question is not None:
+                self._questions.add(req.request_id)
+                return [Emit(body=question, subagent_id=subagent)]
         ref = ToolCallRef(
             call_id=call_id,
             tool=tool,
@@ -723,6 +791,31 @@ class ClaudeStreamJsonAdapter(Adapter):
             detail=detail if (detail.command or detail.blocked_path or detail.reason) else None,
         )
         return [Emit(body=body, subagent_id=subagent)]
+
+    @staticmethod
+    def _user_question(request_id: str, raw: Raw) -> UserQuestion | None:
+        """``AskUserQuestion`` asked through ``can_use_tool``: its questions, each with its options.
+
+        The answer comes back as ``updatedInput.answers`` (question text -> chosen label), kept
+        as the resolution's ``answer``; the question's id is its text, as the answers key it."""
+        try:
+            ask = _ASK_INPUT.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if not ask.questions:
+            return None
+        questions = [
+            Question(
+                id=q.question,
+                prompt=q.question,
+                header=q.header,
+                multi_select=q.multi_select,
+                allow_free_text=True,  # Claude Code always offers "Other"
+                options=[QuestionOption(id=o.label, label=o.label, description=o.description) for o in q.options],
+            )
+            for q in ask.questions
+        ]
+        return UserQuestion(request_id=request_id, blocking=True, questions=questions)
 
     def _cancel(self, message: bytes) -> list[Item]:
         c: _CancelRequest = _decode(_CANCEL, message)
@@ -984,6 +1077,9 @@ class ClaudeStreamJsonAdapter(Adapter):
                 )
             )
             return out
+        if sub is None and msg.usage is not None:
+            # what the main thread's last model call held: its whole input and what it wrote
+            self._context_used = tokens_of(msg.usage).total
         thread = self._thread(sub, msg.id)
         for block in blocks:
             streamed = [i for i, b in sorted(thread.blocks.items()) if not b.final]
@@ -1134,6 +1230,18 @@ class ClaudeStreamJsonAdapter(Adapter):
 
     # ---------------------------------------------------------- agent: result
 
+    def _context(self, r: _Result) -> ContextWindow | None:
+        """The context at the end of the turn: the last main-thread call's tokens, and the
+        window of the model that made it (``modelUsage[model].contextWindow``)."""
+        used = self._context_used
+        if used is None:
+            return None
+        windows = [m.context_window for m in (r.model_usage or {}).values() if m.context_window]
+        size = windows[0] if len(windows) == 1 else None  # several models: which one is not said
+        if self._model is not None and r.model_usage is not None and self._model in r.model_usage:
+            size = r.model_usage[self._model].context_window or size
+        return ContextWindow(used=used, size=size)
+
     def _result(self, message: bytes) -> list[Item]:
         r: _Result = _decode(_RESULT, message)
         out: list[Item] = self._session(r.session_id)
@@ -1145,8 +1253,9 @@ class ClaudeStreamJsonAdapter(Adapter):
         if r.model_usage_since_last_result:
             amount = sum(m.cost_usd for m in r.model_usage_since_last_result.values())
             turn_cost = Cost(amount=amount, currency="USD", source="agent")
-        if turn_tokens is not None or turn_cost is not None:
-            out.append(UsageBody(tokens=turn_tokens, cost=turn_cost, scope="turn"))
+        context = self._context(r)
+        if turn_tokens is not None or turn_cost is not None or context is not None:
+            out.append(UsageBody(context=context, tokens=turn_tokens, cost=turn_cost, scope="turn"))
         if r.model_usage is not None or r.total_cost_usd is not None:
             out.append(
                 UsageBody(
@@ -1184,7 +1293,17 @@ class ClaudeStreamJsonAdapter(Adapter):
 
     def _rate_limit(self, message: bytes) -> list[Item]:
         line: _RateLimit = _decode(_RATE, message)
-        return [UsageBody(rate_limits=present(line.rate_limit_info))]
+        info = present(line.rate_limit_info)
+        out: list[Item] = [UsageBody(rate_limits=info)]
+        status = _RATE_INFO.decode(info).status if info is not None else None
+        # the account Claude Code runs with: it names none in the stream
+        if status == "rejected" and not self._exhausted:
+            self._exhausted = True
+            out.append(AccountExhausted(session_id="", agent=self.agent, account="default", reason="limit"))
+        elif status in ("allowed", "allowed_warning") and self._exhausted:
+            self._exhausted = False
+            out.append(AccountAvailable(session_id="", agent=self.agent, account="default"))
+        return out
 
     def _tool_progress(self, message: bytes) -> list[Item]:
         p: _ToolProgress = _decode(_PROGRESS, message)

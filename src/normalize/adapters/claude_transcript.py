@@ -344,10 +344,7 @@ class ClaudeTranscriptAdapter(Adapter):
         items: list[Item] = [] if self._created else [self._announce()]
         if self._ending is not None:
             self._end_turn(items, synthetic=True)
-        for call_id, call in self._calls.items():
-            warning = WarningBody(message=f"tool call {call_id} ({call.tool}) never got a result", source="normalize")
-            items.append(Emit(body=warning, subagent_id=call.subagent, synthetic=True))
-        self._calls.clear()
+        self._calls.clear()  # calls left open are settled by the core (docs/adapters.md)
         return items
 
     # ------------------------------------------------------------- helpers

@@ -49,6 +49,8 @@ import msgspec
 from msgspec import Raw, Struct, field
 
 from normalize import (
+    AccountAvailable,
+    AccountExhausted,
     Adapter,
     AssistantDelta,
     AssistantMessage,
@@ -58,6 +60,8 @@ from normalize import (
     Completion,
     CompletionUsage,
     ContextApplied,
+    ContextDegraded,
+    ContextDrop,
     ContextUpdated,
     ContextWindow,
     Direction,
@@ -84,6 +88,7 @@ from normalize import (
     QuestionOption,
     ReasoningDelta,
     RequestResolved,
+    Routing,
     Sample,
     SessionCreated,
     SessionInfo,
@@ -196,6 +201,7 @@ class _McpItem(_V, frozen=True, kw_only=True):
     arguments: Raw = ci.NULL
     result: Raw = ci.NULL
     error: Raw = ci.NULL
+    duration_ms: float | None = None
 
 
 class _WebSearchItem(_V, frozen=True, kw_only=True):
@@ -314,6 +320,13 @@ class _RateLimitsParams(_V, frozen=True, kw_only=True):
     rate_limits: Raw = ci.NULL
 
 
+class _LimitState(_V, frozen=True, kw_only=True):
+    """What ``account/rateLimits/updated`` says of the account itself."""
+
+    rate_limit_reached_type: str | None = None
+    plan_type: str | None = None
+
+
 class _PlanStep(_V, frozen=True, kw_only=True):
     step: str
     status: str
@@ -430,6 +443,7 @@ class _ToolCallResult(_V, frozen=True, kw_only=True):
 class _Decision(_V, frozen=True, kw_only=True):
     decision: Raw = ci.NULL
     action: str | None = None
+    scope: str | None = None  # item/permissions/requestApproval: "turn" | "session"
 
 
 def _decoder(t: type[Any]) -> msgspec.json.Decoder[Any]:
@@ -459,6 +473,7 @@ _DELTA = _decoder(_DeltaParams)
 _PROGRESS = _decoder(_ProgressParams)
 _TOKEN_USAGE = _decoder(_TokenUsageParams)
 _RATE_LIMITS = _decoder(_RateLimitsParams)
+_LIMIT_STATE = _decoder(_LimitState)
 _PLAN = _decoder(_PlanParams)
 _DIFF = _decoder(_DiffParams)
 _ERROR = _decoder(_ErrorParams)
@@ -648,6 +663,11 @@ _TERMINAL_STATUS: dict[str, tuple[Literal["ok", "interrupt"], _StopReason]] = {
 
 class CodexAppServerAdapter(Adapter):
     protocol = "codex-app-server"
+    routing = Routing(
+        key="threadId",
+        opened_by={"thread/start": ("thread", "id"), "thread/fork": ("thread", "id")},
+        named_in={"thread/started": ("thread", "id")},
+    )
     announces_session = True
     agent = "codex"
 
@@ -668,6 +688,8 @@ class CodexAppServerAdapter(Adapter):
         self._totals: _Breakdown | None = None
         self._usage_raw: bytes | None = None
         self._rate_limits: bytes | None = None
+        self._account: str | None = None  # the account, as the plan names it (account.*)
+        self._exhausted = False  # a usage limit was reached and has not lifted
 
     # ------------------------------------------------------------ contract
 
@@ -702,14 +724,12 @@ class CodexAppServerAdapter(Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
+        # tool calls and requests left open are settled by the core (docs/adapters.md); the
+        # items the core does not see as calls (web searches, compactions) are reported here
         out: list[Item] = []
         for item_id, op in self._open.items():
-            if op.kind in _CALL_KINDS:
+            if op.kind in _NOT_CALLS:
                 msg = f"codex {op.kind} {item_id} never completed: the stream ended first"
-                out.append(Emit(body=WarningBody(message=msg, source="normalize"), synthetic=True))
-        for (side, rid), p in self._pending.items():
-            if side == "agent":
-                msg = f"codex request {rid} ({p.method}) was never answered"
                 out.append(Emit(body=WarningBody(message=msg, source="normalize"), synthetic=True))
         self._open.clear()
         self._pending.clear()
@@ -958,7 +978,7 @@ class CodexAppServerAdapter(Adapter):
         v = _MCP.decode(raw)
         result = ci.raw_or_none(v.result)
         error = ci.raw_or_none(v.error)
-        return ci.mcp_finished(v.id, v.server, v.tool, v.arguments, v.status, result, error)
+        return ci.mcp_finished(v.id, v.server, v.tool, v.arguments, v.status, result, error, v.duration_ms)
 
     def _completed_web_search(self, raw: Raw, op: _Open | None) -> list[Body]:
         v = _WEB_SEARCH.decode(raw)
@@ -1123,7 +1143,23 @@ class CodexAppServerAdapter(Adapter):
         if bytes(raw) == self._rate_limits or not ci.present(raw):
             return [Passthrough()]  # unchanged, or no limits in it (absent is omitted, never null)
         self._rate_limits = bytes(raw)
-        return [Usage(rate_limits=raw)]
+        state = _LIMIT_STATE.decode(raw)
+        return [Usage(rate_limits=raw), *self._account_limit(state.rate_limit_reached_type, state.plan_type)]
+
+    def _account_limit(self, reached: str | None, plan: str | None) -> list[Item]:
+        """``account.exhausted`` when a limit is reached, ``account.available`` when it lifts.
+
+        The account is named by its plan when Codex says it (``planType``), else
+        ``default``: the one account the agent runs with."""
+        account = plan or self._account or "default"
+        self._account = account
+        if reached is not None and not self._exhausted:
+            self._exhausted = True
+            return [AccountExhausted(session_id="", agent=self.agent, account=account, reason="limit")]
+        if reached is None and self._exhausted:
+            self._exhausted = False
+            return [AccountAvailable(session_id="", agent=self.agent, account=account)]
+        return []
 
     def _on_error(self, params: Raw) -> list[Item]:
         p = _ERROR.decode(params)
@@ -1131,7 +1167,13 @@ class CodexAppServerAdapter(Adapter):
             self._turn_error = True
         kind = ci.error_type(p.error.codex_error_info)
         # a retry notice (willRetry: true) is a warning: Codex retries and the turn goes on
-        return [ci.error_notice(_error_text(p.error), retrying=p.will_retry, error_type=kind)]
+        out: list[Item] = [ci.error_notice(_error_text(p.error), retrying=p.will_retry, error_type=kind)]
+        if kind == "usageLimitExceeded":
+            out += self._account_limit(kind, None)
+        elif kind == "contextWindowExceeded" and not p.will_retry:
+            drop = ContextDrop(what="message", reason=_error_text(p.error))
+            out.append(ContextDegraded(session_id="", dropped=[drop]))
+        return out
 
     def _on_warning(self, params: Raw) -> list[Item]:
         p = _WARNING.decode(params)
@@ -1264,7 +1306,23 @@ class CodexAppServerAdapter(Adapter):
 
     def _on_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
         self._answered.add(pending.request_id)
-        return [RequestResolved(request_id=pending.request_id, outcome="answered", answer=ci.raw_or_none(raw))]
+        option = self._chosen_option(pending.method, raw)
+        answer = ci.raw_or_none(raw)
+        return [RequestResolved(request_id=pending.request_id, outcome="answered", answer=answer, option_id=option)]
+
+    @staticmethod
+    def _chosen_option(method: str, raw: Raw) -> str | None:
+        """The option id an approval answer chose (the options the request was given)."""
+        if method == "item/tool/requestUserInput":
+            return None
+        try:
+            answer = _DECISION.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if method == "item/permissions/requestApproval":
+            return answer.scope or "turn"
+        decision = ci.raw_or_none(answer.decision)
+        return None if decision is None else _decision_name(decision)
 
     def _on_elicitation_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
         self._answered.add(pending.request_id)
@@ -1292,6 +1350,9 @@ _CALL_KINDS = frozenset(
         "contextCompaction",
     }
 )
+
+#: Open items whose start is not a ``tool-call`` body (the core settles those).
+_NOT_CALLS = frozenset({"webSearch", "contextCompaction"})
 
 _MCP_ACTION: dict[str, Literal["added", "removed", "updated", "failed"]] = {
     "starting": "updated",

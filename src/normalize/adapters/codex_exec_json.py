@@ -39,7 +39,6 @@ from normalize import (
     Adapter,
     Body,
     Direction,
-    Emit,
     Error,
     FileDiff,
     Item,
@@ -183,18 +182,27 @@ class CodexExecJsonAdapter(Adapter):
 
     @classmethod
     def detect(cls, sample: Sequence[Sample]) -> float:
-        seen = 0
+        """Scores the lines it recognises; an unknown type or a line that is not JSON is tolerated.
+
+        A later codex release adds line types, and a wrapper may print a banner
+        first: neither may hide the stream.  Most JSON lines must be codex's.
+        """
+        seen = other = 0
+        first: str | None = None
         for data, _from in sample:
             try:
                 head = _head_decoder.decode(data)
             except msgspec.DecodeError:
-                return 0.0
+                other += 1
+                continue
             if head.type not in LINE_TYPES:
-                return 0.0
+                other += 1
+                continue
+            first = first or head.type
             seen += 1
-        if not seen:
+        if not seen or seen < other:
             return 0.0
-        return 0.95 if _head_decoder.decode(sample[0][0]).type == "thread.started" else 0.6
+        return 0.95 if first == "thread.started" else 0.6
 
     # ------------------------------------------------------------------ feed
 
@@ -215,12 +223,8 @@ class CodexExecJsonAdapter(Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
-        out: list[Item] = [
-            Emit(body=WarningBody(message=f"call {call_id} never finished", source="normalize"), synthetic=True)
-            for call_id in self._open_calls
-        ]
-        self._open_calls.clear()
-        return out
+        self._open_calls.clear()  # calls left open are settled by the core (docs/adapters.md)
+        return []
 
     # ------------------------------------------------------------ line types
 

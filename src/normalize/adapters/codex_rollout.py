@@ -57,10 +57,11 @@ from normalize import (
     Body,
     Compaction,
     ContextApplied,
+    ContextDegraded,
+    ContextDrop,
     ContextUpdated,
     ContextWindow,
     Direction,
-    Emit,
     Error,
     FileDiff,
     Item,
@@ -82,7 +83,6 @@ from normalize import (
     Usage,
     WebSearch,
 )
-from normalize import Warning as WarningBody
 from normalize.adapters import _codex_items as ci
 from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent, bounded_feed
 
@@ -160,6 +160,11 @@ class _PathChange(Struct, frozen=True):
     move_path: str | None = None
 
 
+class _Duration(Struct, frozen=True):
+    secs: int = 0
+    nanos: int = 0
+
+
 class _CoreItem(Struct, frozen=True):
     """A core TurnItem of ``item_completed`` (PascalCase ``type``)."""
 
@@ -181,6 +186,7 @@ class _CoreItem(Struct, frozen=True):
     result: Raw = ci.NULL
     error: Raw = ci.NULL
     query: str | None = None
+    duration: _Duration | None = None
 
 
 class _TaskError(Struct, frozen=True):
@@ -464,16 +470,21 @@ class CodexRolloutAdapter(Adapter):
 
     @classmethod
     def detect(cls, sample: Sequence[Sample]) -> float:
-        if not sample:
-            return 0.0
-        try:
-            first = _line_decoder.decode(sample[0][0])
-        except msgspec.DecodeError:
-            return 0.0
-        if first.type in LINE_TYPES and bytes(first.payload) != b"null" and first.timestamp is not None:
-            return 0.95 if first.type == "session_meta" else 0.8
-        if first.type is None and first.id is not None and first.timestamp is not None:
-            return 0.7  # the oldest files: {id, timestamp, instructions, git}
+        """The first line of the rollout envelope decides; lines of an unknown ``type`` before it are tolerated."""
+        for n, (data, _) in enumerate(sample[:5]):
+            try:
+                line = _line_decoder.decode(data)
+            except msgspec.DecodeError:
+                return 0.0
+            if line.timestamp is None:
+                return 0.0
+            if line.type in LINE_TYPES and bytes(line.payload) != b"null":
+                return 0.95 if line.type == "session_meta" else 0.8
+            if n == 0 and line.type is None and line.id is not None:
+                return 0.7  # the oldest files: {id, timestamp, instructions, git}
+            if line.type is None or bytes(line.payload) == b"null":
+                return 0.0
+            # an enveloped line of a type this version does not know: look at the next
         return 0.0
 
     # ------------------------------------------------------------------ feed
@@ -519,13 +530,9 @@ class CodexRolloutAdapter(Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
-        # a file cut before its turn ended: the calls it left open are reported, not forgotten
-        out: list[Item] = [
-            Emit(body=WarningBody(message=f"tool call {call_id} never finished", source="normalize"), synthetic=True)
-            for call_id in self._open
-        ]
+        # a file cut before its turn ended: the core settles the calls it left open (docs/adapters.md)
         self._open.clear()
-        return out
+        return []
 
     # ------------------------------------------------------------ line types
 
@@ -741,6 +748,8 @@ class CodexRolloutAdapter(Adapter):
             etype = None if isinstance(err, str) else _error_type(err.codex_error_info)
             if message != self._turn_error:
                 out.append(Error(message=message, error_type=etype, recoverable=False))
+            if etype == "contextWindowExceeded":  # as the live adapter: the context overflowed
+                out.append(ContextDegraded(session_id="", dropped=[ContextDrop(what="message", reason=message)]))
             out.append(ci.failed_turn(event.turn_id))
         else:
             out.append(TurnComplete(reason="ok", stop_reason="completed", native_turn_id=event.turn_id))
@@ -933,6 +942,7 @@ class CodexRolloutAdapter(Adapter):
                 item.status,
                 ci.raw_or_none(item.result),
                 ci.raw_or_none(item.error),
+                None if item.duration is None else item.duration.secs * 1000 + item.duration.nanos / 1e6,
             )
         )
 

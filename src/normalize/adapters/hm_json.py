@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
-from msgspec import Raw, Struct
+from msgspec import Raw, Struct, structs
 
 from normalize import (
     Adapter,
@@ -59,6 +59,8 @@ from normalize import (
     Compaction,
     Completion,
     CompletionUsage,
+    ContextDegraded,
+    ContextDrop,
     ContextWindow,
     Cost,
     Direction,
@@ -167,6 +169,7 @@ class _Line(Struct, frozen=True):
     summary: str | None = None
     input: Raw = ABSENT
     category: str | None = None
+    paths: list[str] | None = None
     command: str | None = None  # approval_needed's command; response's command name
     reason: str | None = None
     note: str | None = None
@@ -272,6 +275,22 @@ LINE_TYPES = frozenset(
         "response",
     }
 )
+
+#: The placeholder hm sends for an image to a model without vision (doc: ``warning``).
+_NO_VISION = "[image omitted: model has no vision]"
+
+#: ``approval_needed.category`` -> category: what the mode asks about, which may be more
+#: precise than the tool (a ``shell`` call that deletes, or reaches the network).
+APPROVAL_CATEGORIES: dict[str, Category] = {
+    "read": "read",
+    "edit": "edit",
+    "delete": "delete",
+    "move": "move",
+    "search": "search",
+    "shell": "execute",
+    "command": "execute",
+    "network": "fetch",
+}
 
 #: Tool name -> category.  hm's built-in tools as the captures show them; others are "other".
 TOOL_CATEGORIES: dict[str, Category] = {
@@ -475,7 +494,13 @@ class HmJsonAdapter(Adapter):
 
     @classmethod
     def detect(cls, sample: Sequence[Sample]) -> float:
-        seen = 0
+        """Scores the lines it recognises; an unknown type or a line that is not JSON is tolerated.
+
+        A later hm release adds line types (kept as ``session.update``), and a
+        wrapper may print a banner first: neither may hide the stream.  Most of
+        the agent's JSON lines must be hm's (``v: 1`` and a session).
+        """
+        seen = other = 0
         first: str | None = None
         for data, from_ in sample:
             if from_ == "client":
@@ -483,12 +508,15 @@ class HmJsonAdapter(Adapter):
             try:
                 head = _head_decoder.decode(data)
             except msgspec.DecodeError:
-                return 0.0
-            if head.v != 1 or head.session is None or head.type not in LINE_TYPES:
-                return 0.0
-            first = first or head.type
-            seen += 1
-        if not seen:
+                other += 1
+                continue
+            if head.v != 1 or head.session is None:
+                other += 1
+                continue
+            if head.type in LINE_TYPES:
+                first = first or head.type
+                seen += 1
+        if not seen or seen < other:
             return 0.0
         return 0.95 if first == "session_start" else 0.7
 
@@ -537,13 +565,8 @@ class HmJsonAdapter(Adapter):
     def close(self) -> list[Item]:
         self._closed = True
         out: list[Item] = []
-        for rid, owner in self._requests.items():
-            resolved = RequestResolved(request_id=rid, outcome="cancelled")
-            out.append(Emit(body=resolved, subagent_id=owner, synthetic=True))
+        # calls and requests left open are settled by the core (docs/adapters.md)
         self._requests.clear()
-        for call in self._calls.values():
-            msg = f"tool call {call.call_id} ({call.tool}) never finished: the stream ended before its result"
-            out.append(Emit(body=Warning(message=msg, source="normalize"), subagent_id=call.subagent, synthetic=True))
         self._calls.clear()
         for sid, info in self._subs.items():
             if not info.ended:
@@ -599,6 +622,7 @@ class HmJsonAdapter(Adapter):
             cwd=line.root,
             model=line.model or None,
             mode=line.mode,
+            provider=line.provider or None,
             created_at=line.time,
             fork_of=previous if fork and previous != line.session else None,
         )
@@ -756,12 +780,16 @@ class HmJsonAdapter(Adapter):
     def _approval_needed(self, line: _Line, sub: str | None) -> list[Item]:
         call_id = line.call_id or ""
         self._requests[call_id] = sub
-        detail = PermissionDetail(command=line.command, reason=line.reason)
+        detail = PermissionDetail(command=line.command, reason=line.reason, paths=line.paths or None)
+        ref = self._ref(call_id, line)
+        category = APPROVAL_CATEGORIES.get(line.category or "")
+        if category is not None:  # what the mode asks about: rm is a delete, curl a fetch
+            ref = structs.replace(ref, category=category)
         body = PermissionRequest(
             request_id=call_id,
-            tool_call=self._ref(call_id, line),
+            tool_call=ref,
             options=list(PERMISSION_OPTIONS),
-            detail=detail if (line.command or line.reason) else None,
+            detail=detail if (line.command or line.reason or line.paths) else None,
         )
         return [self._emit(body, sub)]
 
@@ -784,7 +812,8 @@ class HmJsonAdapter(Adapter):
             edits = _raw_or_none(sent.edits)
             if edits is not None:
                 answer["edits"] = edits
-            out.append(self._emit(RequestResolved(request_id=call_id, outcome="answered", answer=answer), sub))
+            resolved = RequestResolved(request_id=call_id, outcome="answered", answer=answer, option_id=option)
+            out.append(self._emit(resolved, sub))
             return out
         if not self._aborting:
             # decided without anyone answering: --approve edits/all, -p, or a for_session grant
@@ -803,7 +832,8 @@ class HmJsonAdapter(Adapter):
             msg = f"guard.yaml refused a {line.tool or 'tool'} call: {line.reason or ''}".rstrip(": ")
             return [self._emit(Warning(message=msg, source="guard"), sub)]
         call.refused = True
-        return [self._emit(PermissionAuto(tool_call=self._ref(call.call_id, line), option_id=REJECT), sub)]
+        auto = PermissionAuto(tool_call=self._ref(call.call_id, line), option_id=REJECT, reason=line.reason)
+        return [self._emit(auto, sub)]
 
     def _question(self, line: _Line, sub: str | None) -> list[Item]:
         call_id = line.call_id or ""
@@ -886,7 +916,11 @@ class HmJsonAdapter(Adapter):
         return [self._emit(Warning(message=line.text or "retrying", source="retry"), sub)]
 
     def _warning(self, line: _Line, sub: str | None) -> list[Item]:
-        return [self._emit(Warning(message=line.text or "", source="agent"), sub)]
+        text = line.text or ""
+        out: list[Item] = [self._emit(Warning(message=text, source="agent"), sub)]
+        if _NO_VISION in text:  # the model has no vision: hm sends a placeholder for every image (doc)
+            out.append(ContextDegraded(session_id="", dropped=[ContextDrop(what="image", reason=text)]))
+        return out
 
     def _error(self, line: _Line, sub: str | None) -> list[Item]:
         body = Error(message=line.text or "error", error_type="agent", recoverable=True)

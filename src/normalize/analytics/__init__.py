@@ -3,8 +3,10 @@
 A consumer of normalized events only: it reads what :mod:`normalize` gives
 (native files through :func:`normalize.events`, normalized JSONL through
 :func:`normalize.decode`) and never an adapter.  The tables are documented in
-``docs/analytics.md``; duckdb, pyarrow, rich and the OpenTelemetry SDK are
-optional (extras ``analytics``, ``otel``, ``otlp``) and imported only when used.
+``docs/analytics.md``; duckdb, pyarrow and the OpenTelemetry SDK are optional
+(extras ``analytics``, ``otel``, ``otlp``) and imported only when used; ``stats``
+needs only the base install (rich draws its table, genai-prices prices the usage
+an agent reports no cost for).
 """
 
 from __future__ import annotations
@@ -71,8 +73,14 @@ def export_parquet(sessions: Loaded | Iterable[SessionRows], folder: str | Path)
     return ParquetStore(Path(folder)).write_all(_rows(sessions)).as_json()
 
 
-def to_otel(sessions: Loaded | Iterable[SessionRows], exporter: SpanExporter, *, batch: bool = False) -> int:
-    """Send sessions as OpenTelemetry spans to ``exporter``; returns the number of spans."""
+def to_otel(
+    sessions: Loaded | Iterable[SessionRows], exporter: SpanExporter, *, batch: bool = False, content: bool = False
+) -> int:
+    """Send sessions as OpenTelemetry spans to ``exporter``; returns the number of spans.
+
+    ``content`` puts the prompts and replies on the spans; they must have been loaded
+    (``load(..., tables=[..., "messages"])``).
+    """
     from ._otel import emit_spans
 
-    return emit_spans(_rows(sessions), exporter, batch=batch)
+    return emit_spans(_rows(sessions), exporter, batch=batch, content=content)

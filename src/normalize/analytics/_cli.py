@@ -3,8 +3,8 @@
 :func:`add_commands` adds them to the main parser's subparsers; each sets
 ``func`` to a function taking the parsed arguments and returning the exit
 code (0 done, 1 some input could not be read, 2 misuse), like the other
-commands.  duckdb, pyarrow, rich and OpenTelemetry are imported only when a
-command runs.
+commands.  Without a path they read the agents' own folders (``normalize._places``).
+duckdb, pyarrow and OpenTelemetry are imported only when a command runs.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from normalize import UsageError
+from normalize._places import inputs_or_defaults
 
-from ._load import Loaded, Scan, load
-from ._stats import Line, Summary, summarize
+from ._load import InputSpec, Loaded, Scan, load
+from ._stats import BY, Filter, Line, Summary, key_names, parse_day, summarize
 
 __all__ = ["add_commands", "cmd_export", "cmd_otel", "cmd_stats"]
 
@@ -63,7 +64,7 @@ def _jobs(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace, label: str, tables: tuple[str, ...]) -> Loaded:
     with _progress(label) as progress:
         loaded = load(
-            [Path(p) for p in args.inputs], protocol=args.protocol, jobs=_jobs(args), progress=progress, tables=tables
+            inputs_or_defaults(args.inputs), protocol=args.protocol, jobs=_jobs(args), progress=progress, tables=tables
         )
     _tell(loaded.problems)
     return loaded
@@ -89,73 +90,103 @@ def _fmt_int(n: int) -> str:
     return f"{n:,}"
 
 
-def _cats(line: Line) -> str:
-    return " ".join(f"{k}:{v}" for k, v in sorted(line.tool_categories.items())) or "-"
+_STATS_COLUMNS = (
+    ("sessions", "sessions"),
+    ("turns", "turns"),
+    ("tool\ncalls", "tool_calls"),
+    ("input\nincl. cached", "input_tokens"),
+    ("cache\nread", "cache_read_tokens"),
+    ("cache\nwrite", "cache_write_tokens"),
+    ("output", "output_tokens"),
+    ("cost\nUSD", "cost"),
+)
 
 
-def _approvals(line: Line) -> str:
-    return " ".join(f"{k}:{v}" for k, v in sorted(line.approvals.items())) or "-"
+def _cost_text(line: Line) -> str:
+    if line.cost is None:
+        return "-"
+    mark = "~" if "estimated" in line.cost_sources else ""
+    return f"{mark}{line.cost:,.2f}" + ("*" if line.unpriced_rows else "")
+
+
+def _cells(line: Line) -> list[str]:
+    out: list[str] = []
+    for _, name in _STATS_COLUMNS:
+        if name == "cost":
+            out.append(_cost_text(line))
+        elif name == "sessions":
+            out.append(_fmt_int(line.sessions) + (f" +{line.subagents}" if line.subagents else ""))
+        elif name in ("turns", "tool_calls"):
+            out.append(_fmt_int(int(getattr(line, name))))
+        else:
+            out.append(_fmt_int(line.tokens[name]))
+    return out
 
 
 def render_stats(summary: Summary, out: TextIO, *, width: int | None = None) -> None:
-    """The summary as a rich table."""
-    if importlib.util.find_spec("rich") is None:
-        raise UsageError("the stats table needs rich: pip install 'normalize[analytics]' (or use --json)")
+    """The summary as a table; numbers are never cut: the group columns wrap first."""
+    from rich import box
     from rich.console import Console
+    from rich.measure import Measurement
     from rich.table import Table
 
-    table = Table(title="normalize stats", show_lines=False)
-    for name, justify in (
-        ("agent", "left"),
-        ("model", "left"),
-        ("sessions", "right"),
-        ("turns", "right"),
-        ("tool calls", "right"),
-        ("by category", "left"),
-        ("approvals", "left"),
-        ("errors", "right"),
-        ("input", "right"),
-        ("output", "right"),
-        ("cache read", "right"),
-        ("cache write", "right"),
-        ("cost USD", "right"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-
-    def add(line: Line, style: str | None = None) -> None:
-        sessions = str(line.sessions) + (f" (+{line.subagents} sub)" if line.subagents else "")
-        cost = f"{line.cost:.4f}" + ("*" if line.sessions_without_cost else "")
-        table.add_row(
-            line.agent,
-            line.model or "-",
-            sessions,
-            _fmt_int(line.turns),
-            _fmt_int(line.tool_calls),
-            _cats(line),
-            _approvals(line),
-            _fmt_int(line.errors),
-            _fmt_int(line.tokens["input_tokens"]),
-            _fmt_int(line.tokens["output_tokens"]),
-            _fmt_int(line.tokens["cache_read_tokens"]),
-            _fmt_int(line.tokens["cache_write_tokens"]),
-            cost,
-            style=style,
-        )
-
-    for line in summary.sorted_lines():
-        add(line)
-    if len(summary.lines) > 1:
+    names = key_names(summary.by)
+    lines = summary.sorted_lines()
+    total = summary.total()
+    rows = [([*(v or "-" for v in line.key)], _cells(line)) for line in lines]
+    total_row = ([*(v or "" for v in total.key)], _cells(total))
+    table = Table(
+        title=f"normalize stats by {summary.by.replace('-', ' and ')}",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    need = 0
+    for i, name in enumerate(names):
+        widest = max(len(keys[i]) for keys, _ in [*rows, total_row])
+        table.add_column(name, justify="left", overflow="fold", min_width=min(max(widest, len(name)), 16))
+        need += min(max(widest, len(name)), 16) + 3
+    for i, (header, _) in enumerate(_STATS_COLUMNS):
+        widest = max(len(cells[i]) for _, cells in [*rows, total_row])
+        widest = max(widest, *(len(part) for part in header.split("\n")))
+        table.add_column(header, justify="right", no_wrap=True, min_width=widest)
+        need += widest + 3
+    for keys, cells in rows:
+        table.add_row(*keys, *cells)
+    if len(rows) > 1:
         table.add_section()
-        add(summary.total(), style="bold")
-    console = Console(file=out, width=width or (None if out.isatty() else 240))
+        table.add_row(*total_row[0], *total_row[1], style="bold")
+    if width is None and not out.isatty() and "COLUMNS" not in os.environ:
+        width = 200  # a pipe or a file: no terminal to fit
+    console = Console(file=out, width=width, highlight=False)
+    need = Measurement.get(console, console.options.update(width=need), table).minimum
+    if console.width < need:  # too narrow for the numbers: lines wrap in the terminal, numbers are never cut
+        console = Console(file=out, width=need, highlight=False)
     console.print(table)
-    if any(line.sessions_without_cost for line in summary.lines.values()):
-        console.print("* some sessions report no cost; their tokens are counted, their cost is not")
+    notes = []
+    if any("estimated" in line.cost_sources for line in lines):
+        notes.append("~ cost estimated from the genai-prices table where the agent reports none")
+    if any(line.unpriced_rows for line in lines):
+        notes.append("* some usage has no known price (unknown model): its cost is not counted")
+    if any(line.subagents for line in lines):
+        notes.append("+N sub-agents, their usage counted once in their parent's")
+    for note in notes:
+        console.print(note)
+
+
+def _filter(args: argparse.Namespace) -> Filter:
+    try:
+        since = parse_day(args.since) if args.since else None
+        until = parse_day(args.until) if args.until else None
+    except ValueError:
+        raise UsageError("--since and --until take a day: YYYY-MM-DD or YYYYMMDD") from None
+    return Filter(since, until, args.project)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    loaded = _load(args, "reading sessions", ("sessions", "tool_calls", "permissions"))
-    summary = summarize(loaded.sessions[k] for k in sorted(loaded.sessions))
+    filt = _filter(args)
+    loaded = _load(args, "reading sessions", ("sessions", "subagents", "usage", "tool_calls", "permissions"))
+    summary = summarize((loaded.sessions[k] for k in sorted(loaded.sessions)), by=args.by, filter=filt)
     if args.json:
         doc = summary.as_json()
         doc["inputs"] = loaded.inputs
@@ -182,28 +213,42 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.parquet is not None:
         stores["parquet"] = ParquetStore(Path(args.parquet))
     found = 0
+    targets = list(stores.values())
+
+    def unchanged(spec: InputSpec) -> bool:
+        return not args.all and all(store.unchanged(spec) for store in targets)
+
     try:
         with _progress("converting sessions") as progress:
-            scan = Scan([Path(p) for p in args.inputs], protocol=args.protocol, jobs=_jobs(args), progress=progress)
+            scan = Scan(
+                inputs_or_defaults(args.inputs),
+                protocol=args.protocol,
+                jobs=_jobs(args),
+                progress=progress,
+                skip=unchanged,
+            )
             # each session goes to the stores as soon as its worker is done: memory is the stores' buffers
             for rows in scan:
                 found += 1
-                for store in stores.values():
+                for store in targets:
                     store.offer(rows)
-        for store in stores.values():
+        for store in targets:
             store.flush()
+            store.remember(scan.read)
     finally:
         duck = stores.get("duckdb")
         if isinstance(duck, DuckDBStore):
             duck.close()
     _tell(scan.problems)
+    if scan.unchanged:
+        print(f"normalize: {scan.unchanged} files unchanged since the last export, not read again", file=sys.stderr)
     for target, store in stores.items():
         r = store.result
         print(
             f"normalize: {target}: {r.added} added, {r.replaced} replaced, {r.skipped} already there",
             file=sys.stderr,
         )
-    return _status(found, scan.problems)
+    return _status(found + scan.unchanged, scan.problems)
 
 
 # --------------------------------------------------------------------------
@@ -241,9 +286,12 @@ def cmd_otel(args: argparse.Namespace) -> int:
         except ImportError:
             raise UsageError("this needs the OpenTelemetry SDK: pip install 'normalize[otel]'") from None
         exporter = memory = InMemorySpanExporter()
-    loaded = _load(args, "reading sessions", ("sessions", "turns", "tool_calls"))
+    tables = ("sessions", "subagents", "turns", "tool_calls", "usage") + (("messages",) if args.content else ())
+    loaded = _load(args, "reading sessions", tables)
     sessions = [loaded.sessions[k] for k in sorted(loaded.sessions)]
-    count = emit_spans(sessions, exporter, batch=args.endpoint is not None, service_name=args.service_name)
+    count = emit_spans(
+        sessions, exporter, batch=args.endpoint is not None, service_name=args.service_name, content=args.content
+    )
     if memory is not None:
         for line in _tree(list(memory.get_finished_spans())):
             print(line)
@@ -256,7 +304,11 @@ def cmd_otel(args: argparse.Namespace) -> int:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "inputs", nargs="+", metavar="PATH", help="files or folders: native captures, session files, normalized JSONL"
+        "inputs",
+        nargs="*",
+        metavar="PATH",
+        help="files or folders: native captures, session files, normalized JSONL "
+        "(default: the agents' own folders, ~/.claude/projects and ~/.codex/sessions)",
     )
     p.add_argument("--protocol", "-p", help="read native inputs as this protocol instead of detecting it")
     p.add_argument(
@@ -267,10 +319,14 @@ def _common(p: argparse.ArgumentParser) -> None:
 def add_commands(subparsers: Any) -> None:
     """Add ``stats``, ``export`` and ``otel`` to the CLI's ``add_subparsers()`` object."""
     s = subparsers.add_parser(
-        "stats", help="totals per agent and model: sessions, turns, tools, approvals, tokens, cost"
+        "stats", help="tokens and cost per agent and model, day, week, month, project: sessions, turns, tools"
     )
     _common(s)
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    s.add_argument("--by", choices=BY, default="agent-model", help="one line per ... (default: agent and model)")
+    s.add_argument("--since", metavar="DAY", help="only usage on or after this day (YYYY-MM-DD, UTC)")
+    s.add_argument("--until", metavar="DAY", help="only usage on or before this day (YYYY-MM-DD, UTC)")
+    s.add_argument("--project", metavar="PATH|NAME", help="only sessions run in this folder (or under it, or so named)")
     s.set_defaults(func=cmd_stats)
 
     e = subparsers.add_parser(
@@ -279,6 +335,9 @@ def add_commands(subparsers: Any) -> None:
     _common(e)
     e.add_argument("--duckdb", metavar="FILE", help="the DuckDB file to create or add to")
     e.add_argument("--parquet", metavar="DIR", help="the Parquet dataset folder (partitioned by agent and date)")
+    e.add_argument(
+        "--all", action="store_true", help="read every file again, even those unchanged since the last export"
+    )
     e.set_defaults(func=cmd_export)
 
     o = subparsers.add_parser("otel", help="sessions -> OpenTelemetry traces (GenAI semantic conventions)")
@@ -289,4 +348,10 @@ def add_commands(subparsers: Any) -> None:
         help="send over OTLP/HTTP, e.g. http://localhost:4318/v1/traces (default: print the span tree)",
     )
     o.add_argument("--service-name", default="normalize", help="the resource's service.name (default normalize)")
+    o.add_argument(
+        "--content",
+        action="store_true",
+        help="put the prompts and replies on the spans (gen_ai.input.messages / gen_ai.output.messages); "
+        "off by default: they hold what was written",
+    )
     o.set_defaults(func=cmd_otel)

@@ -34,6 +34,12 @@ def _add(a: int | None, b: int | None) -> int | None:
     return a + b
 
 
+def _sources(a: Figure, b: Figure) -> str | None:
+    """The cost source of a sum: ``agent``, ``estimated``, or ``agent+estimated`` when both were added."""
+    names = {n for f in (a, b) if f.cost is not None for n in (f.cost_source or "agent").split("+")}
+    return "+".join(sorted(names)) if names else None
+
+
 def _beyond(now: int | None, before: int | None) -> int | None:
     """How much a cumulative counter holds beyond what was already counted (never negative)."""
     if now is None:
@@ -53,7 +59,7 @@ class Figure:
     total: int | None = None
     cost: float | None = None
     currency: str | None = None
-    price_source: str | None = None
+    cost_source: str | None = None
 
     @property
     def has_tokens(self) -> bool:
@@ -76,7 +82,7 @@ class Figure:
             total=_add(self.total, other.total),
             cost=None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0),
             currency=self.currency or other.currency,
-            price_source=self.price_source or other.price_source,
+            cost_source=_sources(self, other),
         )
 
     def beyond(self, before: Figure) -> Figure:
@@ -93,7 +99,7 @@ class Figure:
             total=_beyond(self.total, before.total),
             cost=cost,
             currency=self.currency,
-            price_source=self.price_source,
+            cost_source=self.cost_source,
         )
 
     def tokens_only(self) -> Figure:
@@ -107,7 +113,7 @@ class Figure:
         )
 
     def cost_only(self) -> Figure:
-        return Figure(cost=self.cost, currency=self.currency, price_source=self.price_source)
+        return Figure(cost=self.cost, currency=self.currency, cost_source=self.cost_source)
 
     def columns(self) -> tuple[object, ...]:
         return (
@@ -119,7 +125,7 @@ class Figure:
             self.total,
             None if self.cost is None else round(self.cost, 10),
             self.currency,
-            self.price_source,
+            self.cost_source,
         )
 
 
@@ -139,7 +145,7 @@ def figure_of(body: Usage) -> Figure | None:
         total=t.total if t else None,
         cost=c.amount if c else None,
         currency=c.currency if c else None,
-        price_source=c.source if c else None,
+        cost_source=(c.source or "agent") if c else None,
     )
     return fig if fig.has_tokens or fig.has_cost else None
 

@@ -16,13 +16,14 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
-
-import msgspec
+from typing import BinaryIO, Literal
 
 from normalize import (
+    DEFAULT_MAX_LINE,
     DetectionError,
     InputError,
+    LineProblem,
+    LineSplitter,
     SessionInput,
     StreamHeader,
     decode,
@@ -30,6 +31,7 @@ from normalize import (
     find_inputs,
     read_records,
 )
+from normalize._outputs import is_normalized_file
 
 from ._tables import SessionRows, TableBuilder, unknown_clock
 
@@ -50,24 +52,13 @@ class InputSpec:
         return [Path(self.main), *(Path(c) for c in self.companions)]
 
 
-class _HeaderView(msgspec.Struct):
-    type: str
-
-
-_header_decoder = msgspec.json.Decoder(_HeaderView)
+#: The longest line of a normalized stream read back (longer ones make the file a problem, unread).
+MAX_LINE = DEFAULT_MAX_LINE
 
 
 def is_normalized(path: Path) -> bool:
     """Whether a file is a normalized stream: its first line is a ``stream.header``."""
-    try:
-        with path.open("rb") as f:
-            first = f.readline(1 << 16)
-    except OSError:
-        return False
-    try:
-        return _header_decoder.decode(first).type == "stream.header"
-    except msgspec.DecodeError:
-        return False
+    return is_normalized_file(path)
 
 
 def discover(paths: Iterable[Path], *, protocol: str | None = None) -> Iterator[InputSpec | InputError]:
@@ -97,17 +88,18 @@ def _spec(inp: SessionInput) -> InputSpec:
     return InputSpec("native", str(inp.main), inp.protocol, tuple(str(c) for c in inp.companions))
 
 
-def read_input(spec: InputSpec) -> list[SessionRows]:
-    """The rows of one input (runs in a worker)."""
+def read_input(spec: InputSpec, *, content: bool = False) -> list[SessionRows]:
+    """The rows of one input (runs in a worker); with ``content``, the turns' messages too."""
     if spec.kind == "native":
         stream = events(read_records(spec.paths), protocol=spec.protocol, clock=unknown_clock)
-        return TableBuilder(spec.main).feed_all(stream).finish()
+        return TableBuilder(spec.main, content=content).feed_all(stream).finish()
     out: list[SessionRows] = []
     builder: TableBuilder | None = None
     with open(spec.main, "rb") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
+        for item in _lines(f):
+            if isinstance(item, LineProblem):
+                raise InputError(f"{spec.main}:{item.line}: {item.error.message}")
+            lineno, line = item
             try:
                 ev = decode(line)
             except InputError as exc:
@@ -115,20 +107,31 @@ def read_input(spec: InputSpec) -> list[SessionRows]:
             if isinstance(ev, StreamHeader):
                 if builder is not None:
                     out.extend(builder.finish())
-                builder = TableBuilder(spec.main)
+                builder = TableBuilder(spec.main, content=content)
                 continue
             if builder is None:
-                builder = TableBuilder(spec.main)
+                builder = TableBuilder(spec.main, content=content)
             builder.feed(ev)
     if builder is not None:
         out.extend(builder.finish())
     return out
 
 
+def _lines(f: BinaryIO) -> Iterator[tuple[int, bytes] | LineProblem]:
+    """The lines of a normalized stream, each bounded by :data:`MAX_LINE` (memory stays bounded)."""
+    splitter = LineSplitter(MAX_LINE)
+    while chunk := f.read(1 << 16):
+        yield from splitter.feed(chunk)
+    yield from splitter.close()
+
+
 def _read_safely(spec: InputSpec, keep: frozenset[str] | None = None) -> list[SessionRows] | InputError:
-    """One input's rows, in a worker; only the tables in ``keep`` (all when None) travel back."""
+    """One input's rows, in a worker; only the tables in ``keep`` (all when None) travel back.
+
+    ``messages`` in ``keep`` asks for the turns' messages (``SessionRows.messages``), never read otherwise.
+    """
     try:
-        out = read_input(spec)
+        out = read_input(spec, content=keep is not None and "messages" in keep)
     except InputError as exc:
         return exc
     except OSError as exc:  # one unreadable file is reported like an undetectable one; the rest goes on
@@ -216,27 +219,35 @@ class Scan:
         jobs: int | None = 1,
         progress: Progress | None = None,
         tables: Iterable[str] | None = None,
+        skip: Callable[[InputSpec], bool] | None = None,
     ) -> None:
         self.paths = list(paths)
         self.protocol = protocol
         self.jobs = jobs
         self.progress = progress
         self.tables = None if tables is None else tuple(tables)
+        self.skip = skip
         self.inputs = 0
+        self.unchanged = 0
         self.problems: list[str] = []
+        #: the inputs read without a problem, in the order they were read
+        self.read: list[InputSpec] = []
 
     def __iter__(self) -> Iterator[SessionRows]:
         specs: list[InputSpec] = []
         for item in discover(self.paths, protocol=self.protocol):
             if isinstance(item, InputError):
                 self.problems.append(item.message)
+            elif self.skip is not None and self.skip(item):
+                self.unchanged += 1
             else:
                 specs.append(item)
-        self.inputs = len(specs)
+        self.inputs = len(specs) + self.unchanged
         for spec, result in read_all(specs, jobs=self.jobs, progress=self.progress, tables=self.tables):
             if isinstance(result, InputError):
                 self.problems.append(f"{spec.main}: {result.message}")
             else:
+                self.read.append(spec)
                 yield from result
 
 

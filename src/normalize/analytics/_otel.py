@@ -19,12 +19,14 @@ OpenTelemetry SDK (the ``otel`` extra) is imported lazily.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from normalize import UsageError
 
+from ._prices import provider_of
 from ._schema import column_names
 from ._tables import SessionRows, key_of
 
@@ -62,7 +64,7 @@ def _usage_attrs(row: dict[str, Any]) -> dict[str, Any]:
         ("gen_ai.usage.reasoning.output_tokens", row.get("reasoning_tokens")),
         ("normalize.usage.cost", row.get("cost")),
         ("normalize.usage.currency", row.get("currency")),
-        ("normalize.usage.price_source", row.get("price_source")),
+        ("normalize.usage.cost_source", row.get("cost_source")),
     )
     return {k: v for k, v in pairs if v is not None}
 
@@ -89,8 +91,14 @@ def emit_spans(
     *,
     batch: bool = False,
     service_name: str = "normalize",
+    content: bool = False,
 ) -> int:
-    """Send each session's spans to ``exporter``; returns the number of spans."""
+    """Send each session's spans to ``exporter``; returns the number of spans.
+
+    With ``content``, the turns' messages (``SessionRows.messages``, loaded with the
+    ``messages`` table asked for) go on the turn and model-call spans: they hold what
+    the user and the agent wrote, so they are sent only when asked for.
+    """
     try:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
@@ -120,24 +128,58 @@ def emit_spans(
     count = 0
     try:
         for rows in sessions:
-            count += _session_spans(rows, tracer, ids)
+            count += _session_spans(rows, tracer, ids, content)
     finally:
         provider.shutdown()
     return count
 
 
-def _session_spans(rows: SessionRows, tracer: Any, ids: Any) -> int:
+def _messages(rows: SessionRows, turn: int | None, role: str) -> list[str]:
+    return [text for t, r, text in rows.messages if t == turn and r == role]
+
+
+def _as_messages(role: str, texts: list[str]) -> str:
+    """Messages in the GenAI conventions' JSON shape (``gen_ai.input.messages`` / ``gen_ai.output.messages``)."""
+    parts = [{"type": "text", "content": t} for t in texts]
+    out: dict[str, Any] = {"role": role, "parts": parts}
+    if role == "assistant":
+        out["finish_reason"] = "stop"
+    return json.dumps([out], ensure_ascii=False)
+
+
+def _turn_content(rows: SessionRows, turn: int | None, *, input: bool = True, output: bool = True) -> dict[str, Any]:
+    """A turn's prompt and reply as span attributes (GenAI conventions, and OpenInference's for Phoenix)."""
+    out: dict[str, Any] = {}
+    asked, said = _messages(rows, turn, "user"), _messages(rows, turn, "assistant")
+    if input and asked:
+        out["gen_ai.input.messages"] = _as_messages("user", asked)
+        out["input.value"] = "\n\n".join(asked)
+    if output and said:
+        out["gen_ai.output.messages"] = _as_messages("assistant", said)
+        out["output.value"] = "\n\n".join(said)
+    return out
+
+
+def _ordinal(turns: list[dict[str, Any]], turn_key: str | None) -> int | None:
+    return next((int(t["ordinal"]) for t in turns if t["turn_key"] == turn_key), None)
+
+
+def _lane(u: dict[str, Any]) -> tuple[str | None, str | None]:
+    return (u["turn_key"], u["subagent_id"])
+
+
+def _session_spans(rows: SessionRows, tracer: Any, ids: Any, content: bool = False) -> int:
     from opentelemetry import trace
     from opentelemetry.context import Context
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
     sessions = _dicts(rows, "sessions")
-    root, subs = sessions[0], sessions[1:]
+    root, subs = sessions[0], _dicts(rows, "subagents")
     turns = _dicts(rows, "turns")
     calls = _dicts(rows, "tool_calls")
     times = [
         t
-        for r in (*sessions, *turns, *calls)
+        for r in (*sessions, *subs, *turns, *calls)
         for t in (_ns(r.get("started_at")), _ns(r.get("ended_at")))
         if t is not None
     ]
@@ -149,10 +191,14 @@ def _session_spans(rows: SessionRows, tracer: Any, ids: Any) -> int:
     ended: list[list[Any]] = []  # [span, end, parent index]: a parent ends no earlier than its children
     index: dict[int, int] = {}
 
+    spans_by_key: dict[str, Any] = {}
+
     def start(name: str, key: str, parent: Any, attrs: dict[str, Any], begin: int | None, kind: Any) -> Any:
         ids.span_id = int(key_of(key, "span"), 16) or 1
         ctx = trace.set_span_in_context(parent) if parent is not None else Context()
-        return tracer.start_span(name, context=ctx, kind=kind, attributes=_clean(attrs), start_time=begin or first)
+        span = tracer.start_span(name, context=ctx, kind=kind, attributes=_clean(attrs), start_time=begin or first)
+        spans_by_key[key] = span
+        return span
 
     def finish(span: Any, begin: int | None, end: int | None, parent: Any) -> None:
         index[id(span)] = len(ended)
@@ -168,6 +214,9 @@ def _session_spans(rows: SessionRows, tracer: Any, ids: Any) -> int:
             "gen_ai.agent.name": agent,
             "gen_ai.conversation.id": conversation,
             "gen_ai.request.model": root["model"],
+            "gen_ai.provider.name": provider_of(root["model"]),
+            "openinference.span.kind": "AGENT",
+            "session.id": conversation,
             "normalize.session.key": root["session_key"],
             "normalize.session.status": root["status"],
             "normalize.agent.version": root["agent_version"],
@@ -197,6 +246,7 @@ def _session_spans(rows: SessionRows, tracer: Any, ids: Any) -> int:
                 "normalize.turn.stop_reason": t["stop_reason"],
                 "normalize.turn.native_id": t["native_turn_id"],
                 **_usage_attrs(t),
+                **(_turn_content(rows, t["ordinal"]) if content else {}),
             },
             begin,
             SpanKind.INTERNAL,
@@ -217,6 +267,7 @@ def _session_spans(rows: SessionRows, tracer: Any, ids: Any) -> int:
             parent,
             {
                 "gen_ai.operation.name": "execute_tool",
+                "openinference.span.kind": "TOOL",
                 "gen_ai.conversation.id": conversation,
                 "gen_ai.tool.name": c["tool"],
                 "gen_ai.tool.call.id": c["call_id"],
@@ -248,13 +299,14 @@ def _session_spans(rows: SessionRows, tracer: Any, ids: Any) -> int:
             turn_key = (calls_by_id.get(spawn or "") or (own_calls[0] if own_calls else {})).get("turn_key")
             parent = turn_spans.get(turn_key or "", session_span)
         begin = _ns(s["started_at"])
-        name = s["title"] or s["subagent_id"]
+        name = s["name"] or s["subagent_id"]
         span = start(
             f"invoke_agent {name}",
             s["session_key"],
             parent,
             {
                 "gen_ai.operation.name": "invoke_agent",
+                "openinference.span.kind": "AGENT",
                 "gen_ai.agent.name": name,
                 "gen_ai.agent.id": s["subagent_id"],
                 "gen_ai.conversation.id": conversation,
@@ -271,6 +323,61 @@ def _session_spans(rows: SessionRows, tracer: Any, ids: Any) -> int:
         finish(span, begin, _ns(s["ended_at"]), parent)
         for c in own_calls:
             call_spans[c["call_id"]] = call_span(c, span)
+
+    # one ``chat {model}`` span per model call the agent reported (its usage rows), under its turn or sub-agent
+    sub_spans = {s["subagent_id"]: spans_by_key[s["session_key"]] for s in subs if s["session_key"] in spans_by_key}
+    usage = [u for u in _dicts(rows, "usage") if u["basis"] == "reported"]
+    turn_begin = {t["turn_key"]: _ns(t["started_at"]) for t in turns}
+    sub_begin = {s["subagent_id"]: _ns(s["started_at"]) for s in subs}
+    previous: dict[tuple[str | None, str | None], int | None] = {}
+    ordered = sorted(usage, key=lambda u: (_ns(u["ts"]) or 0, u["usage_key"]))
+    firsts: dict[tuple[str | None, str | None], int] = {}
+    lasts: dict[tuple[str | None, str | None], int] = {}
+    for n, u in enumerate(ordered):
+        firsts.setdefault(_lane(u), n)
+        lasts[_lane(u)] = n
+    for n, u in enumerate(ordered):
+        parent = sub_spans.get(u["subagent_id"]) or turn_spans.get(u["turn_key"] or "", session_span)
+        end = _ns(u["ts"])
+        lane = _lane(u)
+        # a call ran from the end of the one before it in the same turn (or the turn's start) to its reply
+        begin = previous.get(lane) or sub_begin.get(u["subagent_id"]) or turn_begin.get(u["turn_key"]) or end
+        previous[lane] = end or begin
+        model = u["model"]
+        texts: dict[str, Any] = {}
+        if content and u["subagent_id"] is None:
+            turn_no = _ordinal(turns, u["turn_key"])
+            if n == firsts[lane]:
+                texts.update(_turn_content(rows, turn_no, output=False))
+            if n == lasts[lane]:
+                texts.update(_turn_content(rows, turn_no, input=False))
+        span = start(
+            f"chat {model}" if model else "chat",
+            u["usage_key"],
+            parent,
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": provider_of(model),
+                "gen_ai.request.model": model,
+                "gen_ai.response.model": model,
+                "gen_ai.conversation.id": conversation,
+                "gen_ai.agent.name": agent,
+                "openinference.span.kind": "LLM",
+                "llm.model_name": model,
+                "llm.provider": provider_of(model),
+                "llm.token_count.prompt": u["input_tokens"],
+                "llm.token_count.completion": u["output_tokens"],
+                "llm.token_count.total": u["total_tokens"],
+                "llm.token_count.prompt_details.cache_read": u["cache_read_tokens"],
+                "llm.token_count.prompt_details.cache_write": u["cache_write_tokens"],
+                "normalize.usage.scope": u["scope"],
+                **_usage_attrs(u),
+                **texts,
+            },
+            begin,
+            SpanKind.CLIENT,
+        )
+        finish(span, begin, end, parent)
 
     for _span, end, parent_at in reversed(ended):
         if parent_at is not None and ended[parent_at][1] < end:

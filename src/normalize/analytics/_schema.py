@@ -17,13 +17,15 @@ from typing import Literal
 __all__ = ["ANALYTICS_SCHEMA_VERSION", "TABLES", "TOKEN_COLUMNS", "ColumnType", "column_names"]
 
 #: The version of the analytics tables; stored in every ``sessions`` row.
-ANALYTICS_SCHEMA_VERSION = "1"
+ANALYTICS_SCHEMA_VERSION = "2"
 
 ColumnType = Literal["str", "int", "float", "bool", "ts"]
 
 #: Token and cost columns, shared by ``sessions``, ``turns`` and ``usage``.
+#: ``input_tokens`` includes the cached reads and writes; ``uncached_input_tokens`` is the rest.
 TOKEN_COLUMNS: tuple[tuple[str, ColumnType], ...] = (
     ("input_tokens", "int"),
+    ("uncached_input_tokens", "int"),
     ("output_tokens", "int"),
     ("cache_read_tokens", "int"),
     ("cache_write_tokens", "int"),
@@ -31,16 +33,13 @@ TOKEN_COLUMNS: tuple[tuple[str, ColumnType], ...] = (
     ("total_tokens", "int"),
     ("cost", "float"),
     ("currency", "str"),
-    ("price_source", "str"),
+    ("cost_source", "str"),
 )
 
 TABLES: dict[str, tuple[tuple[str, ColumnType], ...]] = {
     "sessions": (
         ("session_key", "str"),
         ("root_key", "str"),
-        ("parent_key", "str"),
-        ("subagent_id", "str"),
-        ("spawn_call_id", "str"),
         ("agent", "str"),
         ("agent_version", "str"),
         ("protocol", "str"),
@@ -62,6 +61,26 @@ TABLES: dict[str, tuple[tuple[str, ColumnType], ...]] = {
         ("usage_basis", "str"),
         ("source", "str"),
         ("schema_version", "str"),
+    ),
+    "subagents": (
+        ("session_key", "str"),
+        ("root_key", "str"),
+        ("parent_key", "str"),
+        ("subagent_id", "str"),
+        ("spawn_call_id", "str"),
+        ("turn_key", "str"),
+        ("agent", "str"),
+        ("model", "str"),
+        ("name", "str"),
+        ("started_at", "ts"),
+        ("ended_at", "ts"),
+        ("duration_ms", "float"),
+        ("status", "str"),
+        ("tool_calls", "int"),
+        ("errors", "int"),
+        ("events", "int"),
+        *TOKEN_COLUMNS,
+        ("usage_basis", "str"),
     ),
     "turns": (
         ("turn_key", "str"),
@@ -126,8 +145,11 @@ TABLES: dict[str, tuple[tuple[str, ColumnType], ...]] = {
         ("root_key", "str"),
         ("turn_key", "str"),
         ("subagent_id", "str"),
+        ("agent", "str"),
+        ("model", "str"),
         ("scope", "str"),
         ("basis", "str"),
+        ("rule", "str"),
         ("ts", "ts"),
         *TOKEN_COLUMNS,
     ),

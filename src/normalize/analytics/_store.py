@@ -12,20 +12,23 @@ duckdb and pyarrow are imported here, lazily, by the functions that need them
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import urllib.parse
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from normalize import UsageError
 
-from ._load import prefer
+from ._load import InputSpec, prefer
 from ._schema import ANALYTICS_SCHEMA_VERSION, TABLES, ColumnType
 from ._tables import Row, SessionRows, key_of
 
-__all__ = ["FLUSH_SESSIONS", "ExportResult", "DuckDBStore", "ParquetStore"]
+__all__ = ["FLUSH_SESSIONS", "DuckDBStore", "ExportResult", "FileStamp", "ParquetStore", "stamp_of"]
 
 #: Sessions buffered before a write: a few hundred sessions' rows is a few MB.
 FLUSH_SESSIONS = 256
@@ -86,6 +89,37 @@ def arrow_table(table: str, rows: list[Row]) -> Any:
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
+@dataclass(frozen=True)
+class FileStamp:
+    """What an export remembers of an input file: its size, modification time and content hash."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+    companions: tuple[str, ...] = ()  # of a session's main file: the files read with it
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def stamp_of(path: Path) -> FileStamp:
+    st = path.stat()
+    return FileStamp(st.st_size, st.st_mtime_ns, _sha256(path))
+
+
+def _stamps_from(rows: Iterable[tuple[Any, ...]]) -> dict[str, FileStamp]:
+    return {
+        str(path): FileStamp(int(size), int(mtime), str(digest), tuple(json.loads(comps or "[]")))
+        for path, size, mtime, digest, comps in rows
+    }
+
+
+def _stamp_rows(files: dict[str, FileStamp]) -> list[tuple[Any, ...]]:
+    return [(p, f.size, f.mtime_ns, f.sha256, json.dumps(list(f.companions))) for p, f in sorted(files.items())]
+
+
 class ExportResult:
     """What an export did: sessions added, replaced by a richer input, skipped as already stored."""
 
@@ -106,6 +140,56 @@ class _Buffered:
         self.known: dict[str, tuple[tuple[int, int], str]] = {}
         self.buffer: dict[str, SessionRows] = {}
         self.replace: set[str] = set()
+        #: the input files already exported, by path (what ``unchanged`` compares with)
+        self.files: dict[str, FileStamp] = {}
+
+    def unchanged(self, spec: InputSpec) -> bool:
+        """Whether every file of an input is as it was when exported: same size and time, else same content.
+
+        A file whose size and modification time are the stored ones is taken as unchanged
+        without reading it; one of the same size with another time is hashed (a copy, a
+        touch); any other, or a session whose companion files changed, is read again.
+        """
+        main = self.files.get(spec.main)
+        if main is None or main.companions != spec.companions:
+            return False
+        for path in spec.paths:
+            old = self.files.get(str(path))
+            if old is None:
+                return False
+            try:
+                st = path.stat()
+            except OSError:
+                return False
+            if st.st_size != old.size:
+                return False
+            if st.st_mtime_ns != old.mtime_ns:
+                if _sha256(path) != old.sha256:
+                    return False
+                self.files[str(path)] = FileStamp(st.st_size, st.st_mtime_ns, old.sha256, old.companions)
+                self._stamped = True
+        return True
+
+    def remember(self, specs: Iterable[InputSpec]) -> None:
+        """Stamp the files of inputs just exported, and save the stamps."""
+        for spec in specs:
+            for path in spec.paths:
+                try:
+                    stamp = stamp_of(path)
+                except OSError:  # gone since it was read: it will be read again next time
+                    self.files.pop(str(path), None)
+                    continue
+                comps = spec.companions if str(path) == spec.main else ()
+                self.files[str(path)] = FileStamp(stamp.size, stamp.mtime_ns, stamp.sha256, comps)
+            self._stamped = True
+        if self._stamped:
+            self._save_files()
+            self._stamped = False
+
+    _stamped = False
+
+    def _save_files(self) -> None:
+        raise NotImplementedError
 
     def offer(self, rows: SessionRows) -> None:
         """Buffer a session's rows unless the store already holds as much of it.
@@ -167,13 +251,30 @@ class DuckDBStore(_Buffered):
         except duckdb.Error as exc:  # locked by another process, not a DuckDB file, ...
             raise UsageError(f"{path}: {exc}") from None
         self._create()
-        known = self.con.execute(
-            "SELECT session_key, turns, events, source FROM sessions WHERE parent_key IS NULL"
-        ).fetchall()
+        known = self.con.execute("SELECT session_key, turns, events, source FROM sessions").fetchall()
         self.known = _known_from(known)
+        self.files = _stamps_from(
+            self.con.execute("SELECT path, size, mtime_ns, sha256, companions FROM analytics_files").fetchall()
+        )
+
+    def _save_files(self) -> None:
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            self.con.execute("DELETE FROM analytics_files")
+            rows = _stamp_rows(self.files)
+            if rows:
+                self.con.executemany("INSERT INTO analytics_files VALUES (?, ?, ?, ?, ?)", rows)
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
 
     def _create(self) -> None:
         self.con.execute("CREATE TABLE IF NOT EXISTS analytics_meta (name VARCHAR PRIMARY KEY, value VARCHAR)")
+        self.con.execute(
+            "CREATE TABLE IF NOT EXISTS analytics_files "
+            "(path VARCHAR PRIMARY KEY, size BIGINT, mtime_ns BIGINT, sha256 VARCHAR, companions VARCHAR)"
+        )
         row = self.con.execute("SELECT value FROM analytics_meta WHERE name = 'schema_version'").fetchone()
         if row is None:
             self.con.execute("INSERT INTO analytics_meta VALUES ('schema_version', ?)", [ANALYTICS_SCHEMA_VERSION])
@@ -245,6 +346,15 @@ class ParquetStore(_Buffered):
         else:
             meta.write_text(json.dumps({"schemaVersion": ANALYTICS_SCHEMA_VERSION, "tables": list(TABLES)}) + "\n")
         self.known = _known_from(self._stored_sessions())
+        stamps = root / "_files.json"
+        if stamps.exists():
+            self.files = _stamps_from(json.loads(stamps.read_text()))
+
+    def _save_files(self) -> None:
+        target = self.root / "_files.json"
+        tmp = target.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(_stamp_rows(self.files)) + "\n")
+        os.replace(tmp, target)
 
     def _files(self, table: str) -> list[Path]:
         return sorted((self.root / table).rglob("*.parquet"))
@@ -252,12 +362,8 @@ class ParquetStore(_Buffered):
     def _stored_sessions(self) -> list[tuple[Any, ...]]:
         out: list[tuple[Any, ...]] = []
         for f in self._files("sessions"):
-            t = self.pq.ParquetFile(f).read(columns=["session_key", "parent_key", "turns", "events", "source"])
-            out.extend(
-                (row["session_key"], row["turns"], row["events"], row["source"])
-                for row in t.to_pylist()
-                if row["parent_key"] is None
-            )
+            t = self.pq.ParquetFile(f).read(columns=["session_key", "turns", "events", "source"])
+            out.extend((row["session_key"], row["turns"], row["events"], row["source"]) for row in t.to_pylist())
         return out
 
     def _partition(self, rows: SessionRows) -> tuple[str, str]:

@@ -26,6 +26,7 @@ from typing import Any
 import msgspec
 
 from normalize import (
+    AssistantMessage,
     CoreEvent,
     Error,
     EventEnvelope,
@@ -48,10 +49,12 @@ from normalize import (
     TurnComplete,
     TurnStart,
     Usage,
+    UserMessage,
     WebSearch,
 )
 
-from ._figures import EMPTY, Figure, combine, figure_of, larger, total
+from ._figures import EMPTY, Figure, combine, figure_of, total
+from ._prices import ESTIMATED, estimate
 from ._schema import ANALYTICS_SCHEMA_VERSION, TABLES, column_names
 
 __all__ = ["UNKNOWN_TS", "SessionRows", "TableBuilder", "key_of", "session_key", "tables_of", "unknown_clock"]
@@ -114,6 +117,76 @@ def _plain(value: Any) -> Any:
         except msgspec.DecodeError:
             return None
     return value
+
+
+class _MessageView(msgspec.Struct):
+    model: str | None = None
+
+
+class _ModelView(msgspec.Struct):
+    model: str | None = None
+    message: _MessageView | None = None
+
+
+_model_view = msgspec.json.Decoder(_ModelView)
+
+
+def _native_model(payload: Any) -> str | None:
+    """The model a native message names (``model``, or ``message.model``), if any: the model of its usage."""
+    if not isinstance(payload, msgspec.Raw):
+        return None
+    try:
+        view = _model_view.decode(payload)
+    except msgspec.DecodeError:  # not an object, or fields of other shapes: the message names no model
+        return None
+    model = view.model or (view.message.model if view.message is not None else None)
+    if model is None or model.startswith("<"):  # "<synthetic>": no model was called
+        return None
+    return model
+
+
+def _title_of(text: str, limit: int = 80) -> str:
+    """A title from the user's first words: the first non-empty line, shortened."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+#: A turn's normalized stop reason from its end and the agent's own words, when no ``Completion`` said it.
+_STOP_WORDS: dict[str, str] = {
+    "end_turn": "end_turn",
+    "stop": "end_turn",
+    "stop_sequence": "end_turn",
+    "completed": "end_turn",
+    "complete": "end_turn",
+    "success": "end_turn",
+    "max_tokens": "max_tokens",
+    "length": "max_tokens",
+    "max_turns": "max_turns",
+    "error_max_turns": "max_turns",
+    "refusal": "refusal",
+    "content_filter": "refusal",
+    "cancelled": "cancelled",
+    "canceled": "cancelled",
+    "interrupted": "cancelled",
+    "aborted": "cancelled",
+    "error": "error",
+    "failed": "error",
+}
+
+
+def _stop_reason(t: _Turn) -> str | None:
+    if t.stop_reason is not None:
+        return t.stop_reason
+    if t.end_reason == "interrupt":
+        return "cancelled"
+    word = (t.native_stop_reason or "").lower()
+    if word in _STOP_WORDS:
+        return _STOP_WORDS[word]
+    if word.startswith("error"):
+        return "error"
+    if t.end_reason == "ok":
+        return "end_turn"
+    return None
 
 
 # --------------------------------------------------------------------------
@@ -224,6 +297,42 @@ class _Use:
     turn: int | None
     ts: str | None
     figure: Figure
+    model: str | None = None
+    index: int = 0  # its place among the session's usage bodies (part of its rows' keys)
+
+    def priced(self) -> _Use | None:
+        """This figure with its cost estimated from the price table; None when it cannot be priced."""
+        f = self.figure
+        if not f.has_tokens:
+            return self
+        cost = estimate(
+            self.model, input=f.input, output=f.output, cache_read=f.cache_read, cache_write=f.cache_write, ts=self.ts
+        )
+        if cost is None:
+            return None
+        priced = f.tokens_only().plus(Figure(cost=cost, currency="USD", cost_source=ESTIMATED))
+        return _Use(self.scope, self.subagent_id, self.turn, self.ts, priced, self.model, self.index)
+
+
+@dataclass
+class _Part:
+    """One row of the ``usage`` table: a figure counted once, in a turn or in the session's remainder."""
+
+    key: tuple[object, ...]
+    figure: Figure
+    turn: int | None
+    subagent_id: str | None
+    model: str | None
+    scope: str | None
+    basis: str  # reported | derived
+    rule: str  # turn | calls | session-delta | subagents | session
+    ts: str | None
+
+    @staticmethod
+    def of(use: _Use, rule: str) -> _Part:
+        return _Part(
+            ("use", use.index), use.figure, use.turn, use.subagent_id, use.model, use.scope, "reported", rule, use.ts
+        )
 
 
 @dataclass
@@ -277,6 +386,8 @@ class _Open:
         self.uses: list[_Use] = []
         self.errors: list[_Err] = []
         self.subs: dict[str, _Sub] = {}
+        self.first_prompt: str | None = None
+        self.messages: list[tuple[int | None, str, str]] = []
         self.events: list[tuple[int, str | None, int | None, str | None, str | None, str, str, str, str | None]] = []
 
     def take_record(self, record: SessionRecord) -> None:
@@ -300,6 +411,8 @@ class SessionRows:
     key: str
     source: str
     tables: dict[str, list[Row]]
+    #: the main agent's messages, ``(turn ordinal, "user" | "assistant", text)``, when asked for (OpenTelemetry)
+    messages: list[tuple[int | None, str, str]] = field(default_factory=list)
 
     @property
     def session(self) -> dict[str, Any]:
@@ -323,8 +436,9 @@ def _row(table: str, values: dict[str, Any]) -> Row:
 class TableBuilder:
     """Feed the CoreEvents of one stream, then :meth:`finish` for its rows."""
 
-    def __init__(self, source: str = "") -> None:
+    def __init__(self, source: str = "", *, content: bool = False) -> None:
         self.source = source
+        self.content = content
         self._ts: str | None = None  # the current event's time, None when unknown
         self._done: list[_Open] = []
         self._cur = _Open()
@@ -350,6 +464,8 @@ class TableBuilder:
             Subagent: self._on_subagent,
             SessionInfo: self._on_session_info,
             ModeUpdate: self._on_mode_update,
+            UserMessage: self._on_user_message,
+            AssistantMessage: self._on_assistant_message,
         }
 
     def feed(self, event: CoreEvent | object) -> None:
@@ -520,7 +636,24 @@ class TableBuilder:
         cur = self._cur
         if turn is None:
             turn = cur.last_turn
-        cur.uses.append(_Use(body.scope, env.subagent_id, turn, self._ts, fig))
+        model = _native_model(env.native.payload)
+        if model is None and env.subagent_id is not None:
+            model = cur.subs[env.subagent_id].model
+        model = model or cur.record.get("model") or cur.model
+        cur.uses.append(_Use(body.scope, env.subagent_id, turn, self._ts, fig, model, len(cur.uses)))
+
+    def _on_user_message(self, env: EventEnvelope, body: UserMessage, turn: int | None) -> None:
+        cur = self._cur
+        if env.subagent_id is not None:
+            return
+        if cur.first_prompt is None and body.text.strip():
+            cur.first_prompt = _title_of(body.text)
+        if self.content:
+            cur.messages.append((turn, "user", body.text))
+
+    def _on_assistant_message(self, env: EventEnvelope, body: AssistantMessage, turn: int | None) -> None:
+        if self.content and env.subagent_id is None:
+            self._cur.messages.append((turn, "assistant", body.text))
 
     def _on_error(self, env: EventEnvelope, body: Error, turn: int | None) -> None:
         self._cur.errors.append(
@@ -582,26 +715,48 @@ def tables_of(events: Iterable[CoreEvent | object], source: str = "") -> list[Se
 class _TurnUsage:
     figure: Figure
     basis: str | None
-    subagents_included: bool
+    parts: list[_Part]
 
 
 def _pick(
-    own_turn: list[Figure], own_calls: list[Figure], growth: Figure | None, subs: Figure, want: str
-) -> tuple[Figure | None, str | None]:
+    want: str, own_turn: list[_Use], own_calls: list[_Use], growth: _Part | None, subs: list[_Use]
+) -> tuple[list[_Part], str | None]:
+    """The parts that give a turn's tokens (or cost), and the rule that chose them."""
+
     def has(f: Figure) -> bool:
         return f.has_tokens if want == "tokens" else f.has_cost
 
-    turn_sum = total(f for f in own_turn if has(f))
-    if has(turn_sum):
-        return turn_sum.plus(subs) if has(subs) else turn_sum, "turn"
-    call_sum = total(f for f in own_calls if has(f))
-    if has(call_sum):
-        return call_sum.plus(subs) if has(subs) else call_sum, "calls"
-    if growth is not None and has(growth):
-        return growth, "session-delta"
-    if has(subs):
-        return subs, "subagents"
-    return None, None
+    sub_parts = [_Part.of(u, "subagents") for u in subs if has(u.figure)]
+    for rule, uses in (("turn", own_turn), ("calls", own_calls)):
+        found = [_Part.of(u, rule) for u in uses if has(u.figure)]
+        if found:
+            return found + sub_parts, rule
+    if growth is not None and has(growth.figure):
+        return [growth], "session-delta"
+    if sub_parts:
+        return sub_parts, "subagents"
+    return [], None
+
+
+def _merge(tokens: list[_Part], cost: list[_Part]) -> list[_Part]:
+    """Tokens from one set of parts, cost from another: one part per key, holding what was taken from it."""
+    out: dict[tuple[object, ...], _Part] = {}
+    for part, f in [*((p, p.figure.tokens_only()) for p in tokens), *((p, p.figure.cost_only()) for p in cost)]:
+        have = out.get(part.key)
+        if have is None:
+            out[part.key] = _Part(**{**part.__dict__, "figure": f})
+        else:
+            have.figure = have.figure.plus(f)
+    return list(out.values())
+
+
+def _sub_uses(uses: list[_Use]) -> list[_Use]:
+    """A sub-agent's countable uses: its turn figures, else its call figures."""
+    for scope in ("turn", "call"):
+        rows = [u for u in uses if u.scope == scope]
+        if rows:
+            return rows
+    return []
 
 
 def _own_figure(uses: list[_Use]) -> tuple[Figure, str | None]:
@@ -616,51 +771,104 @@ def _own_figure(uses: list[_Use]) -> tuple[Figure, str | None]:
     return EMPTY, None
 
 
-def _usage(o: _Open, baseline: Figure) -> tuple[dict[int | None, _TurnUsage], Figure, str | None]:
-    main = [u for u in o.uses if u.subagent_id is None]
-    subs_by_turn: dict[int | None, Figure] = {}
-    for sid in {u.subagent_id for u in o.uses if u.subagent_id is not None}:
-        own = [u for u in o.uses if u.subagent_id == sid]
+@dataclass
+class _Usage:
+    per_turn: dict[int | None, _TurnUsage]
+    total: Figure
+    basis: str | None
+    remainder: _Part | None
+    uses: list[_Use]
+
+
+def _priced(uses: list[_Use]) -> list[_Use] | None:
+    """Every use with its cost estimated, or None when one of them cannot be priced (its model is unknown)."""
+    out: list[_Use] = []
+    for u in uses:
+        p = u.priced()
+        if p is None:
+            return None
+        out.append(p)
+    return out
+
+
+def _usage(o: _Open, baseline: Figure) -> _Usage:
+    """The session's usage by the counting rules, with the agent's costs; estimated when the agent gave none."""
+    got = _count(o, o.uses, baseline)
+    if got.total.has_tokens and not got.total.has_cost:
+        priced = _priced(o.uses)
+        if priced is not None:
+            got = _count(o, priced, baseline)
+    return got
+
+
+def _count(o: _Open, uses: list[_Use], baseline: Figure) -> _Usage:
+    main = [u for u in uses if u.subagent_id is None]
+    subs_by_turn: dict[int | None, list[_Use]] = {}
+    for sid in {u.subagent_id for u in uses if u.subagent_id is not None}:
         # attribute a sub-agent's rows to the turn each one falls in (its spawning turn when outside)
-        for scope in ("turn", "call"):
-            rows = [u for u in own if u.scope == scope]
-            if rows:
-                for u in rows:
-                    subs_by_turn[u.turn] = subs_by_turn.get(u.turn, EMPTY).plus(u.figure)
-                break
-    cum_at: dict[int | None, Figure] = {}  # the last cumulative figure seen in each turn
+        for u in _sub_uses([u for u in uses if u.subagent_id == sid]):
+            subs_by_turn.setdefault(u.turn, []).append(u)
+    cum_at: dict[int | None, _Use] = {}  # the last cumulative figure seen in each turn
     last_cum: _Use | None = None
     for u in main:
         if u.scope == "session":
-            cum_at[u.turn] = u.figure
+            cum_at[u.turn] = u
             last_cum = u
-    keys = set(o.turns) | {u.turn for u in o.uses} | set(subs_by_turn)
+    keys = set(o.turns) | {u.turn for u in uses} | set(subs_by_turn)
     per_turn: dict[int | None, _TurnUsage] = {}
     counted = baseline  # everything attributed so far: a cumulative figure's growth is what it adds to this
     for t in sorted(keys, key=lambda k: -1 if k is None else k):
-        own_turn = [u.figure for u in main if u.turn == t and u.scope == "turn"]
-        own_calls = [u.figure for u in main if u.turn == t and u.scope == "call"]
-        subs = subs_by_turn.get(t, EMPTY)
+        own_turn = [u for u in main if u.turn == t and u.scope == "turn"]
+        own_calls = [u for u in main if u.turn == t and u.scope == "call"]
+        subs = subs_by_turn.get(t, [])
         cum = cum_at.get(t)
-        growth = None if cum is None else cum.beyond(counted)
-        tokens, tb = _pick(own_turn, own_calls, growth, subs, "tokens")
-        cost, cb = _pick(own_turn, own_calls, growth, subs, "cost")
+        growth = None
+        if cum is not None:
+            growth = _Part(
+                ("derived", t, "session-delta"),
+                cum.figure.beyond(counted),
+                t,
+                None,
+                cum.model,
+                "turn",
+                "derived",
+                "session-delta",
+                cum.ts,
+            )
+        tparts, tb = _pick("tokens", own_turn, own_calls, growth, subs)
+        cparts, cb = _pick("cost", own_turn, own_calls, growth, subs)
         basis = tb or cb
         if tb and cb and tb != cb:
             basis = f"{tb}+{cb}"
-        figure = combine(tokens, cost)
+        parts = _merge(tparts, cparts)
+        for p in parts:
+            p.turn = t  # a sub-agent's rows count in the turn they were attributed to
+        figure = total(p.figure for p in parts)
         counted = counted.plus(figure)
-        per_turn[t] = _TurnUsage(figure, basis, subs is not EMPTY)
+        per_turn[t] = _TurnUsage(figure, basis, parts)
     turns_sum = total(tu.figure for tu in per_turn.values())
     if last_cum is None:
-        return per_turn, turns_sum, "turns"
+        return _Usage(per_turn, turns_sum, "turns", None, uses)
     after = total(
         tu.figure for t, tu in per_turn.items() if t is not None and last_cum.turn is not None and t > last_cum.turn
     )
     cumulative = last_cum.figure.beyond(baseline).plus(after)
-    chosen = larger(cumulative, turns_sum)
-    basis = "session" if cumulative.has_tokens and chosen.tokens_size() == cumulative.tokens_size() else "turns"
-    return per_turn, chosen, basis
+    bigger = cumulative.tokens_size() > turns_sum.tokens_size()
+    tokens = cumulative if bigger or (cumulative.has_tokens and not turns_sum.has_tokens) else turns_sum
+    cost = turns_sum
+    if cumulative.has_cost and (not turns_sum.has_cost or (cumulative.cost or 0.0) > (turns_sum.cost or 0.0)):
+        cost = cumulative
+    chosen = combine(tokens, cost)
+    basis = "session" if tokens is cumulative and cumulative.has_tokens else "turns"
+    # what the session's own counters hold beyond its turns: one derived row, so that the rows add up
+    extra = chosen.beyond(turns_sum)
+    remainder = None
+    nonzero = any(getattr(extra, n) for n in ("input", "output", "cache_read", "cache_write", "reasoning", "total"))
+    if nonzero or (extra.cost or 0.0) > 0.0:
+        remainder = _Part(
+            ("derived", "session"), extra, None, None, last_cum.model, "session", "derived", "session", last_cum.ts
+        )
+    return _Usage(per_turn, turns_sum.plus(extra), basis, remainder, uses)
 
 
 # --------------------------------------------------------------------------
@@ -679,7 +887,9 @@ def _rows(o: _Open, source: str, baseline: Figure) -> tuple[SessionRows, Figure]
     def owner(sub: str | None) -> str:
         return root if sub is None else key_of(root, "subagent", sub)
 
-    per_turn, session_total, session_basis = _usage(o, baseline)
+    usage = _usage(o, baseline)
+    per_turn, session_total, session_basis = usage.per_turn, usage.total, usage.basis
+    model = o.record.get("model") or o.model or _main_model(usage.uses)
 
     # turns
     calls_per_turn: dict[int | None, int] = {}
@@ -707,7 +917,7 @@ def _rows(o: _Open, source: str, baseline: Figure) -> tuple[SessionRows, Figure]
                     "ended_at": t.ended_at,
                     "duration_ms": _ms(t.started_at, t.ended_at),
                     "end_reason": t.end_reason,
-                    "stop_reason": t.stop_reason,
+                    "stop_reason": _stop_reason(t),
                     "native_stop_reason": t.native_stop_reason,
                     "tool_calls": calls_per_turn.get(n, 0),
                     "errors": errors_per_turn.get(n, 0),
@@ -781,44 +991,27 @@ def _rows(o: _Open, source: str, baseline: Figure) -> tuple[SessionRows, Figure]
             )
         )
 
-    # usage: what the agent reported per call and per turn, then the main agent's derived turn figures
-    counters: dict[tuple[str | None, str, int | None], int] = {}
-    for u in o.uses:
-        if u.scope == "session":
-            continue
-        n = counters[(u.subagent_id, u.scope, u.turn)] = counters.get((u.subagent_id, u.scope, u.turn), 0) + 1
+    # usage: the parts each turn's figure was made of, then what the session's counters hold beyond them
+    parts = [p for tu in per_turn.values() for p in tu.parts]
+    if usage.remainder is not None:
+        parts.append(usage.remainder)
+    for part in parts:
         tables["usage"].append(
             _row(
                 "usage",
                 {
-                    "usage_key": key_of(root, "usage", u.subagent_id, u.scope, u.turn, n),
-                    "session_key": owner(u.subagent_id),
+                    "usage_key": key_of(root, "usage", *part.key),
+                    "session_key": owner(part.subagent_id),
                     "root_key": root,
-                    "turn_key": turn_key(u.turn),
-                    "subagent_id": u.subagent_id,
-                    "scope": u.scope,
-                    "basis": "reported",
-                    "ts": u.ts,
-                    **_fig_cols(u.figure),
-                },
-            )
-        )
-    for ordinal, tu in per_turn.items():
-        if ordinal is None or tu.basis in (None, "turn"):
-            continue
-        tables["usage"].append(
-            _row(
-                "usage",
-                {
-                    "usage_key": key_of(root, "usage", None, "turn", ordinal, "derived"),
-                    "session_key": root,
-                    "root_key": root,
-                    "turn_key": turn_key(ordinal),
-                    "subagent_id": None,
-                    "scope": "turn",
-                    "basis": tu.basis,
-                    "ts": o.turns[ordinal].ended_at if ordinal in o.turns else None,
-                    **_fig_cols(tu.figure),
+                    "turn_key": turn_key(part.turn),
+                    "subagent_id": part.subagent_id,
+                    "agent": agent,
+                    "model": part.model or model,
+                    "scope": part.scope,
+                    "basis": part.basis,
+                    "rule": part.rule,
+                    "ts": part.ts if part.ts is not None else _turn_time(o, part.turn),
+                    **_fig_cols(part.figure),
                 },
             )
         )
@@ -871,7 +1064,6 @@ def _rows(o: _Open, source: str, baseline: Figure) -> tuple[SessionRows, Figure]
     status = o.state or "unknown"
     if o.failed:
         status = "failed"
-    model = o.record.get("model") or o.model
     main_calls = sum(1 for c in o.calls.values())
     tables["sessions"].append(
         _row(
@@ -888,7 +1080,7 @@ def _rows(o: _Open, source: str, baseline: Figure) -> tuple[SessionRows, Figure]
                 "fork_of": o.record.get("fork_of"),
                 "model": model,
                 "cwd": o.record.get("cwd") or o.cwd,
-                "title": o.record.get("title") or o.title,
+                "title": o.record.get("title") or o.title or o.first_prompt,
                 "origin": o.origin,
                 "started_at": o.record.get("created_at") or o.first_ts,
                 "ended_at": o.last_ts,
@@ -906,30 +1098,28 @@ def _rows(o: _Open, source: str, baseline: Figure) -> tuple[SessionRows, Figure]
         )
     )
     for sid, sub in o.subs.items():
-        own, basis = _own_figure([u for u in o.uses if u.subagent_id == sid])
+        own_uses = [
+            _Use(u.scope, None, u.turn, u.ts, u.figure, u.model, u.index) for u in usage.uses if u.subagent_id == sid
+        ]
+        own, basis = _own_figure(own_uses)
         sub_calls = sum(1 for c in o.calls.values() if c.subagent_id == sid)
-        tables["sessions"].append(
+        tables["subagents"].append(
             _row(
-                "sessions",
+                "subagents",
                 {
                     "session_key": owner(sid),
                     "root_key": root,
                     "parent_key": root,
                     "subagent_id": sid,
                     "spawn_call_id": sub.call_id,
+                    "turn_key": turn_key(sub.turn),
                     "agent": agent,
-                    "title": sub.name,
-                    "agent_version": o.record.get("agent_version"),
-                    "protocol": o.record.get("protocol"),
-                    "native_session_id": native,
-                    "model": sub.model or model,
-                    "cwd": o.record.get("cwd") or o.cwd,
-                    "origin": o.origin,
+                    "model": sub.model or _main_model(own_uses) or model,
+                    "name": sub.name,
                     "started_at": sub.started_at or sub.first_ts,
                     "ended_at": sub.ended_at or sub.last_ts,
                     "duration_ms": _ms(sub.started_at or sub.first_ts, sub.ended_at or sub.last_ts),
                     "status": sub.status,
-                    "turns": 0,
                     "tool_calls": sub_calls,
                     "errors": sum(1 for e in o.errors if e.subagent_id == sid),
                     "events": sum(1 for ev in o.events if ev[4] == sid),
@@ -940,10 +1130,29 @@ def _rows(o: _Open, source: str, baseline: Figure) -> tuple[SessionRows, Figure]
                 },
             )
         )
-    return SessionRows(root, source, tables), session_total
+    return SessionRows(root, source, tables, list(o.messages)), session_total
+
+
+def _main_model(uses: list[_Use]) -> str | None:
+    """The model of most of the main agent's usage rows (the first seen on a tie)."""
+    counts: dict[str, int] = {}
+    for u in uses:
+        if u.subagent_id is None and u.model is not None:
+            counts[u.model] = counts.get(u.model, 0) + 1
+    return max(counts, key=lambda m: counts[m]) if counts else None
+
+
+def _turn_time(o: _Open, turn: int | None) -> str | None:
+    """The time of a usage row the agent gave none: its turn's end or start, else the session's last or first."""
+    t = o.turns.get(turn) if turn is not None else None
+    known = (t.ended_at or t.started_at) if t is not None else None
+    return known or o.last_ts or o.record.get("created_at") or o.first_ts
 
 
 def _fig_cols(f: Figure) -> dict[str, Any]:
+    uncached = None
+    if f.input is not None:
+        uncached = max(f.input - (f.cache_read or 0) - (f.cache_write or 0), 0)
     names = (
         "input_tokens",
         "output_tokens",
@@ -953,6 +1162,6 @@ def _fig_cols(f: Figure) -> dict[str, Any]:
         "total_tokens",
         "cost",
         "currency",
-        "price_source",
+        "cost_source",
     )
-    return dict(zip(names, f.columns(), strict=True))
+    return {**dict(zip(names, f.columns(), strict=True)), "uncached_input_tokens": uncached}

@@ -1,0 +1,270 @@
+"""Several native sessions on one connection: one Session each.
+
+An ACP connection carries every session the client opens (``params.sessionId``),
+a Codex app-server every thread (``params.threadId``).  Each native session is
+its own :class:`~normalize.Session`, with its own seq from 1, its own turns, and
+its own adapter instance, so that two sessions prompted at once never share a
+turn.  Everything here is protocol-agnostic JSON-RPC; an adapter class says
+where its protocol names the session (:class:`Routing`).
+
+Rules (docs/adapters.md, "Several sessions on one connection"):
+
+* A request or notification that names a session goes to that session's Session.
+  A session named for the first time (``session/load``, a prompt for a session
+  opened before the capture began) gets a new Session, unless the first Session
+  has not been bound to a session yet: then it is that one.
+* A response goes to the Session its request went to (requests are keyed by
+  direction and id: ids collide across directions).
+* A request that opens a session (``session/new``, ``thread/start``) goes to an
+  unbound Session: the first one while it has not been sent an opener, else a
+  new one.  Its response names the session, and binds the Session to it.
+* The messages a connection starts with, before any session is opened
+  (``initialize``), are part of every session on the connection: a new Session is
+  fed them first, so each session says the same as if converted alone.
+* Any other message (a notification about the connection, a line that is not
+  JSON) goes to the Session last routed to.
+* Memory: the requests awaiting a response are bounded (:data:`PENDING`, the
+  oldest forgotten in O(1); its response then goes to the last Session), and so
+  is the handshake (:data:`HANDSHAKE` messages).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, cast
+
+import msgspec
+from msgspec import Raw
+
+from ._contract import Adapter, Direction, Routing
+from ._errors import InputError, UsageError
+from ._model import Origin, SessionState, _Core
+from ._session import Clock, Session
+
+__all__ = ["HANDSHAKE", "PENDING", "Connection"]
+
+#: Requests awaiting their response, remembered to route the response.
+PENDING = 10_000
+#: Messages kept from the start of a connection to replay into each new Session.
+HANDSHAKE = 64
+
+_NULL = Raw(b"null")
+_ANY = msgspec.json.Decoder()
+
+
+def _view(key: str) -> Any:
+    params = msgspec.defstruct("_Params", [(key, "str | None", None)], frozen=True)
+    msg = msgspec.defstruct(
+        "_Message",
+        [("id", "int | str | None", None), ("method", "str | None", None), ("params", params | None, None)],
+        frozen=True,
+    )
+    return msgspec.json.Decoder(msg)
+
+
+def _at(raw: bytes, path: tuple[str, ...]) -> str | None:
+    """The string at ``path`` in a JSON value, or None."""
+    try:
+        value: Any = _ANY.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    for name in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(name)
+    return value if isinstance(value, str) and value else None
+
+
+class Connection:
+    """One input that may carry several native sessions; a :class:`Session` for each.
+
+    The same interface as :class:`Session` (``feed``, ``feed_problem``, ``close``),
+    for adapters whose class has a :attr:`~normalize.Adapter.routing`.
+    """
+
+    def __init__(
+        self,
+        factory: Callable[[], Adapter],
+        *,
+        first: Adapter | None = None,
+        session_id: str | None = None,
+        origin: Origin | None = None,
+        clock: Clock | None = None,
+        strict: bool = False,
+    ) -> None:
+        adapter = first if first is not None else factory()
+        routing = type(adapter).routing
+        if routing is None:
+            raise UsageError(f"{type(adapter).__name__} does not route sessions (no routing)")
+        self._routing: Routing = routing
+        self._factory = factory
+        self._opts = (origin, clock, strict)
+        self._decoder = _view(routing.key)
+        first_session = Session(adapter, session_id=session_id, origin=origin, clock=clock, strict=strict)
+        self.sessions: list[Session] = [first_session]
+        self._by_key: dict[str, Session] = {}
+        self._bound: dict[int, str] = {}  # id(session) -> key
+        self._opening: set[int] = set()  # ids of Sessions sent an opener not yet answered
+        self._requests: OrderedDict[tuple[Direction, int | str], tuple[Session, str]] = OrderedDict()
+        self._handshake: list[tuple[bytes, Direction, str | None]] = []
+        self._in_handshake = True
+        self._last = first_session
+        self._closed = False
+        self._key = b'"' + routing.key.encode() + b'"'
+        self._openers = [b'"' + m.encode() + b'"' for m in routing.opened_by]
+        self._announcers = [b'"' + m.encode() + b'"' for m in routing.named_in]
+        self._named = b""
+        self._only: Session | None = None
+        self._changed = False  # sessions, bindings or openers changed: recheck the fast path
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # The first session's, for code written for one Session: ``sessions`` has them all.
+
+    @property
+    def adapter(self) -> Adapter:
+        return self.sessions[0].adapter
+
+    @property
+    def session_id(self) -> str | None:
+        return self.sessions[0].session_id
+
+    @property
+    def state(self) -> SessionState:
+        return self.sessions[0].state
+
+    # ------------------------------------------------------------------ public
+
+    def feed(self, message: bytes, from_: Direction = "agent", *, t: str | None = None) -> list[_Core]:
+        if self._closed:
+            raise UsageError("Connection.feed() after close()")
+        only = self._only
+        if only is not None and self._stays_with_only(message, from_):
+            return only.feed(message, from_, t=t)
+        try:
+            view = self._decoder.decode(message)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return self._last.feed(message, from_, t=t)  # the Session reports it
+        out: list[_Core] = []
+        target = self._route(view, message, from_, out)
+        if self._in_handshake and len(self._handshake) < HANDSHAKE:
+            self._handshake.append((message, from_, t))
+        self._last = target
+        if self._changed:
+            self._changed = False
+            self._only = self._single()
+        out += target.feed(message, from_, t=t)
+        return out
+
+    # The fast path: most connections carry one session.  While they do, a message goes
+    # to it without being decoded here unless its bytes could open or name another
+    # session (a client message holding an opener's method name, an agent message one
+    # of the notifications that name a session elsewhere, the key member naming another
+    # session, or the key written in a form the byte test does not know); such a message
+    # takes the full route.  Requests sent in this time are not recorded: a response nobody
+    # recorded goes to the first session, theirs.
+
+    def _single(self) -> Session | None:
+        first = self.sessions[0]
+        if len(self.sessions) != 1 or self._in_handshake or self._opening or id(first) not in self._bound:
+            return None
+        key = self._bound[id(first)]
+        self._named = b'"' + self._routing.key.encode() + b'":"' + key.encode() + b'"'
+        return first
+
+    def _stays_with_only(self, message: bytes, from_: Direction) -> bool:
+        key = self._key
+        at = message.find(key)
+        if at >= 0 and (not message.startswith(self._named, at) or message.find(key, at + len(key)) >= 0):
+            return False  # it names another session, or names one more than once
+        # sessions are opened by the client's requests, or announced by the agent (named_in)
+        openers = self._openers if from_ == "client" else self._announcers
+        return not any(opener in message for opener in openers)
+
+    def feed_problem(self, error: InputError, *, t: str | None = None) -> list[_Core]:
+        if self._closed:
+            raise UsageError("Connection.feed_problem() after close()")
+        return self._last.feed_problem(error, t=t)
+
+    def close(self) -> list[_Core]:
+        if self._closed:
+            raise UsageError("Connection.close() called twice")
+        self._closed = True
+        out: list[_Core] = []
+        for session in self.sessions:
+            out += session.close()
+        return out
+
+    # ----------------------------------------------------------------- private
+
+    def _route(self, view: Any, message: bytes, from_: Direction, out: list[_Core]) -> Session:
+        routing = self._routing
+        method: str | None = view.method
+        if method is None:
+            if view.id is None:
+                return self._last
+            other: Direction = "client" if from_ == "agent" else "agent"
+            sent = self._requests.pop((other, view.id), None)
+            if sent is None:  # unrecorded: sent while the first session was the only one
+                return self.sessions[0]
+            session, req_method = sent
+            path = routing.opened_by.get(req_method)
+            if path is not None:
+                self._opening.discard(id(session))
+                self._changed = True
+                key = _at(message, ("result", *path))
+                if key is not None and key not in self._by_key:
+                    self._bind(session, key)  # also when named early by another member: both name it
+            return session
+        key = cast(str | None, getattr(view.params, routing.key)) if view.params is not None else None
+        if key is None and method in routing.named_in:
+            key = _at(message, ("params", *routing.named_in[method]))
+        if key is not None:
+            if self._in_handshake:
+                self._in_handshake = False
+                self._changed = True
+            known = self._by_key.get(key)
+            if known is not None:
+                session = known
+            else:
+                # a session being opened may be named before the opener's response
+                # (Codex sends thread notifications first): it is that session
+                opening = [s for s in self.sessions if id(s) in self._opening and id(s) not in self._bound]
+                session = opening[-1] if opening else self._unbound(out, opener=False)
+                self._bind(session, key)
+        elif method in routing.opened_by:
+            if self._in_handshake:
+                self._in_handshake = False
+                self._changed = True
+            session = self._unbound(out, opener=True)
+        else:
+            session = self._last
+        if view.id is not None:
+            self._requests[(from_, view.id)] = (session, method)
+            if len(self._requests) > PENDING:
+                self._requests.popitem(last=False)
+        return session
+
+    def _unbound(self, out: list[_Core], *, opener: bool) -> Session:
+        """The first Session while it is free, else a new one fed the handshake."""
+        first = self.sessions[0]
+        if id(first) not in self._bound and id(first) not in self._opening:
+            session = first
+        else:
+            origin, clock, strict = self._opts
+            session = Session(self._factory(), origin=origin, clock=clock, strict=strict)
+            self.sessions.append(session)
+            for message, from_, t in self._handshake:
+                out += session.feed(message, from_, t=t)
+        if opener:
+            self._opening.add(id(session))
+        self._changed = True
+        return session
+
+    def _bind(self, session: Session, key: str) -> None:
+        self._changed = True
+        self._bound[id(session)] = key
+        self._by_key[key] = session

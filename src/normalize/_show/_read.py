@@ -1,0 +1,86 @@
+"""Where a viewer's sessions come from: native files and folders, or normalized JSONL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+from normalize import DetectionError, InputError, StreamHeader, decode, events, find_inputs, read_records
+
+from ._build import Builder, SessionView, unknown_clock
+
+__all__ = ["Input", "discover", "is_normalized", "read"]
+
+
+class _HeaderView(msgspec.Struct):
+    type: str
+
+
+_header = msgspec.json.Decoder(_HeaderView)
+
+
+def is_normalized(path: Path) -> bool:
+    """Whether a file is a normalized stream (its first line a ``stream.header``)."""
+    with path.open("rb") as f:
+        first = f.readline(1 << 16)
+    try:
+        return _header.decode(first).type == "stream.header"
+    except msgspec.DecodeError:
+        return False
+
+
+@dataclass
+class Input:
+    """One input file: native (with its protocol and companion files) or normalized."""
+
+    main: Path
+    protocol: str | None = None  # None: a normalized stream
+    companions: list[Path] = field(default_factory=list)
+
+    @property
+    def paths(self) -> list[Path]:
+        return [self.main, *self.companions]
+
+
+def discover(source: Path, protocol: str | None = None) -> Iterator[Input | InputError]:
+    """The inputs under ``source`` (a file or a folder); an unreadable file as its error."""
+    if source.is_file() and is_normalized(source):
+        yield Input(source)
+        return
+    normalized: set[Path] = set()
+    if source.is_dir():
+        for p in sorted(source.rglob("*.jsonl")):
+            if p.is_file() and is_normalized(p):
+                normalized.add(p)
+                yield Input(p)
+    for inp in find_inputs([source], protocol=protocol):
+        if isinstance(inp, DetectionError):
+            if not any(inp.message.startswith(f"{p}:") for p in normalized):
+                yield inp
+        elif inp.main not in normalized:
+            yield Input(inp.main, inp.protocol, list(inp.companions))
+
+
+def _normalized(path: Path) -> Iterator[object]:
+    with path.open("rb") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                ev = decode(line)
+            except InputError as exc:
+                raise InputError(f"{path}:{lineno}: {exc.message}") from None
+            if not isinstance(ev, StreamHeader):
+                yield ev
+
+
+def read(inp: Input) -> list[SessionView]:
+    """The sessions of one input, built from its normalized events."""
+    if inp.protocol is None:
+        stream: Iterator[object] = _normalized(inp.main)
+    else:
+        stream = iter(events(read_records(inp.paths), protocol=inp.protocol, clock=unknown_clock))
+    return list(Builder().feed_all(stream).sessions.values())

@@ -1,0 +1,357 @@
+"""Cross-agent conformance: the same scenario states the same facts, whatever the agent.
+
+Each scenario (a text turn, a shell command allowed, one denied, a file edit, an MCP call,
+a sub-agent, an interrupt, an API error, two turns, a resumed session) was recorded from
+several agents.  The checks are on meaning (counts, order, decisions, categories, links),
+never on bytes: a program that unifies agents relies on exactly these facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from helpers import ADAPTERS, convert_capture
+from normalize import (
+    AssistantMessage,
+    EventEnvelope,
+    PermissionAuto,
+    PermissionRequest,
+    RequestResolved,
+    SessionEvent,
+    SessionResumed,
+    Subagent,
+    ToolCall,
+    ToolCalled,
+    ToolFinished,
+    TurnComplete,
+    TurnStart,
+    UserMessage,
+)
+from normalize import Error as ErrorBody
+from normalize._model import _Core
+
+
+@dataclass
+class Facts:
+    """What one capture says, read from its normalized events."""
+
+    events: list[_Core]
+    envelopes: list[EventEnvelope] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.envelopes = [e.event for e in self.events if isinstance(e, SessionEvent)]
+
+    def bodies(self, kind: type, *, main: bool = True) -> list[object]:
+        """Bodies of one type (on the main thread only, unless ``main=False``)."""
+        return [e.body for e in self.envelopes if type(e.body) is kind and not (main and e.subagent_id)]
+
+    def live(self) -> list[EventEnvelope]:
+        return [e for e in self.envelopes if e.origin == "live"]
+
+    def turns(self, *, origin: str | None = None) -> list[TurnComplete]:
+        return [
+            e.body
+            for e in self.envelopes
+            if isinstance(e.body, TurnComplete) and (origin is None or e.origin == origin)
+        ]
+
+    def calls(self, category: str, phase: str) -> list[ToolCall]:
+        return [
+            b for b in self.bodies(ToolCall) if isinstance(b, ToolCall) and b.category == category and b.phase == phase
+        ]
+
+    def decisions(self) -> list[str | None]:
+        return [b.decision for b in self.bodies(RequestResolved) + self.bodies(PermissionAuto, main=False)]  # type: ignore[attr-defined]
+
+    def errors(self) -> list[ErrorBody]:
+        return [b for b in self.bodies(ErrorBody, main=False) if isinstance(b, ErrorBody)]
+
+
+def _facts(rel: str) -> Facts:
+    path = ADAPTERS / rel
+    if path.is_dir():
+        (path,) = sorted(Path(path).glob("*.jsonl"))
+    return Facts(convert_capture(path))
+
+
+# --------------------------------------------------------------------------
+# The facts each scenario states
+
+
+def every_turn_closed_in_order(f: Facts) -> None:
+    """Each turn-start has its turn-complete, before the next starts; turn ids count up."""
+    open_turn: str | None = None
+    seen: list[str] = []
+    for e in f.envelopes:
+        if isinstance(e.body, TurnStart):
+            assert open_turn is None, f"{e.turn_id} started while {open_turn} was open"
+            open_turn = e.turn_id
+            assert e.turn_id is not None
+            seen.append(e.turn_id)
+        elif isinstance(e.body, TurnComplete):
+            assert e.turn_id == open_turn
+            open_turn = None
+    assert seen == [f"turn:{n}" for n in range(1, len(seen) + 1)]
+
+
+def text_turn(f: Facts) -> None:
+    every_turn_closed_in_order(f)
+    assert [t.reason for t in f.turns()] == ["ok"]
+    answers = [b for b in f.bodies(AssistantMessage) if isinstance(b, AssistantMessage) and b.text.strip()]
+    assert answers, "an answer with text"
+    assert not f.bodies(ToolCall) and not f.errors()
+
+
+def shell_allowed(f: Facts) -> None:
+    every_turn_closed_in_order(f)
+    assert f.calls("execute", "completed"), "the command ran"
+    assert "allow" in f.decisions() or "allow-always" in f.decisions()
+    assert "deny" not in f.decisions()
+    assert all(t.reason == "ok" for t in f.turns())
+
+
+def denied_calls(f: Facts) -> set[str]:
+    """The call ids a decision denied (asked and answered, or decided by a rule)."""
+    asked = {b.request_id: b.tool_call.call_id for b in f.bodies(PermissionRequest, main=False)}  # type: ignore[attr-defined]
+    out = {b.tool_call.call_id for b in f.bodies(PermissionAuto, main=False) if b.decision == "deny"}  # type: ignore[attr-defined]
+    for b in f.bodies(RequestResolved, main=False):
+        if isinstance(b, RequestResolved) and b.decision == "deny" and b.request_id in asked:
+            out.add(asked[b.request_id])
+    return out
+
+
+def shell_denied(f: Facts) -> None:
+    every_turn_closed_in_order(f)
+    assert "deny" in f.decisions()
+    denied = denied_calls(f)
+    assert denied, "the decision names its call"
+    ends = {(b.call_id, b.phase) for b in f.bodies(ToolCall, main=False) if isinstance(b, ToolCall)}
+    for call_id in denied:
+        assert (call_id, "completed") not in ends, "a denied command never completes"
+
+
+def file_edit(f: Facts) -> None:
+    every_turn_closed_in_order(f)
+    assert f.calls("edit", "completed")
+    assert not f.calls("edit", "failed")
+
+
+def mcp_call(f: Facts) -> None:
+    every_turn_closed_in_order(f)
+    (call,) = f.calls("mcp", "completed")
+    called = [e for e in f.events if isinstance(e, ToolCalled)]
+    assert [c.call_id for c in called] == [call.call_id]
+    finished = [e for e in f.events if isinstance(e, ToolFinished)]
+    assert [(e.call_id, e.ok) for e in finished] == [(call.call_id, True)]
+    assert finished[0].duration_ms >= 0
+
+
+def subagent(f: Facts) -> None:
+    every_turn_closed_in_order(f)
+    subs = [e for e in f.envelopes if isinstance(e.body, Subagent)]
+    started = [e for e in subs if e.body.phase == "started"]  # type: ignore[union-attr]
+    assert started, "a sub-agent started"
+    call_ids = {b.call_id for b in f.bodies(ToolCall) if isinstance(b, ToolCall)}
+    for e in started:
+        body = e.body
+        assert isinstance(body, Subagent)
+        assert body.call_id in call_ids, "linked to the parent's call that spawned it"
+        assert e.turn_id is not None, "inside the parent's turn"
+        ends = [s for s in subs if s.body.subagent_id == body.subagent_id and s.body.phase == "completed"]  # type: ignore[union-attr]
+        assert ends, f"sub-agent {body.subagent_id} completed"
+
+
+def interrupted(f: Facts) -> None:
+    every_turn_closed_in_order(f)
+    reasons = [t.reason for t in f.turns()]
+    assert "interrupt" in reasons
+    assert not any(e.error_type == "cut-off" for e in f.errors()), "an interrupt is not a cut-off stream"
+
+
+def api_error(f: Facts) -> None:
+    every_turn_closed_in_order(f)
+    errors = [e for e in f.envelopes if isinstance(e.body, ErrorBody)]
+    assert errors, "the API error is reported"
+    assert all(e.turn_id is not None for e in errors), "inside the turn it broke"
+    assert not any(e.body.error_type == "cut-off" for e in errors)  # type: ignore[union-attr]
+
+
+def two_turns(f: Facts) -> None:
+    every_turn_closed_in_order(f)
+    assert [t.reason for t in f.turns()] == ["ok", "ok"]
+    users = f.bodies(UserMessage)
+    assert len(users) >= 2
+    turn_of_user = [e.turn_id for e in f.envelopes if isinstance(e.body, UserMessage) and not e.subagent_id]
+    assert None not in turn_of_user, "every prompt inside its turn"
+    assert {"turn:1", "turn:2"} <= set(turn_of_user)
+
+
+def resumed(f: Facts) -> None:
+    every_turn_closed_in_order(f)
+    assert any(isinstance(e, SessionResumed) for e in f.events) or f.turns(origin="replay")
+    live = list(f.turns(origin="live"))
+    assert live and all(t.reason == "ok" for t in live), "the prompt after the resume runs live"
+
+
+# --------------------------------------------------------------------------
+# The scenarios, per agent and transport
+
+SCENARIOS: dict[str, tuple[Callable[[Facts], None], list[str]]] = {
+    "text turn": (
+        text_turn,
+        [
+            "claude-stream-json/captures/claude-code-2.1.332/01-print-text.jsonl",
+            "claude-transcript/captures/claude-code-2.1.332/01-print-text",
+            "codex-app-server/captures/codex-0.171.0/a_simple_text.tap.jsonl",
+            "codex-exec-json/captures/codex-0.171.0/text_reasoning.jsonl",
+            "codex-rollout/captures/codex-0.171.0/exec-text_reasoning.jsonl",
+            "acp/captures/acp-handwritten/a_initialize_new_prompt_streaming.tap.jsonl",
+            "antigravity-stream-json/captures/agy-handwritten/01-streamed-answer.jsonl",
+            "hm-json/captures/hm-handwritten/01_plain_answer.jsonl",
+        ],
+    ),
+    "shell allowed": (
+        shell_allowed,
+        [
+            "claude-stream-json/captures/claude-code-2.1.332/16-permission-stdio-allow.tap.jsonl",
+            "claude-stream-json/captures/claude-code-2.1.332/05-bash-ls-bypass.jsonl",
+            "claude-transcript/captures/claude-code-2.1.332/05-bash-ls-bypass",
+            "codex-app-server/captures/codex-0.171.0/b_command_approval_accept.tap.jsonl",
+            "acp/captures/claude-agent-acp-0.101.0/claude-b-shell-allow.tap.jsonl",
+            "acp/captures/codex-acp-2.6.0/codex-b-shell-allow.tap.jsonl",
+        ],
+    ),
+    "shell denied": (
+        shell_denied,
+        [
+            "claude-stream-json/captures/claude-code-2.1.332/15-permission-stdio-deny.tap.jsonl",
+            "claude-stream-json/captures/claude-code-2.1.332/14-permission-denied-print.jsonl",
+            "claude-transcript/captures/claude-code-2.1.332/14-permission-denied-print",
+            "codex-app-server/captures/codex-0.171.0/c_command_approval_decline.tap.jsonl",
+            "acp/captures/claude-agent-acp-0.101.0/claude-c-shell-reject.tap.jsonl",
+            "acp/captures/codex-acp-2.6.0/codex-c-shell-reject.tap.jsonl",
+            "hm-json/captures/hm-handwritten/03_blocked_and_refused.jsonl",
+        ],
+    ),
+    "file edit": (
+        file_edit,
+        [
+            "claude-stream-json/captures/claude-code-2.1.332/31-write-file.jsonl",
+            "claude-transcript/captures/claude-code-2.1.332/31-write-file",
+            "codex-app-server/captures/codex-0.171.0/d_file_change_approval.tap.jsonl",
+            "codex-exec-json/captures/codex-0.171.0/apply_patch.jsonl",
+            "codex-rollout/captures/codex-0.171.0/exec-apply_patch.jsonl",
+            "acp/captures/claude-agent-acp-0.101.0/claude-d-edit-diff.tap.jsonl",
+            "acp/captures/codex-acp-2.6.0/codex-d-patch-diff.tap.jsonl",
+        ],
+    ),
+    "MCP call": (
+        mcp_call,
+        [
+            "codex-app-server/captures/codex-0.169.0/d_mcp_tool_call_and_web_search.tap.jsonl",
+            "codex-rollout/captures/codex-0.169.0/app-server-d_mcp_tool_call_and_web_search.jsonl",
+            "codex-rollout/captures/codex-0.169.0/exec-mixed_items.jsonl",
+        ],
+    ),
+    "sub-agent": (
+        subagent,
+        [
+            "claude-stream-json/captures/claude-code-2.1.332/24-subagent-with-tool.jsonl",
+            "claude-transcript/captures/claude-code-2.1.332/24-subagent-with-tool",
+            "antigravity-stream-json/captures/agy-handwritten/03-subagent.jsonl",
+            "hm-json/captures/hm-handwritten/05_background_subagent.jsonl",
+        ],
+    ),
+    "interrupt": (
+        interrupted,
+        [
+            "claude-stream-json/captures/claude-code-2.1.332/27-interrupt.tap.jsonl",
+            "claude-transcript/captures/claude-code-2.1.332/27-interrupt",
+            "codex-app-server/captures/codex-0.171.0/f_interrupt.tap.jsonl",
+            "acp/captures/claude-agent-acp-0.101.0/claude-e-cancel-stream.tap.jsonl",
+            "acp/captures/codex-acp-2.6.0/codex-e-cancel-stream.tap.jsonl",
+            "antigravity-stream-json/captures/agy-handwritten/05-interrupted.jsonl",
+            "hm-json/captures/hm-handwritten/12_interrupted.jsonl",
+        ],
+    ),
+    "API error": (
+        api_error,
+        [
+            "claude-stream-json/captures/claude-code-2.1.332/17-api-error-400.jsonl",
+            "claude-transcript/captures/claude-code-2.1.332/17-api-error-400",
+            "codex-app-server/captures/codex-0.171.0/h_api_error.tap.jsonl",
+            "codex-exec-json/captures/codex-0.171.0/http_500.jsonl",
+            "codex-rollout/captures/codex-0.171.0/exec-http_500.jsonl",
+            "acp/captures/claude-agent-acp-0.101.0/claude-x-api-error.tap.jsonl",
+            "acp/captures/codex-acp-2.6.0/codex-x-api-error.tap.jsonl",
+        ],
+    ),
+    "two turns": (
+        two_turns,
+        [
+            "claude-stream-json/captures/claude-code-2.1.332/10-multiturn-stream-input.tap.jsonl",
+            "claude-transcript/captures/claude-code-2.1.332/10-multiturn-stream-input",
+            "codex-app-server/captures/codex-0.171.0/e_two_turns.tap.jsonl",
+            "acp/captures/claude-agent-acp-0.101.0/claude-a-text-thinking.tap.jsonl",
+            "acp/captures/codex-acp-2.6.0/codex-a-text-reasoning.tap.jsonl",
+            "antigravity-stream-json/captures/agy-handwritten/06-multiturn-stdin.tap.jsonl",
+        ],
+    ),
+    "resume or load": (
+        resumed,
+        [
+            "codex-app-server/captures/codex-0.171.0/g_resume.tap.jsonl",
+            "acp/captures/claude-agent-acp-0.101.0/claude-f-load.tap.jsonl",
+            "acp/captures/codex-acp-2.6.0/codex-f-load.tap.jsonl",
+            "acp/captures/acp-handwritten/e_session_load_replay_then_live.tap.jsonl",
+        ],
+    ),
+}
+
+CASES = [(name, rel) for name, (_, rels) in SCENARIOS.items() for rel in rels]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "rel"), CASES, ids=[f"{n}:{r.split('/')[0]}:{r.split('/')[-1]}" for n, r in CASES]
+)
+def test_the_scenario_states_the_same_facts(scenario: str, rel: str) -> None:
+    check, _ = SCENARIOS[scenario]
+    check(_facts(rel))
+
+
+def test_every_scenario_covers_several_agents() -> None:
+    for name, (_, rels) in SCENARIOS.items():
+        protocols = {r.split("/")[0] for r in rels}
+        assert len(protocols) >= 2, name
+        for rel in rels:
+            assert (ADAPTERS / rel).exists(), rel
+
+
+# A session resumed (or loaded) in a second process is the same session: the same id.
+RESUMED = [
+    (
+        "claude-stream-json/captures/claude-code-2.1.332/28-resume-pre.jsonl",
+        "claude-stream-json/captures/claude-code-2.1.332/28-resume.jsonl",
+    ),
+    (
+        "codex-app-server/captures/codex-0.171.0/g_resume_pre.tap.jsonl",
+        "codex-app-server/captures/codex-0.171.0/g_resume.tap.jsonl",
+    ),
+    (
+        "claude-stream-json/captures/claude-code-2.1.332/28-resume.jsonl",
+        "claude-transcript/captures/claude-code-2.1.332/28-resume",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("before", "after"), RESUMED, ids=[a.split("/")[0] + ":" + a.split("/")[-1] for _, a in RESUMED]
+)
+def test_a_resumed_session_keeps_its_id(before: str, after: str) -> None:
+    ids_before = {e.session_id for e in _facts(before).events}
+    ids_after = {e.session_id for e in _facts(after).events}
+    assert ids_before == ids_after and len(ids_before) == 1

@@ -1,0 +1,196 @@
+"""Several native sessions on one connection: each comes out as if converted alone.
+
+The multiplexed captures are built from real ones: the second session's lines, after
+its own handshake, are interleaved line by line with the first's, its JSON-RPC ids
+moved out of the first's range (ids are per connection).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from helpers import ADAPTERS, convert_records, records_of
+from normalize import (
+    CaptureParser,
+    Connection,
+    Direction,
+    Message,
+    RequestResolved,
+    SessionCreated,
+    SessionEvent,
+    SessionUpdate,
+    adapter_class,
+    encode,
+)
+
+SHIFT = 1000
+
+PAIRS = [
+    (
+        "acp",
+        "acp/captures/claude-agent-acp-0.101.0/claude-b-shell-allow.tap.jsonl",
+        "acp/captures/claude-agent-acp-0.101.0/claude-c-shell-reject.tap.jsonl",
+        "session/new",
+    ),
+    (
+        "acp",
+        "acp/captures/codex-acp-2.6.0/codex-a-text-reasoning.tap.jsonl",
+        "acp/captures/codex-acp-2.6.0/codex-b-shell-allow.tap.jsonl",
+        "session/new",
+    ),
+    (
+        "codex-app-server",
+        "codex-app-server/captures/codex-0.171.0/b_command_approval_accept.tap.jsonl",
+        "codex-app-server/captures/codex-0.171.0/e_two_turns.tap.jsonl",
+        "thread/start",
+    ),
+]
+
+
+def _lines(rel: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (ADAPTERS / rel).read_text().splitlines() if line.strip()]
+
+
+def _shift(line: dict[str, Any]) -> dict[str, Any]:
+    msg = dict(line["msg"])
+    if isinstance(msg.get("id"), int):
+        msg["id"] += SHIFT
+    return {**line, "msg": msg}
+
+
+def multiplexed(first: str, second: str, opener: str) -> bytes:
+    """``first`` whole, with ``second`` (from its opener on) interleaved into it after its own opener."""
+    a, b = _lines(first), _lines(second)
+    b_start = next(i for i, line in enumerate(b) if line["msg"].get("method") == opener)
+    a_start = next(i for i, line in enumerate(a) if line["msg"].get("method") == opener)
+    rest_a, rest_b = a[a_start:], [_shift(line) for line in b[b_start:]]
+    out = a[:a_start]
+    while rest_a or rest_b:
+        if rest_a:
+            out.append(rest_a.pop(0))
+        if rest_b:
+            out.append(rest_b.pop(0))
+    return b"".join(json.dumps(line).encode() + b"\n" for line in out)
+
+
+def _names_no_session(ev: SessionEvent | SessionUpdate) -> bool:
+    data = json.loads(encode(ev))
+    payload = data["event"]["native"].get("payload") if isinstance(ev, SessionEvent) else data["update"]["payload"]
+    if not isinstance(payload, dict) or "method" not in payload:
+        return False  # a response: routed by its request
+    params = payload.get("params")
+    return not (isinstance(params, dict) and ("sessionId" in params or "threadId" in params or "thread" in params))
+
+
+def _project(events: list[Any], *, shifted: bool) -> list[Any]:
+    """What a session says, without the parts that name the connection (times, seq, ids on the wire).
+
+    A notification that names no session (``_auth/status_update``, Codex rate limits) is
+    about the connection: it lands in whichever session was last addressed.  It is left
+    out here (and with it ``seq``, which it moves), and counted by the test that nothing
+    is lost; seq itself is checked by the envelope tests.
+    """
+    out: list[Any] = []
+    for ev in events:
+        if isinstance(ev, SessionEvent | SessionUpdate) and _names_no_session(ev):
+            continue
+        if isinstance(ev, SessionEvent):
+            env = json.loads(encode(ev))["event"]
+            for name in ("ts", "native", "seq"):
+                env.pop(name)
+            if shifted:  # ids derived from wire ids (``5``, ``prompt-5``) as they were before the shift
+                for name in ("requestId", "messageId"):
+                    if isinstance(env.get(name), str):
+                        env[name] = re.sub(r"^(prompt-)?(\d+)$", _unshift, env[name])
+            out.append(env)
+        elif isinstance(ev, SessionCreated):
+            out.append(("created", ev.record.native_session_id, ev.record.agent))
+        else:
+            out.append(type(ev).__name__)
+    return out
+
+
+def _unshift(m: re.Match[str]) -> str:
+    return f"{m[1] or ''}{int(m[2]) - SHIFT}"
+
+
+def _alone(rel: str, protocol: str) -> list[Any]:
+    return convert_records(records_of([ADAPTERS / rel]), protocol)
+
+
+@pytest.mark.parametrize(("protocol", "first", "second", "opener"), PAIRS, ids=[p[1].split("/")[-1] for p in PAIRS])
+def test_each_multiplexed_session_equals_the_session_converted_alone(
+    protocol: str, first: str, second: str, opener: str
+) -> None:
+    parser = CaptureParser()
+    records = [*parser.feed(multiplexed(first, second, opener)), *parser.close()]
+    mux = convert_records(records, protocol)
+    ids = list(dict.fromkeys(e.session_id for e in mux))
+    assert len(ids) == 2, ids
+    by_id = {sid: [e for e in mux if e.session_id == sid] for sid in ids}
+    alone_a, alone_b = _alone(first, protocol), _alone(second, protocol)
+    assert {e.session_id for e in alone_a} == {ids[0]}  # the same identity as alone
+    assert {e.session_id for e in alone_b} == {ids[1]}
+    assert _project(by_id[ids[0]], shifted=False) == _project(alone_a, shifted=False)
+    # the second session gets the first's handshake (the same agent said the same)
+    assert _project(by_id[ids[1]], shifted=True) == _project(alone_b, shifted=False)
+    # nothing lost: every line of the multiplexed capture is the native payload of an event
+    payloads = {_payload(e) for e in mux if isinstance(e, SessionEvent | SessionUpdate)}
+    assert {_canon(r.data) for r in records if isinstance(r, Message)} <= payloads
+
+
+def _canon(data: bytes) -> str:
+    return json.dumps(json.loads(data), sort_keys=True)
+
+
+def _payload(ev: SessionEvent | SessionUpdate) -> str:
+    native = (
+        json.loads(encode(ev))["event"]["native"] if isinstance(ev, SessionEvent) else json.loads(encode(ev))["update"]
+    )
+    return json.dumps(native.get("payload"), sort_keys=True)
+
+
+def test_a_single_session_stream_is_one_session() -> None:
+    rel = "acp/captures/claude-agent-acp-0.101.0/claude-f-load.tap.jsonl"
+    assert len({e.session_id for e in _alone(rel, "acp")}) >= 1
+    connection = Connection(adapter_class("acp"))
+    for line in _lines("acp/captures/acp-handwritten/a_initialize_new_prompt_streaming.tap.jsonl"):
+        connection.feed(json.dumps(line["msg"]).encode(), line["from"])
+    connection.close()
+    assert len(connection.sessions) == 1
+
+
+def test_a_response_goes_to_the_session_its_request_went_to() -> None:
+    connection = Connection(adapter_class("acp"))
+    perm = {"toolCall": {"toolCallId": "t1"}, "options": [{"optionId": "ok", "name": "OK", "kind": "allow_once"}]}
+    wire: list[tuple[dict[str, Any], Direction]] = [
+        ({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}, "client"),
+        ({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}, "agent"),
+        ({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/a"}}, "client"),
+        ({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/b"}}, "client"),
+        ({"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "B"}}, "agent"),  # answered out of order
+        ({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "A"}}, "agent"),
+        # the agent asks in session B with id 1: ids collide across directions
+        (
+            {"jsonrpc": "2.0", "id": 1, "method": "session/request_permission", "params": {"sessionId": "B", **perm}},
+            "agent",
+        ),
+        ({"jsonrpc": "2.0", "id": 1, "result": {"outcome": {"outcome": "selected", "optionId": "ok"}}}, "client"),
+    ]
+    out: list[Any] = []
+    for msg, side in wire:
+        out += connection.feed(json.dumps(msg).encode(), side)
+    out += connection.close()
+    records = {e.session_id: e.record for e in out if isinstance(e, SessionCreated)}
+    assert sorted((r.native_session_id, r.cwd) for r in records.values()) == [("A", "/a"), ("B", "/b")]
+    resolved = [
+        (records[e.session_id].native_session_id, e.event.body.decision)
+        for e in out
+        if isinstance(e, SessionEvent) and isinstance(e.event.body, RequestResolved)
+    ]
+    assert resolved == [("B", "allow")]
+    assert all(s.closed for s in connection.sessions)

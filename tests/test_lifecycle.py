@@ -1,0 +1,443 @@
+"""The lifecycle rules the core applies for every agent: one vocabulary of decisions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import ADAPTERS, convert_capture
+from normalize import (
+    AccountAvailable,
+    AccountExhausted,
+    Adapter,
+    ContextDegraded,
+    Direction,
+    Emit,
+    EventEnvelope,
+    Item,
+    Message,
+    PermissionAuto,
+    PermissionOption,
+    PermissionRequest,
+    RequestResolved,
+    Session,
+    SessionEvent,
+    Subagent,
+    ToolCall,
+    ToolCalled,
+    ToolCallRef,
+    ToolFinished,
+    TurnComplete,
+    UserQuestion,
+    adapter_class,
+    events,
+)
+from normalize import Error as ErrorBody
+from normalize import Warning as WarningBody
+from normalize._lifecycle import DECISION_WORDS, Calls, Requests, decision_of
+
+REF = ToolCallRef(call_id="c1", tool="Bash", title="ls")
+
+
+def _ask(requests: Requests, rid: str = "r1") -> None:
+    options = [
+        PermissionOption(id="yes", kind="allow_once", label="Yes"),
+        PermissionOption(id="always", kind="allow_always", label="Always"),
+        PermissionOption(id="no", kind="reject_once", label="No"),
+        PermissionOption(id="never", kind="reject_always", label="Never"),
+    ]
+    requests.ask(PermissionRequest(request_id=rid, tool_call=REF, options=options))
+
+
+@pytest.mark.parametrize(
+    ("option", "decision"), [("yes", "allow"), ("always", "allow-always"), ("no", "deny"), ("never", "deny-always")]
+)
+def test_the_chosen_option_kind_gives_the_decision(option: str, decision: str) -> None:
+    requests = Requests(10)
+    _ask(requests)
+    resolved = requests.resolve(RequestResolved(request_id="r1", outcome="answered", option_id=option))
+    assert resolved.decision == decision
+    assert not requests  # no longer open
+
+
+def test_an_unanswered_request_is_cancel_and_a_question_answered() -> None:
+    requests = Requests(10)
+    _ask(requests)
+    assert requests.resolve(RequestResolved(request_id="r1", outcome="cancelled")).decision == "cancel"
+    requests.ask(UserQuestion(request_id="q", blocking=True, questions=[]))
+    assert requests.resolve(RequestResolved(request_id="q", outcome="answered", answer={"a": 1})).decision == "answered"
+
+
+def test_an_unknown_request_is_read_from_its_option_word_and_never_guessed() -> None:
+    requests = Requests(10)
+    assert requests.resolve(RequestResolved(request_id="x", outcome="answered", option_id="decline")).decision == "deny"
+    assert requests.resolve(RequestResolved(request_id="x", outcome="answered", option_id="maybe")).decision is None
+    assert requests.resolve(RequestResolved(request_id="x", outcome="answered")).decision is None
+
+
+def test_the_adapters_own_decision_is_kept_and_auto_decisions_are_read() -> None:
+    requests = Requests(10)
+    _ask(requests)
+    given = RequestResolved(request_id="r1", outcome="answered", option_id="yes", decision="deny")
+    assert requests.resolve(given).decision == "deny"
+    assert Requests.auto(PermissionAuto(tool_call=REF, option_id="reject")).decision == "deny"
+    assert Requests.auto(PermissionAuto(tool_call=REF, option_id="allow-session")).decision == "allow-always"
+
+
+def test_the_oldest_open_request_is_forgotten_past_the_limit() -> None:
+    requests = Requests(2)
+    for rid in ("a", "b", "c"):
+        _ask(requests, rid)
+    assert len(requests) == 2
+    # "a" was forgotten: its option id alone says nothing, so no decision is made up
+    assert requests.resolve(RequestResolved(request_id="a", outcome="answered", option_id="yes")).decision is None
+    assert requests.resolve(RequestResolved(request_id="b", outcome="answered", option_id="yes")).decision == "allow"
+
+
+def test_every_word_maps_into_the_vocabulary() -> None:
+    assert set(DECISION_WORDS.values()) <= {"allow", "allow-always", "deny", "deny-always", "cancel", "answered"}
+    assert decision_of(None) is None
+
+
+# The same fact from every agent: a shell command allowed once, and one declined.
+ALLOWED_ONCE = [
+    "claude-stream-json/captures/claude-code-2.1.332/16-permission-stdio-allow.tap.jsonl",
+    "codex-app-server/captures/codex-0.171.0/b_command_approval_accept.tap.jsonl",
+    "acp/captures/claude-agent-acp-0.101.0/claude-b-shell-allow.tap.jsonl",
+    "acp/captures/codex-acp-2.6.0/codex-b-shell-allow.tap.jsonl",
+    "hm-json/captures/hm-handwritten/09_rpc_commands.tap.jsonl",
+]
+DECLINED = [
+    "claude-stream-json/captures/claude-code-2.1.332/15-permission-stdio-deny.tap.jsonl",
+    "codex-app-server/captures/codex-0.171.0/c_command_approval_decline.tap.jsonl",
+    "acp/captures/claude-agent-acp-0.101.0/claude-c-shell-reject.tap.jsonl",
+    "acp/captures/codex-acp-2.6.0/codex-c-shell-reject.tap.jsonl",
+    "antigravity-stream-json/captures/agy-handwritten/04-denied-command.jsonl",
+    "claude-transcript/captures/claude-code-2.1.332/14-permission-denied-print",
+    "hm-json/captures/hm-handwritten/03_blocked_and_refused.jsonl",
+]
+
+
+def _decisions(rel: str) -> list[tuple[str, str | None]]:
+    path = ADAPTERS / rel
+    if path.is_dir():
+        (path,) = sorted(Path(path).glob("*.jsonl"))
+    out: list[tuple[str, str | None]] = []
+    for event in convert_capture(path):
+        body = getattr(getattr(event, "event", None), "body", None)
+        if isinstance(body, RequestResolved | PermissionAuto):
+            out.append((type(body).__name__, body.decision))
+    return out
+
+
+@pytest.mark.parametrize("rel", ALLOWED_ONCE)
+def test_allowed_once_reads_the_same_for_every_agent(rel: str) -> None:
+    assert ("RequestResolved", "allow") in _decisions(rel)
+    assert all(d != "deny" for _, d in _decisions(rel) if _ == "RequestResolved")
+
+
+@pytest.mark.parametrize("rel", DECLINED)
+def test_a_decline_reads_deny_for_every_agent(rel: str) -> None:
+    decisions = [d for _, d in _decisions(rel)]
+    assert "deny" in decisions
+    assert "allow" not in decisions
+
+
+# MCP calls: tool.called when one starts, tool.finished with its duration when it ends.
+MCP_CAPTURES = [
+    ("codex-app-server/captures/codex-0.169.0/d_mcp_tool_call_and_web_search.tap.jsonl", "durationMs"),
+    ("codex-rollout/captures/codex-0.169.0/app-server-d_mcp_tool_call_and_web_search.jsonl", "duration"),
+]
+
+
+def _native_durations(rel: str, field: str) -> dict[str, float]:
+    """The duration each finished MCP call has in the native file, read with plain json."""
+    found: dict[str, float] = {}
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            kind = str(value.get("type", "")).lower()
+            if kind in ("mcptoolcall", "mcp_tool_call") and value.get(field) is not None:
+                d = value[field]
+                found[value["id"]] = d["secs"] * 1000 + d["nanos"] / 1e6 if isinstance(d, dict) else float(d)
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for line in (ADAPTERS / rel).read_text().splitlines():
+        walk(json.loads(line))
+    return found
+
+
+@pytest.mark.parametrize(("rel", "field"), MCP_CAPTURES)
+def test_an_mcp_call_gives_tool_called_and_tool_finished_with_its_duration(rel: str, field: str) -> None:
+    events = convert_capture(ADAPTERS / rel)
+    native = _native_durations(rel, field)
+    assert native, "the capture has a finished MCP call"
+    called = [e.call_id for e in events if isinstance(e, ToolCalled)]
+    finished = {e.call_id: e for e in events if isinstance(e, ToolFinished)}
+    assert set(called) == set(native) == set(finished)
+    for call_id, ms in native.items():
+        assert finished[call_id].ok
+        assert finished[call_id].duration_ms == pytest.approx(ms)
+    # in stream order: called before its finish, each after the session event it comes from
+    kinds = [type(e).__name__ for e in events]
+    assert kinds.index("ToolCalled") < kinds.index("ToolFinished")
+
+
+def test_without_any_time_no_duration_is_made_up() -> None:
+    events = convert_capture(ADAPTERS / "codex-exec-json/captures/codex-0.169.0/mixed_items.jsonl")
+    assert [e.tool for e in events if isinstance(e, ToolCalled)] == ["search_docs"]
+    assert not [e for e in events if isinstance(e, ToolFinished)]  # exec --json has no times
+
+
+# One start and one end per call, and one policy for what is left open.
+
+
+def _call(phase: str, call_id: str = "c1") -> ToolCall:
+    return ToolCall(call_id=call_id, tool="Bash", phase=phase)  # type: ignore[arg-type]
+
+
+def test_a_call_starts_once_and_ends_once_whatever_the_input_repeats() -> None:
+    calls = Calls(10, 10)
+    assert calls.refuse(_call("started"), None, "turn:1") is None
+    assert (
+        calls.refuse(_call("started"), None, "turn:1") == "tool call c1 already started; a second start is not reported"
+    )
+    assert calls.refuse(_call("updated"), None, "turn:1") is None
+    assert calls.refuse(_call("completed"), None, "turn:1") is None
+    # ACP agents patch a finished call: an update is kept; a second end is not
+    assert calls.refuse(_call("updated"), None, "turn:1") is None
+    assert "already finished; a later failed phase" in (calls.refuse(_call("failed"), "agent-1", None) or "")
+    # an end whose start was never written is believed
+    assert calls.refuse(_call("completed", "c2"), None, None) is None
+    assert len(calls) == 0
+
+
+def test_open_calls_are_bounded_and_main_thread_calls_belong_to_their_turn() -> None:
+    calls = Calls(2, 10)
+    for cid, sub in (("a", None), ("b", "agent-1"), ("c", None)):
+        assert calls.refuse(_call("started", cid), sub, "turn:1") is None
+    assert [cid for cid, _ in calls.open_calls()] == ["b", "c"]  # the oldest forgotten
+    assert [cid for cid, _ in calls.open_in_turn("turn:1")] == ["c"]  # a sub-agent may outlive the turn
+
+
+def _session_of(lines: list[dict[str, object]]) -> list[EventEnvelope]:
+    session = Session(adapter_class("claude-stream-json")(), clock=lambda: 0.0)
+    out: list[Any] = []
+    for line in lines:
+        out += session.feed(json.dumps(line).encode())
+    out += session.close()
+    return [e.event for e in out if isinstance(e, SessionEvent)]
+
+
+INIT: dict[str, object] = {
+    "type": "system",
+    "subtype": "init",
+    "session_id": "s1",
+    "model": "m",
+    "tools": [],
+    "cwd": "/",
+}
+
+
+def _tool_use(call_id: str) -> dict[str, object]:
+    content = [{"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": "ls"}}]
+    return {"type": "assistant", "session_id": "s1", "message": {"id": "m1", "content": content}}
+
+
+def test_a_duplicated_call_start_is_an_error_event_not_a_second_call() -> None:
+    envs = _session_of([INIT, _tool_use("t1"), _tool_use("t1")])
+    starts = [e for e in envs if isinstance(e.body, ToolCall) and e.body.phase == "started"]
+    assert len(starts) == 1
+    (error,) = [e.body for e in envs if isinstance(e.body, ErrorBody) and e.body.error_type == "protocol"]
+    assert "t1 already started" in error.message
+
+
+def test_a_call_open_at_its_turns_end_or_at_close_is_reported_and_failed() -> None:
+    result: dict[str, object] = {"type": "result", "subtype": "success", "session_id": "s1", "result": "ok"}
+    envs = _session_of([INIT, _tool_use("t1"), result])
+    turn_end = next(n for n, e in enumerate(envs) if isinstance(e.body, TurnComplete))
+    failed = [n for n, e in enumerate(envs) if isinstance(e.body, ToolCall) and e.body.phase == "failed"]
+    assert failed and failed[0] < turn_end  # settled inside its turn, before the turn's end
+    warning = envs[failed[0] - 1].body
+    assert isinstance(warning, WarningBody) and "was still open when turn:1 ended" in warning.message
+    assert envs[failed[0]].native.protocol == "core"
+    # cut off with the call open: settled at close, then the turn is cut off
+    envs = _session_of([INIT, _tool_use("t2")])
+    kinds = [type(e.body).__name__ for e in envs]
+    assert kinds[-4:] == ["Warning", "ToolCall", "Error", "TurnComplete"]
+
+
+class _Nested(Adapter):
+    """Says that sub-agent ``inner`` started inside sub-agent ``outer``."""
+
+    protocol = "test-nested"
+
+    def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
+        inner = Subagent(subagent_id="inner", phase="started", call_id="c2")
+        return [
+            Emit(body=Subagent(subagent_id="outer", phase="started", call_id="c1")),
+            Emit(body=inner, subagent_id="outer"),
+        ]
+
+
+def test_a_nested_sub_agent_keeps_its_parent() -> None:
+    session = Session(_Nested(), clock=lambda: 0.0)
+    envs = [e.event for e in session.feed(b"{}") if isinstance(e, SessionEvent)]
+    subs = [
+        (e.body.subagent_id, e.body.parent_subagent_id, e.subagent_id) for e in envs if isinstance(e.body, Subagent)
+    ]
+    # the envelope's subagentId would share the body's JSON key: the parent moves to parentSubagentId
+    assert subs == [("outer", None, None), ("inner", "outer", None)]
+
+
+# account.*: what the agents say of the account itself.
+
+
+def _convert(protocol: str, lines: list[dict[str, Any]]) -> list[Any]:
+    data = [json.dumps(line).encode() for line in lines]
+    return list(events(iter(Message(d, "agent", None) for d in data), protocol=protocol, clock=lambda: 0.0))
+
+
+def _limits(reached: str | None, plan: str | None = "plus") -> dict[str, Any]:
+    limits = {"limitId": "codex", "planType": plan, "rateLimitReachedType": reached, "primary": None}
+    return {"method": "account/rateLimits/updated", "params": {"rateLimits": limits}}
+
+
+def test_codex_says_when_its_account_is_exhausted_and_available_again() -> None:
+    out = _convert("codex-app-server", [_limits(None), _limits("primary"), _limits("primary", "plus2"), _limits(None)])
+    account = [e for e in out if isinstance(e, AccountExhausted | AccountAvailable)]
+    assert [(type(e).__name__, e.agent, e.account) for e in account] == [
+        ("AccountExhausted", "codex", "plus"),
+        ("AccountAvailable", "codex", "plus"),
+    ]
+    error = {"turnId": "t", "threadId": "th", "willRetry": False}
+    error["error"] = {"message": "You've hit your usage limit.", "codexErrorInfo": "usageLimitExceeded"}
+    out = _convert("codex-app-server", [{"method": "error", "params": error}])
+    assert [e.reason for e in out if isinstance(e, AccountExhausted)] == ["limit"]
+
+
+def test_claude_says_when_a_rate_limit_rejects_the_account() -> None:
+    def event(status: str) -> dict[str, Any]:
+        info = {"status": status, "rateLimitType": "five_hour", "resetsAt": 1}
+        return {"type": "rate_limit_event", "rate_limit_info": info, "session_id": "s1"}
+
+    out = _convert(
+        "claude-stream-json", [INIT, event("allowed"), event("rejected"), event("rejected"), event("allowed")]
+    )
+    account = [type(e).__name__ for e in out if isinstance(e, AccountExhausted | AccountAvailable)]
+    assert account == ["AccountExhausted", "AccountAvailable"]
+    assert {e.agent for e in out if isinstance(e, AccountExhausted)} == {"claude-code"}
+
+
+DEGRADED = [
+    ("hm-json/captures/hm-handwritten/06_retry_warning_compaction.jsonl", "image"),
+    (
+        "codex-app-server/captures/codex-0.169.0/extra_context_window_exceeded_then_autocompact_PARTIAL.tap.jsonl",
+        "message",
+    ),
+    (
+        "codex-rollout/captures/codex-0.169.0/app-server-extra_context_window_exceeded_then_autocompact_PARTIAL.jsonl",
+        "message",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rel", "what"), DEGRADED)
+def test_what_an_agent_leaves_out_of_the_context_is_context_degraded(rel: str, what: str) -> None:
+    degraded = [e for e in convert_capture(ADAPTERS / rel) if isinstance(e, ContextDegraded)]
+    assert [[d.what for d in e.dropped] for e in degraded] == [[what]]
+
+
+def _ask_user(answer: dict[str, Any]) -> list[Any]:
+    questions = [
+        {
+            "question": "Which color?",
+            "header": "Color",
+            "multiSelect": False,
+            "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}],
+        }
+    ]
+    request = {
+        "type": "control_request",
+        "request_id": "q1",
+        "request": {"subtype": "can_use_tool", "tool_name": "AskUserQuestion", "input": {"questions": questions}},
+    }
+    response = {
+        "type": "control_response",
+        "response": {"subtype": "success", "request_id": "q1", "response": answer},
+    }
+    data = [(json.dumps(INIT).encode(), "agent"), (json.dumps(request).encode(), "agent")]
+    data.append((json.dumps(response).encode(), "client"))
+    records = [Message(d, side, None) for d, side in data]  # type: ignore[arg-type]
+    return [
+        e.event
+        for e in events(records, protocol="claude-stream-json", clock=lambda: 0.0)
+        if isinstance(e, SessionEvent)
+    ]
+
+
+def test_claude_ask_user_question_is_a_user_question_answered() -> None:
+    answers = {"questions": [], "answers": {"Which color?": "Red"}}
+    envs = _ask_user({"behavior": "allow", "updatedInput": answers})
+    (asked,) = [e.body for e in envs if isinstance(e.body, UserQuestion)]
+    assert [(q.prompt, q.header, [o.label for o in q.options]) for q in asked.questions] == [
+        ("Which color?", "Color", ["Red", "Blue"])
+    ]
+    assert not [e for e in envs if isinstance(e.body, PermissionRequest)]
+    (resolved,) = [e.body for e in envs if isinstance(e.body, RequestResolved)]
+    assert (resolved.outcome, resolved.decision) == ("answered", "answered")
+    envs = _ask_user({"behavior": "deny", "message": "no"})
+    (resolved,) = [e.body for e in envs if isinstance(e.body, RequestResolved)]
+    assert (resolved.outcome, resolved.decision) == ("cancelled", "cancel")
+
+
+def _elicit(answer: dict[str, Any]) -> list[EventEnvelope]:
+    schema = {
+        "type": "object",
+        "properties": {
+            "question_0": {
+                "type": "string",
+                "title": "Which color?",
+                "oneOf": [{"const": "Red", "title": "Red"}, {"const": "Blue", "title": "Blue"}],
+            }
+        },
+        "required": ["question_0"],
+    }
+    wire: list[tuple[dict[str, Any], str]] = [
+        ({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}, "client"),
+        ({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}, "agent"),
+        ({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/"}}, "client"),
+        ({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "S"}}, "agent"),
+        (
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "elicitation/create",
+                "params": {"sessionId": "S", "message": "Pick one", "mode": "form", "requestedSchema": schema},
+            },
+            "agent",
+        ),
+        ({"jsonrpc": "2.0", "id": 7, "result": answer}, "client"),
+    ]
+    records = [Message(json.dumps(m).encode(), side, None) for m, side in wire]  # type: ignore[arg-type]
+    return [e.event for e in events(records, protocol="acp", clock=lambda: 0.0) if isinstance(e, SessionEvent)]
+
+
+def test_an_acp_elicitation_is_a_user_question_and_its_answer_resolves_it() -> None:
+    envs = _elicit({"action": "accept", "content": {"question_0": "Red"}})
+    (asked,) = [e.body for e in envs if isinstance(e.body, UserQuestion)]
+    assert [(q.id, q.prompt, [o.id for o in q.options], q.allow_free_text) for q in asked.questions] == [
+        ("question_0", "Which color?", ["Red", "Blue"], False)
+    ]
+    (resolved,) = [e.body for e in envs if isinstance(e.body, RequestResolved)]
+    assert (resolved.request_id, resolved.outcome, resolved.decision) == ("7", "answered", "answered")
+    for action in ("decline", "cancel"):
+        (resolved,) = [e.body for e in _elicit({"action": action}) if isinstance(e.body, RequestResolved)]
+        assert resolved.decision == "cancel"
