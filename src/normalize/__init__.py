@@ -6,7 +6,7 @@ The public API is what this module exports; everything else is private.
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from ._codec import SCHEMA_VERSION, StreamHeader, decode, encode
+from ._codec import SCHEMA_VERSION, StreamHeader, decode, encode, to_builtins
 from ._connection import Connection
 from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Routing, Sample, Source
 from ._convert import SessionInput, events, find_inputs, iter_records, read_records
@@ -24,6 +24,10 @@ from ._errors import (
 )
 from ._lines import DEFAULT_MAX_LINE, CaptureParser, LineProblem, LineSplitter, Message, Record
 from ._model import *  # noqa: F403 - the model's own __all__
+
+# the spec's names, kept; not in __all__ (a star import brings WarningBody and ErrorBody instead)
+from ._model import Error as Error
+from ._model import Warning as Warning  # noqa: A004
 from ._model import __all__ as _model_all
 from ._redact import Redactor
 from ._registry import adapter_class, available, detect_protocol, register, unregister
@@ -124,6 +128,7 @@ __all__ = [
     "replay",
     "tap",
     "tap_line",
+    "to_builtins",
     "unregister",
     *_model_all,
 ]

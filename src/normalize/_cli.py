@@ -1,4 +1,4 @@
-"""The ``normalize`` command line.
+"""The ``normalize`` command line (its help, ``normalize --help``, is written for a person: see _DESCRIPTION).
 
 Exit codes: 0 done; 1 some input could not be read, detected or validated (the
 rest was still processed); 2 the command was used wrongly.
@@ -26,6 +26,7 @@ from ._places import inputs_or_defaults
 from ._progress import Progress
 from ._redact import Redactor
 from ._registry import adapter_class, available, detect_protocol
+from ._term import json_for_terminal, printable
 from ._version import __version__
 
 __all__ = ["main"]
@@ -34,7 +35,7 @@ __all__ = ["main"]
 def _say(message: str, bar: Progress | None = None) -> None:
     if bar is not None:
         bar.clear()
-    print(f"normalize: {message}", file=sys.stderr)
+    print(f"normalize: {printable(message)}", file=sys.stderr)
 
 
 def _write_session(
@@ -46,14 +47,30 @@ def _write_session(
     redactor: Redactor | None,
 ) -> bool:
     """Write one session's normalized stream; whether any native message was translated."""
-    out.write(encode_header(library_version=__version__, input=name, protocol=protocol) + b"\n")
+
+    def write(data: bytes) -> None:
+        out.write(data)
+
+    if out.isatty():  # a person reads it: no raw C1 or bidi control from the input (JSON escapes the rest)
+
+        def write(data: bytes) -> None:
+            out.write(json_for_terminal(data))
+
+    write(encode_header(library_version=__version__, input=name, protocol=protocol) + b"\n")
     recognised = False
     for ev in events(records, protocol=protocol, strict=args.strict, origin=args.origin):
         if not recognised and isinstance(ev, SessionEvent):
             native = ev.event.native
             recognised = native.protocol != "core" and not isinstance(ev.event.body, ErrorBody)
         line = encode(ev)
-        out.write((redactor.redact(line) if redactor is not None else line) + b"\n")
+        if redactor is None:
+            write(line + b"\n")
+        else:  # deltas may be held back to find a secret cut across them
+            for held in redactor.feed(line):
+                write(held + b"\n")
+    if redactor is not None:
+        for held in redactor.flush():
+            write(held + b"\n")
     return recognised
 
 
@@ -262,14 +279,14 @@ def cmd_detect(args: argparse.Namespace) -> int:
     status = 0
     for inp in find_inputs([Path(p) for p in args.inputs], max_line=args.max_line):
         if isinstance(inp, NotASession):
-            print(f"normalize: {inp.message}", file=sys.stderr)
+            print(f"normalize: {printable(inp.message)}", file=sys.stderr)
             continue
         if isinstance(inp, DetectionError):
-            print(f"normalize: {inp.message}", file=sys.stderr)
+            print(f"normalize: {printable(inp.message)}", file=sys.stderr)
             status = 1
             continue
         extra = f" (+{len(inp.companions)} companion files)" if inp.companions else ""
-        print(f"{inp.main}\t{inp.protocol}{extra}")
+        print(f"{printable(inp.main)}\t{printable(inp.protocol)}{extra}")
     return status
 
 
@@ -289,12 +306,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
             with sys.stdin.buffer if name == "-" else open(name, "rb") as f:
                 for problem in validate_stream(f, max_line=args.max_line):
                     count += 1
-                    print(f"{name}: {problem}")
+                    print(f"{printable(name)}: {printable(problem)}")
         except BrokenPipeError:
             raise
         except OSError as exc:
             count += 1
-            print(f"normalize: {name}: {exc.strerror or exc}", file=sys.stderr)
+            print(f"normalize: {printable(name)}: {exc.strerror or exc}", file=sys.stderr)
     if count:
         print(f"normalize: {count} problem(s)", file=sys.stderr)
         return 1
@@ -303,14 +320,40 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_adapters(args: argparse.Namespace) -> int:
     for name, cls in sorted(available().items()):
-        print(f"{name}\t{cls.__module__}.{cls.__qualname__}")
+        print(f"{printable(name)}\t{printable(f'{cls.__module__}.{cls.__qualname__}')}")
     return 0
 
 
+_DESCRIPTION = """\
+Read what AI coding agents write (Claude Code, Codex, ACP agents, Antigravity, hm),
+live or from their session files, as one stream of typed events: the same JSON
+lines whatever the agent, ready for your app, a log, or a database."""
+
+_EPILOG = """\
+examples:
+  normalize convert ~/.claude/projects/PROJECT/SESSION.jsonl     one session as normalized JSONL
+  normalize convert ~/.codex/sessions -o out/                    a folder: one file per session
+  normalize stats ~/.claude/projects ~/.codex/sessions           tokens, cost, tools per agent and model
+  normalize tap --events - -- codex app-server                   run an agent and watch its events
+  normalize doctor ~/.claude/projects                            what normalize did not understand
+
+Run "normalize COMMAND --help" for a command's options.
+Exit codes: 0 done; 1 some input could not be read or detected (the rest was
+processed); 2 the command was used wrongly.
+Docs: README.md and docs/ (events, live use, analytics, reliability)."""
+
+_REDACT_HELP = "scrub API keys, tokens, passwords and private keys (needs the redact extra)"
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="normalize", description=__doc__.splitlines()[0] if __doc__ else None)
+    p = argparse.ArgumentParser(
+        prog="normalize",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--version", action="version", version=f"normalize {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument(
@@ -332,7 +375,11 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument(
         "-o", "--output", help="output file, or folder (an existing one, or ending in /) for one file per session"
     )
-    c.add_argument("--redact", action="store_true", help="scrub API keys, tokens and private keys from the output")
+    c.add_argument(
+        "--redact",
+        action="store_true",
+        help="scrub API keys, tokens, passwords and private keys (needs the redact extra)",
+    )
     c.add_argument("--strict", action="store_true", help="stop at the first bad input instead of reporting it")
     c.add_argument("--origin", choices=["live", "replay"], help="override the origin of every event")
     c.add_argument(
@@ -360,7 +407,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE.jsonl|-",
         help="write normalized events there as they happen; - is stderr (use /dev/fd/N for another descriptor)",
     )
-    t.add_argument("--redact", action="store_true", help="scrub API keys, tokens and private keys from the events")
+    t.add_argument(
+        "--redact",
+        action="store_true",
+        help="scrub API keys, tokens, passwords and private keys (needs the redact extra)",
+    )
     t.add_argument("agent", nargs=argparse.REMAINDER, metavar="-- AGENT_COMMAND...")
     common(t)
     t.set_defaults(func=cmd_tap)
@@ -372,7 +423,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--from-seq", type=int, default=0, metavar="N", help="resume after the event with seq N")
     r.add_argument("-o", "--output", type=Path, help="output file (default stdout)")
     r.add_argument("--strict", action="store_true", help="stop at the first bad input instead of reporting it")
-    r.add_argument("--redact", action="store_true", help="scrub API keys, tokens and private keys from the events")
+    r.add_argument(
+        "--redact",
+        action="store_true",
+        help="scrub API keys, tokens, passwords and private keys (needs the redact extra)",
+    )
     common(r)
     r.set_defaults(func=cmd_replay)
 
@@ -428,16 +483,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _report(exc: NormalizeError | OSError) -> int:
     """Print what went wrong, for a person."""
     if isinstance(exc, UsageError):
-        print(f"normalize: {exc}", file=sys.stderr)
+        print(f"normalize: {printable(exc)}", file=sys.stderr)
         return 2
     if isinstance(exc, InputError):
-        print(f"normalize: {exc.message}", file=sys.stderr)
+        print(f"normalize: {printable(exc.message)}", file=sys.stderr)
         return 1
     if isinstance(exc, BrokenPipeError):
         return 0
     if isinstance(exc, OSError):
-        where = f"{exc.filename}: " if exc.filename else ""
+        where = f"{printable(exc.filename)}: " if exc.filename else ""
         print(f"normalize: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
-    print(f"normalize: {exc}", file=sys.stderr)  # any other library error
+    print(f"normalize: {printable(exc)}", file=sys.stderr)  # any other library error
     return 1

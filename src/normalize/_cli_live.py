@@ -28,6 +28,7 @@ from ._model import _Core
 from ._outputs import same_file
 from ._redact import Redactor
 from ._registry import adapter_class
+from ._term import json_for_terminal, printable
 from ._version import __version__
 
 __all__ = ["cmd_replay", "cmd_tap", "follow_cmd"]
@@ -73,6 +74,10 @@ class _EventWriter:
         self._input = input
         self._protocol = protocol
         self._header = False
+        try:
+            self._tty = out.isatty()
+        except ValueError:  # closed
+            self._tty = False
         self._send = send if send is not None else (lambda data: _write_all(out, data))
         self.broken = False
 
@@ -80,14 +85,29 @@ class _EventWriter:
         if not events or self.broken:
             return
         lines = [encode(ev) for ev in events]
+        if self.redactor is not None:  # deltas may be held back to find a secret cut across them
+            lines = [held for line in lines for held in self.redactor.feed(line)]
+        self._write(lines)
+
+    def finish(self) -> None:
+        """Write what the redactor still holds back (at the end of the stream)."""
         if self.redactor is not None:
-            lines = [self.redactor.redact(line) for line in lines]
+            self._write(self.redactor.flush())
+
+    def _write(self, lines: list[bytes]) -> None:
+        if not lines:
+            return
         if not self._header:
             self._header = True
             head = encode_header(library_version=__version__, input=self._input, protocol=self._protocol())
             lines.insert(0, head)
+        if self.broken:
+            return
+        data = b"".join(line + b"\n" for line in lines)
+        if self._tty:  # a person reads it: no raw C1 or bidi control from the input (JSON escapes the rest)
+            data = json_for_terminal(data)
         try:
-            self._send(b"".join(line + b"\n" for line in lines))
+            self._send(data)
         except BrokenPipeError:
             self.broken = True  # the reader is gone (| head): stop quietly
 
@@ -227,6 +247,7 @@ def follow_cmd(args: argparse.Namespace) -> int:
                         break  # nobody reads any more (| head): stop following
             tg.cancel_scope.cancel()
         writer.write(stream.closing)
+        writer.finish()
 
     try:
         anyio.run(run)
@@ -275,9 +296,9 @@ def cmd_tap(args: argparse.Namespace) -> int:
         told.append(exc)
         if isinstance(exc, DetectionError):
             if writer is not None:  # without --events nobody asked for events
-                print(f"normalize tap: {exc.message}; relaying without events", file=sys.stderr, flush=True)
+                print(f"normalize tap: {printable(exc.message)}; relaying without events", file=sys.stderr, flush=True)
             return
-        what = exc.message if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+        what = printable(exc.message if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}")
         print(f"normalize tap: normalizing stopped ({what}); relaying without events", file=sys.stderr, flush=True)
 
     async def run() -> int:
@@ -293,8 +314,10 @@ def cmd_tap(args: argparse.Namespace) -> int:
 
     try:
         rc = anyio.run(run)
+        if writer is not None:
+            writer.finish()
     except FileNotFoundError as exc:
-        print(f"normalize tap: {command[0]}: {exc.strerror}", file=sys.stderr)
+        print(f"normalize tap: {printable(command[0])}: {exc.strerror}", file=sys.stderr)
         return 127
     finally:
         _close_stdout()  # a caller reading stdout to its end, then stderr, goes on now
@@ -368,6 +391,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 if writer.broken:
                     break
             tg.cancel_scope.cancel()
+        writer.finish()
 
     try:
         anyio.run(run)

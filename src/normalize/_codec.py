@@ -23,16 +23,24 @@ from ._model import (
     SessionEvent,
     Subagent,
     _Core,
+    _PlainData,
 )
 
-__all__ = ["SCHEMA_VERSION", "StreamHeader", "decode", "encode", "encode_header"]
+__all__ = ["SCHEMA_VERSION", "StreamHeader", "decode", "encode", "encode_header", "to_builtins"]
 
 #: The version of the normalized schema; bumps when a field changes meaning or goes away.
 SCHEMA_VERSION = "1"
 
 
 class StreamHeader(
-    Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, tag_field="type", tag="stream.header"
+    _PlainData,
+    Struct,
+    frozen=True,
+    kw_only=True,
+    rename="camel",
+    omit_defaults=True,
+    tag_field="type",
+    tag="stream.header",
 ):
     """The first line of a normalized stream: what wrote it, from what."""
 
@@ -164,3 +172,23 @@ def decode(line: bytes | str) -> _Core | StreamHeader:
             subagent_id=None if isinstance(body, Subagent) else env.subagent_id,
         ),
     )
+
+
+def to_builtins(obj: Any) -> Any:
+    """Any normalized object as plain data: dicts, lists, strings, numbers, booleans, None.
+
+    The shape is the JSON wire form: a CoreEvent as its line (a ``session.event``'s
+    ``event`` one flat object, envelope and body fields together), an
+    :class:`~normalize.EventEnvelope` as that flat object, a body or value type as its
+    JSON object, keys by their wire names (``callId``).  Native payloads and tool
+    inputs and outputs (``msgspec.Raw`` when read from the wire) are decoded, so
+    the result goes to ``json.dumps``, a DataFrame or a template as it is.
+    ``msgspec.Raw`` itself is decoded; anything else msgspec can encode is accepted.
+    """
+    if isinstance(obj, Raw):
+        return msgspec.json.decode(obj)
+    if isinstance(obj, EventEnvelope):
+        return msgspec.json.decode(_encode_event(SessionEvent(session_id=obj.session_id, event=obj)))["event"]
+    if isinstance(obj, _Core | StreamHeader):
+        return msgspec.json.decode(encode(obj))
+    return msgspec.json.decode(_encoder.encode(obj))

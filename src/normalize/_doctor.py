@@ -50,6 +50,7 @@ from ._model import (
 )
 from ._places import inputs_or_defaults
 from ._progress import Progress
+from ._term import json_for_terminal, printable
 
 __all__ = [
     "DoctorReport",
@@ -369,15 +370,20 @@ def _path_of(exc: DetectionError) -> str:
 
 
 def format_text(report: DoctorReport) -> str:
-    """The report for a person: one section per agent version, the biggest counts first."""
+    """The report for a person: one section per agent version, the biggest counts first.
+
+    Every name, version, path and message comes from the input, so each goes
+    through :func:`normalize._term.printable`: no escape sequence reaches the terminal.
+    """
+    p = printable
     out: list[str] = []
     sessions = sum(g.sessions for g in report.groups)
     out.append(f"normalize doctor: {sessions} session(s), {len(report.groups)} agent version(s)")
     for g in report.groups:
         out.append("")
-        version = g.version or "version unknown"
+        version = p(g.version) if g.version else "version unknown"
         out.append(
-            f"{g.agent} {version}  ({', '.join(g.protocols)}): "
+            f"{p(g.agent)} {version}  ({', '.join(p(x) for x in g.protocols)}): "
             f"{g.sessions} session(s), {g.files} file(s), {g.messages} native message(s)"
         )
         for title, entries, unit in (
@@ -390,10 +396,10 @@ def format_text(report: DoctorReport) -> str:
                 out.append(f"  {title}: none")
                 continue
             out.append(f"  {title}: {total} {unit} of {len(entries)} kind(s)")
-            width = max(len(f"{e.protocol} {e.name}") for e in entries)
-            for e in entries:
-                label = f"{e.protocol} {e.name}"
-                line = f"    {e.count:>6}  {label:<{width}}  {e.example.where()}"
+            labels = [f"{p(e.protocol)} {p(e.name)}" for e in entries]
+            width = max(len(label) for label in labels)
+            for e, label in zip(entries, labels, strict=True):
+                line = f"    {e.count:>6}  {label:<{width}}  {p(e.example.where())}"
                 if e.message:
                     line += f"  {_one_line(e.message)}"
                 out.append(line)
@@ -406,20 +412,21 @@ def format_text(report: DoctorReport) -> str:
         if these:
             out.append("")
             out.append(f"{title}: {len(these)} file(s)")
-            out.extend(f"  {s.reason}" for s in these)
+            out.extend(f"  {p(s.reason)}" for s in these)
     return "\n".join(out) + "\n"
 
 
 def _one_line(text: str, limit: int = 80) -> str:
     flat = " ".join(text.split())
-    return repr(flat if len(flat) <= limit else flat[:limit] + "…")
+    return printable(repr(flat if len(flat) <= limit else flat[:limit] + "…"))
 
 
 _json = msgspec.json.Encoder()
 
 
 def format_json(report: DoctorReport) -> bytes:
-    return msgspec.json.format(_json.encode(report), indent=2) + b"\n"
+    """The report as JSON; what JSON leaves raw of terminal controls (C1, bidi marks) escaped too."""
+    return json_for_terminal(msgspec.json.format(_json.encode(report), indent=2)) + b"\n"
 
 
 # ---------------------------------------------------------------- command line

@@ -22,10 +22,14 @@ Rules of this module:
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal, Union
 
-from msgspec import Struct, field
+import msgspec
+from msgspec import Raw, Struct, field
 
+#: ``Warning`` and ``Error`` (the spec's kind names) stay importable by name, but a star
+#: import brings only ``WarningBody`` and ``ErrorBody``: it never shadows the builtins.
 __all__ = [
     "BODY_TYPES",
     "CORE_EVENT_TYPES",
@@ -55,7 +59,7 @@ __all__ = [
     "CoreEvent",
     "Cost",
     "Decision",
-    "Error",
+    "ErrorBody",
     "ErrorInfo",
     "EventEnvelope",
     "FileDiff",
@@ -103,7 +107,7 @@ __all__ = [
     "Usage",
     "UserMessage",
     "UserQuestion",
-    "Warning",
+    "WarningBody",
     "WebSearch",
 ]
 
@@ -125,7 +129,28 @@ Category = Literal[
 Protocol = str
 
 
-class _Value(Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+def _plain(value: Any) -> Any:
+    """A value passed through from the wire (``msgspec.Raw``) decoded; any other value as it is."""
+    return msgspec.json.decode(value) if isinstance(value, Raw) else value
+
+
+class _PlainData:
+    """``to_dict()`` for every model type (a mixin: msgspec Structs take methods)."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> Any:
+        """This object as plain data (dicts, lists, strings, numbers), as the JSON wire form has it.
+
+        Keys are the wire names (``callId``, ``sessionId``); native payloads and
+        tool inputs and outputs are decoded.  Same as :func:`normalize.to_builtins`.
+        """
+        from ._codec import to_builtins
+
+        return to_builtins(self)
+
+
+class _Value(_PlainData, Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
     """Base of the plain (untagged) value types."""
 
 
@@ -162,6 +187,11 @@ class Native(_Value, frozen=True, kw_only=True):
     payload: Any
     method: str | None = None
 
+    @property
+    def data(self) -> Any:
+        """``payload`` decoded: the native message as dicts and lists (a string for a line that was not JSON)."""
+        return _plain(self.payload)
+
 
 #: ``session.update``'s payload: the untranslated native message, same shape as ``native``.
 AgentUpdate = Native
@@ -175,6 +205,11 @@ class ErrorInfo(_Value, frozen=True, kw_only=True):
 
 
 class Tokens(_Value, frozen=True, kw_only=True):
+    """Token counts of a model call, a turn or a session (``usage.scope`` says which).
+
+    ``input`` includes the cached tokens when the agent counts them that way; ``cacheRead``,
+    ``cacheWrite`` and ``reasoning`` are extensions: they are priced differently."""
+
     input: int | None = None
     output: int | None = None
     total: int | None = None
@@ -184,17 +219,23 @@ class Tokens(_Value, frozen=True, kw_only=True):
 
 
 class Cost(_Value, frozen=True, kw_only=True):
+    """An amount of money spent, with its currency; ``source`` (extension) says who computed it."""
+
     amount: float
     currency: str
     source: str | None = None  # extension: "agent" (reported by the agent) or a price table name
 
 
 class ContextWindow(_Value, frozen=True, kw_only=True):
+    """How much of the model's context window is used, and its size when the agent says."""
+
     used: int
     size: int | None = None
 
 
 class CompletionUsage(_Value, frozen=True, kw_only=True):
+    """The usage of a Completion: its tokens and cost."""
+
     tokens: Tokens | None = None
     cost: Cost | None = None
 
@@ -221,7 +262,7 @@ class ContextDrop(_Value, frozen=True, kw_only=True):
     detail: str | None = None
 
 
-class _Applied(Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, tag_field="kind"):
+class _Applied(_PlainData, Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, tag_field="kind"):
     pass
 
 
@@ -243,6 +284,8 @@ class ToolChangeApplied(_Applied, tag="tool-change", frozen=True, kw_only=True):
 
 
 class Image(_Value, frozen=True, kw_only=True):
+    """An image the user sent: inline (``mediaType`` and base64 ``data``) or by ``uri``."""
+
     media_type: str | None = None
     data: str | None = None
     width: int | None = None
@@ -251,23 +294,31 @@ class Image(_Value, frozen=True, kw_only=True):
 
 
 class Location(_Value, frozen=True, kw_only=True):
+    """A file a tool call touches, and the line when the agent gives one."""
+
     path: str
     line: int | None = None  # extension (ACP locations carry a line)
 
 
 class PlanEntry(_Value, frozen=True, kw_only=True):
+    """One step of a plan, with its status."""
+
     content: str
     status: Literal["pending", "in_progress", "completed"]
     priority: str | None = None
 
 
 class QuestionOption(_Value, frozen=True, kw_only=True):
+    """One choice offered by a question the agent asks the user."""
+
     id: str
     label: str
     description: str | None = None
 
 
 class Question(_Value, frozen=True, kw_only=True):
+    """One question of a ``user-question``: its prompt, choices and whether free text is allowed."""
+
     id: str
     prompt: str
     multi_select: bool
@@ -277,6 +328,8 @@ class Question(_Value, frozen=True, kw_only=True):
 
 
 class ToolCallRef(_Value, frozen=True, kw_only=True):
+    """The tool call a permission request or an automatic decision is about."""
+
     call_id: str
     tool: str
     title: str
@@ -285,12 +338,16 @@ class ToolCallRef(_Value, frozen=True, kw_only=True):
 
 
 class PermissionOption(_Value, frozen=True, kw_only=True):
+    """One answer a permission request offers (allow once, allow always, reject, ...)."""
+
     id: str
     kind: str
     label: str
 
 
 class PermissionDetail(_Value, frozen=True, kw_only=True):
+    """What a permission request is for: the command, its folder, the path it would touch, why."""
+
     command: str | None = None
     cwd: str | None = None
     blocked_path: str | None = None
@@ -299,6 +356,8 @@ class PermissionDetail(_Value, frozen=True, kw_only=True):
 
 
 class CommandEntry(_Value, frozen=True, kw_only=True):
+    """One slash command the agent offers."""
+
     name: str
     description: str | None = None
     argument_hint: str | None = None
@@ -310,36 +369,48 @@ class CommandEntry(_Value, frozen=True, kw_only=True):
 # Bodies: ``kind``-tagged
 
 
-class Body(Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, tag_field="kind"):
+class Body(_PlainData, Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, tag_field="kind"):
     """Base of every normalized body.  Never instantiated itself."""
 
 
 class TurnStart(Body, tag="turn-start", frozen=True, kw_only=True):
-    pass
+    """A turn began: the events up to its ``turn-complete`` carry its ``turnId``."""
 
 
 class TurnComplete(Body, tag="turn-complete", frozen=True, kw_only=True):
+    """A turn ended: ``ok``, or ``interrupt`` when it was cut off or cancelled.
+
+    ``stopReason`` (extension) is the agent's own stop reason, as it said it."""
+
     reason: Literal["ok", "interrupt"]
     stop_reason: str | None = None  # extension: the native stop reason, as the agent said it
     native_turn_id: str | None = None  # extension: the agent's own turn id (Codex)
 
 
 class AssistantDelta(Body, tag="assistant-delta", frozen=True, kw_only=True):
+    """A piece of the assistant's reply as it streams; the pieces of one ``messageId`` add up to it."""
+
     message_id: str
     text: str
 
 
 class AssistantMessage(Body, tag="assistant-message", frozen=True, kw_only=True):
+    """The assistant's complete reply text (after its deltas, when it streamed)."""
+
     message_id: str
     text: str
 
 
 class ReasoningDelta(Body, tag="reasoning-delta", frozen=True, kw_only=True):
+    """A piece of the model's reasoning as it streams."""
+
     reasoning_id: str
     text: str
 
 
 class Reasoning(Body, tag="reasoning", frozen=True, kw_only=True):
+    """The model's reasoning, whole: its text, its summary, or ``redacted`` when the agent withholds it."""
+
     reasoning_id: str
     redacted: bool
     text: str | None = None
@@ -347,6 +418,12 @@ class Reasoning(Body, tag="reasoning", frozen=True, kw_only=True):
 
 
 class ToolCall(Body, tag="tool-call", frozen=True, kw_only=True):
+    """A tool call, one event per phase: ``started``, ``updated``, then ``completed`` or ``failed``.
+
+    ``input`` and ``output`` are the tool's own values, passed through as the agent wrote
+    them (``msgspec.Raw`` when read from the wire; :attr:`input_data` and
+    :attr:`output_data` decode them, and :meth:`to_dict` gives the whole body as plain data)."""
+
     call_id: str
     tool: str
     phase: Literal["started", "updated", "completed", "failed"]
@@ -358,14 +435,28 @@ class ToolCall(Body, tag="tool-call", frozen=True, kw_only=True):
     exit_code: int | None = None
     description: str | None = None
 
+    @property
+    def input_data(self) -> Any:
+        """``input`` decoded (a ``msgspec.Raw`` from the wire becomes dicts and lists)."""
+        return _plain(self.input)
+
+    @property
+    def output_data(self) -> Any:
+        """``output`` decoded (a ``msgspec.Raw`` from the wire becomes dicts, lists or a string)."""
+        return _plain(self.output)
+
 
 class CommandOutput(Body, tag="command-output", frozen=True, kw_only=True):
+    """Output of a running command (a shell tool call), streamed: ``stdout``, ``stderr`` or merged."""
+
     call_id: str
     stream: Literal["stdout", "stderr", "merged"]
     delta: str
 
 
 class FileDiff(Body, tag="file-diff", frozen=True, kw_only=True):
+    """A change to a file, as a unified diff, and the tool call that made it."""
+
     path: str
     diff: str
     call_id: str | None = None
@@ -373,6 +464,8 @@ class FileDiff(Body, tag="file-diff", frozen=True, kw_only=True):
 
 
 class WebSearch(Body, tag="web-search", frozen=True, kw_only=True):
+    """A web search the agent ran, by phase, with its query and results."""
+
     call_id: str
     phase: Literal["started", "completed", "failed"]
     query: str | None = None
@@ -380,6 +473,8 @@ class WebSearch(Body, tag="web-search", frozen=True, kw_only=True):
 
 
 class McpTool(Body, tag="mcp-tool", frozen=True, kw_only=True):
+    """A call to a tool of an MCP server, by phase, with its arguments and result."""
+
     call_id: str
     server: str
     tool: str
@@ -390,11 +485,15 @@ class McpTool(Body, tag="mcp-tool", frozen=True, kw_only=True):
 
 
 class Plan(Body, tag="plan", frozen=True, kw_only=True):
+    """The agent's plan (a to-do list), whole, each time it changes."""
+
     entries: list[PlanEntry]
     explanation: str | None = None
 
 
 class Task(Body, tag="task", frozen=True, kw_only=True):
+    """A background task (a shell, an agent, a workflow, a monitor) by phase."""
+
     task_id: str
     task_kind: Literal["shell", "agent", "workflow", "monitor", "subagent", "collab"]
     phase: Literal["started", "progress", "completed", "failed", "cancelled"]
@@ -403,12 +502,16 @@ class Task(Body, tag="task", frozen=True, kw_only=True):
 
 
 class UserQuestion(Body, tag="user-question", frozen=True, kw_only=True):
+    """The agent asks the user one or more questions; ``blocking`` when it waits for the answer."""
+
     request_id: str
     blocking: bool
     questions: list[Question]
 
 
 class PermissionRequest(Body, tag="permission-request", frozen=True, kw_only=True):
+    """The agent asks permission for a tool call; answered by a ``request-resolved``."""
+
     request_id: str
     tool_call: ToolCallRef
     options: list[PermissionOption]
@@ -416,6 +519,8 @@ class PermissionRequest(Body, tag="permission-request", frozen=True, kw_only=Tru
 
 
 class RequestResolved(Body, tag="request-resolved", frozen=True, kw_only=True):
+    """A permission request or a question got its answer, or was cancelled."""
+
     request_id: str
     outcome: Literal["answered", "cancelled"]
     answer: Any = None
@@ -424,6 +529,8 @@ class RequestResolved(Body, tag="request-resolved", frozen=True, kw_only=True):
 
 
 class PermissionAuto(Body, tag="permission-auto", frozen=True, kw_only=True):
+    """A tool call allowed or denied by a rule, without asking (``optionId`` says which)."""
+
     tool_call: ToolCallRef
     option_id: str
     decision: Decision | None = None  # extension: ``allow`` ... ``deny-always``, as for request-resolved
@@ -431,20 +538,28 @@ class PermissionAuto(Body, tag="permission-auto", frozen=True, kw_only=True):
 
 
 class PermissionsUpdate(Body, tag="permissions-update", frozen=True, kw_only=True):
+    """The permission rules changed: ``spec`` as the agent states them, applied now or next turn."""
+
     spec: Any
     applied: Literal["now", "next-turn"]
 
 
 class CommandsUpdate(Body, tag="commands-update", frozen=True, kw_only=True):
+    """The slash commands the agent offers, whole, each time they change."""
+
     commands: list[CommandEntry]
 
 
 class ModeUpdate(Body, tag="mode-update", frozen=True, kw_only=True):
+    """The session's mode (plan, auto-edit, ...) or model changed."""
+
     mode_id: str | None = None
     model: str | None = None
 
 
 class SessionInfo(Body, tag="session-info", frozen=True, kw_only=True):
+    """What the agent says about the session: title, working folder, model, capabilities."""
+
     title: str | None = None
     cwd: str | None = None
     model: str | None = None
@@ -452,6 +567,8 @@ class SessionInfo(Body, tag="session-info", frozen=True, kw_only=True):
 
 
 class Usage(Body, tag="usage", frozen=True, kw_only=True):
+    """Tokens, cost, context window and rate limits, for a model call, a turn or the session so far."""
+
     context: ContextWindow | None = None
     tokens: Tokens | None = None
     cost: Cost | None = None
@@ -462,6 +579,8 @@ class Usage(Body, tag="usage", frozen=True, kw_only=True):
 
 
 class Compaction(Body, tag="compaction", frozen=True, kw_only=True):
+    """The agent compacted (summarised) the conversation to free context, by status."""
+
     compaction_id: str
     status: Literal["in_progress", "completed", "failed", "cancelled"]
     summary: str | None = None
@@ -469,6 +588,8 @@ class Compaction(Body, tag="compaction", frozen=True, kw_only=True):
 
 
 class Subagent(Body, tag="subagent", frozen=True, kw_only=True):
+    """A sub-agent (Claude's Task, Codex's collab agents, ...) by phase; its own events carry ``subagentId``."""
+
     subagent_id: str
     phase: Literal["started", "progress", "completed", "failed", "cancelled", "resumed"]
     name: str | None = None
@@ -487,17 +608,28 @@ class Subagent(Body, tag="subagent", frozen=True, kw_only=True):
 
 
 class Warning(Body, tag="warning", frozen=True, kw_only=True):  # noqa: A001 - the spec's kind name
+    """A warning: from the agent, or from normalize itself (``source: "normalize"``).
+
+    Also exported as :data:`normalize.WarningBody`, a name that does not shadow the builtin."""
+
     message: str
     source: str | None = None
 
 
 class Error(Body, tag="error", frozen=True, kw_only=True):
+    """An error in the stream: reported by the agent, or bad input (``errorType`` ``malformed``,
+    ``line-too-long``, ``truncated``, ``protocol``); ``recoverable`` when the stream goes on.
+
+    Also exported as :data:`normalize.ErrorBody`, a name that does not shadow the builtin."""
+
     message: str
     error_type: str | None = None
     recoverable: bool | None = None
 
 
 class ConversationReset(Body, tag="conversation-reset", frozen=True, kw_only=True):
+    """The agent started a new conversation in the same session (``/clear``), with the old and new ids."""
+
     agent_session_id: str
     previous_agent_session_id: str
     trigger: str | None = None
@@ -543,6 +675,10 @@ AnyBody = Union[
     UserMessage,
 ]
 
+#: ``Warning`` and ``Error`` under names that do not shadow the builtins (the same classes)
+WarningBody = Warning
+ErrorBody = Error
+
 BODY_TYPES: tuple[type[Body], ...] = AnyBody.__args__  # type: ignore[attr-defined]
 
 
@@ -550,7 +686,7 @@ BODY_TYPES: tuple[type[Body], ...] = AnyBody.__args__  # type: ignore[attr-defin
 # The envelope
 
 
-class EventEnvelope(Struct, frozen=True, kw_only=True):
+class EventEnvelope(_PlainData, Struct, frozen=True, kw_only=True):
     """``EventEnvelope & NormalizedBody``: one normalized event.
 
     In Python the body is a separate object (``envelope.body``) so code can
@@ -571,96 +707,138 @@ class EventEnvelope(Struct, frozen=True, kw_only=True):
 
     @property
     def kind(self) -> str:
+        """The body's ``kind`` (``tool-call``, ``assistant-delta``, ...)."""
         return self.body.__struct_config__.tag  # type: ignore[return-value]
+
+    @property
+    def timestamp(self) -> datetime:
+        """``ts`` as an aware :class:`~datetime.datetime` (``ts`` itself stays the RFC 3339 string of the wire)."""
+        return datetime.fromisoformat(self.ts)
 
 
 # --------------------------------------------------------------------------
 # CoreEvents: ``type``-tagged
 
 
-class _Core(Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, tag_field="type"):
+class _Core(_PlainData, Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, tag_field="type"):
     session_id: str
 
 
 class SessionCreated(_Core, tag="session.created", frozen=True, kw_only=True):
+    """A session was created (or first seen): what is known about it."""
+
     record: SessionRecord
 
 
 class SessionResumed(_Core, tag="session.resumed", frozen=True, kw_only=True):
+    """A session was resumed (its earlier history may follow, marked ``origin: replay``)."""
+
     record: SessionRecord
 
 
 class SessionStateChanged(_Core, tag="session.stateChanged", frozen=True, kw_only=True):
+    """The session's state changed (starting, idle, running, waiting, ended, failed)."""
+
     state: SessionState
 
 
 class SessionUpdate(_Core, tag="session.update", frozen=True, kw_only=True):
+    """A native message normalize did not translate, kept whole (``update.payload``)."""
+
     update: AgentUpdate
 
 
 class SessionEvent(_Core, tag="session.event", frozen=True, kw_only=True):
+    """One normalized event of a session: its envelope, body and native message in ``event``."""
+
     event: EventEnvelope
 
 
 class SessionFailed(_Core, tag="session.failed", frozen=True, kw_only=True):
+    """The session failed for good (the agent exited, the connection dropped)."""
+
     error: ErrorInfo
 
 
 class MessageAccepted(_Core, tag="message.accepted", frozen=True, kw_only=True):
+    """The agent accepted a message (a prompt) it was sent."""
+
     message_id: str
 
 
 class MessageStarted(_Core, tag="message.started", frozen=True, kw_only=True):
+    """The agent started working on a message."""
+
     message_id: str
 
 
 class MessageCompleted(_Core, tag="message.completed", frozen=True, kw_only=True):
+    """The agent finished a message: how it ended, its text and usage."""
+
     message_id: str
     result: Completion
 
 
 class AccountSwitched(_Core, tag="account.switched", frozen=True, kw_only=True):
+    """The agent switched from one account to another (by hand, at a limit, when one was unavailable)."""
+
     from_: str = field(name="from")
     to: str
     reason: Literal["manual", "limit", "unavailable"]
 
 
 class AccountRefreshed(_Core, tag="account.refreshed", frozen=True, kw_only=True):
+    """An account's credentials or limits were refreshed."""
+
     account: str
 
 
 class AccountExhausted(_Core, tag="account.exhausted", frozen=True, kw_only=True):
+    """An account reached its limit, or became unavailable."""
+
     agent: str
     account: str
     reason: Literal["limit", "unavailable"]
 
 
 class AccountUnavailable(_Core, tag="account.unavailable", frozen=True, kw_only=True):
+    """An account cannot be used, and why."""
+
     agent: str
     account: str
     reason: str
 
 
 class AccountAvailable(_Core, tag="account.available", frozen=True, kw_only=True):
+    """An account can be used again."""
+
     agent: str
     account: str
 
 
 class ContextDegraded(_Core, tag="context.degraded", frozen=True, kw_only=True):
+    """Something was left out of the model's context (images for a model without vision, messages dropped)."""
+
     dropped: list[ContextDrop]
 
 
 class ContextUpdated(_Core, tag="context.updated", frozen=True, kw_only=True):
+    """The model's context or tools changed (an MCP server connected, a compaction, tools added)."""
+
     applied: list[Union[ContextApplied, ToolChangeApplied]]
 
 
 class ToolCalled(_Core, tag="tool.called", frozen=True, kw_only=True):
+    """A tool of a server was called (the spec's tool-level event, beside the ``tool-call`` body)."""
+
     server: str
     tool: str
     call_id: str
 
 
 class ToolFinished(_Core, tag="tool.finished", frozen=True, kw_only=True):
+    """A tool of a server finished: whether it succeeded, and how long it took."""
+
     server: str
     tool: str
     call_id: str

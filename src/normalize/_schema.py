@@ -94,6 +94,7 @@ def _model(cls: type[Struct]) -> type[BaseModel]:
     return model
 
 
+@functools.cache
 def _event_models() -> list[type[BaseModel]]:
     envelope = _fields(_EnvelopeWire)
     out = []

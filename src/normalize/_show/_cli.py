@@ -60,7 +60,7 @@ def _name(path: Path) -> str:
 
 def _need(module: str) -> None:
     if importlib.util.find_spec(module) is None:
-        raise UsageError(f"normalize show needs {module}: pip install 'normalize[show]'")
+        raise UsageError(f"normalize show needs {module}: pip install 'agent-normalize[show]'")
 
 
 def cmd_show(args: argparse.Namespace) -> int:

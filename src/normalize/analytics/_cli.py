@@ -21,9 +21,11 @@ from typing import Any, TextIO
 
 from normalize import UsageError
 from normalize._places import inputs_or_defaults
+from normalize._term import printable
 
 from ._load import InputSpec, Loaded, Scan, load
 from ._stats import BY, Filter, Line, Summary, key_names, parse_day, summarize
+from ._tables import SessionRows
 
 __all__ = ["add_commands", "cmd_export", "cmd_otel", "cmd_stats"]
 
@@ -72,7 +74,32 @@ def _load(args: argparse.Namespace, label: str, tables: tuple[str, ...]) -> Load
 
 def _tell(problems: list[str]) -> None:
     for problem in problems:
-        print(f"normalize: skipped: {problem}", file=sys.stderr)
+        print(f"normalize: skipped: {printable(problem)}", file=sys.stderr)
+
+
+def _redactor(args: argparse.Namespace) -> Any:
+    if not getattr(args, "redact", False):
+        return None
+    from normalize import Redactor
+
+    return Redactor()
+
+
+def _redact_rows(rows: SessionRows, redactor: Any) -> SessionRows:
+    """Every text cell of every table with its secrets replaced (JSON columns included)."""
+    if redactor is None:
+        return rows
+    text = redactor.redact_text
+    rows.tables = {
+        name: [tuple(text(v) if isinstance(v, str) else v for v in row) for row in table]
+        for name, table in rows.tables.items()
+    }
+    return rows
+
+
+def _told_redacted(redactor: Any) -> None:
+    if redactor is not None and redactor.counts:
+        print(f"normalize: redacted {redactor.summary()}", file=sys.stderr)
 
 
 def _status(found: int, problems: list[str]) -> int:
@@ -124,11 +151,16 @@ def _cells(line: Line) -> list[str]:
 
 
 def render_stats(summary: Summary, out: TextIO, *, width: int | None = None) -> None:
-    """The summary as a table; numbers are never cut: the group columns wrap first."""
+    """The summary as a table; numbers are never cut: the group columns wrap first.
+
+    Every cell is a plain ``Text`` (never read as rich markup) and every value from the
+    input goes through :func:`printable` (no escape sequence reaches the terminal).
+    """
     from rich import box
     from rich.console import Console
     from rich.measure import Measurement
     from rich.table import Table
+    from rich.text import Text
 
     names = key_names(summary.by)
     lines = summary.sorted_lines()
@@ -152,10 +184,10 @@ def render_stats(summary: Summary, out: TextIO, *, width: int | None = None) -> 
         table.add_column(header, justify="right", no_wrap=True, min_width=widest)
         need += widest + 3
     for keys, cells in rows:
-        table.add_row(*keys, *cells)
+        table.add_row(*(Text(printable(c)) for c in [*keys, *cells]))
     if len(rows) > 1:
         table.add_section()
-        table.add_row(*total_row[0], *total_row[1], style="bold")
+        table.add_row(*(Text(printable(c)) for c in [*total_row[0], *total_row[1]]), style="bold")
     if width is None and not out.isatty() and "COLUMNS" not in os.environ:
         width = 200  # a pipe or a file: no terminal to fit
     console = Console(file=out, width=width, highlight=False)
@@ -215,8 +247,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     found = 0
     targets = list(stores.values())
 
+    redactor = _redactor(args)
+
     def unchanged(spec: InputSpec) -> bool:
-        return not args.all and all(store.unchanged(spec) for store in targets)
+        # with --redact every file is read, so that sessions an earlier run left unredacted are named
+        return not args.all and redactor is None and all(store.unchanged(spec) for store in targets)
 
     try:
         with _progress("converting sessions") as progress:
@@ -230,6 +265,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             # each session goes to the stores as soon as its worker is done: memory is the stores' buffers
             for rows in scan:
                 found += 1
+                _redact_rows(rows, redactor)
                 for store in targets:
                     store.offer(rows)
         for store in targets:
@@ -242,12 +278,19 @@ def cmd_export(args: argparse.Namespace) -> int:
     _tell(scan.problems)
     if scan.unchanged:
         print(f"normalize: {scan.unchanged} files unchanged since the last export, not read again", file=sys.stderr)
+    _told_redacted(redactor)
     for target, store in stores.items():
         r = store.result
         print(
             f"normalize: {target}: {r.added} added, {r.replaced} replaced, {r.skipped} already there",
             file=sys.stderr,
         )
+        if redactor is not None and r.skipped:
+            print(
+                f"normalize: {target}: the {r.skipped} session(s) already there were left as they were, "
+                "not redacted by this run (export into a new file to be sure)",
+                file=sys.stderr,
+            )
     return _status(found + scan.unchanged, scan.problems)
 
 
@@ -266,7 +309,7 @@ def _tree(spans: list[Any]) -> list[str]:
     def walk(parent: int | None, depth: int) -> None:
         for s in sorted(children.get(parent, []), key=lambda s: (s.start_time or 0, s.name)):
             ms = ((s.end_time or 0) - (s.start_time or 0)) / 1e6
-            lines.append(f"{'  ' * depth}{s.name}  [{ms:.0f} ms]")
+            lines.append(f"{'  ' * depth}{printable(s.name)}  [{ms:.0f} ms]")
             walk(s.context.span_id, depth + 1)
 
     walk(None, 0)
@@ -284,11 +327,13 @@ def cmd_otel(args: argparse.Namespace) -> int:
         try:
             from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
         except ImportError:
-            raise UsageError("this needs the OpenTelemetry SDK: pip install 'normalize[otel]'") from None
+            raise UsageError("this needs the OpenTelemetry SDK: pip install 'agent-normalize[otel]'") from None
         exporter = memory = InMemorySpanExporter()
+    redactor = _redactor(args)
     tables = ("sessions", "subagents", "turns", "tool_calls", "usage") + (("messages",) if args.content else ())
     loaded = _load(args, "reading sessions", tables)
-    sessions = [loaded.sessions[k] for k in sorted(loaded.sessions)]
+    sessions = [_redact_rows(loaded.sessions[k], redactor) for k in sorted(loaded.sessions)]
+    _told_redacted(redactor)
     count = emit_spans(
         sessions, exporter, batch=args.endpoint is not None, service_name=args.service_name, content=args.content
     )
@@ -316,6 +361,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
+_REDACT_HELP = "scrub API keys, tokens, passwords and private keys from every text (needs the redact extra)"
+
+
 def add_commands(subparsers: Any) -> None:
     """Add ``stats``, ``export`` and ``otel`` to the CLI's ``add_subparsers()`` object."""
     s = subparsers.add_parser(
@@ -338,6 +386,7 @@ def add_commands(subparsers: Any) -> None:
     e.add_argument(
         "--all", action="store_true", help="read every file again, even those unchanged since the last export"
     )
+    e.add_argument("--redact", action="store_true", help=_REDACT_HELP)
     e.set_defaults(func=cmd_export)
 
     o = subparsers.add_parser("otel", help="sessions -> OpenTelemetry traces (GenAI semantic conventions)")
@@ -354,4 +403,5 @@ def add_commands(subparsers: Any) -> None:
         help="put the prompts and replies on the spans (gen_ai.input.messages / gen_ai.output.messages); "
         "off by default: they hold what was written",
     )
+    o.add_argument("--redact", action="store_true", help=_REDACT_HELP)
     o.set_defaults(func=cmd_otel)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["OTLP_HINT", "emit_spans", "otlp_exporter"]
 
-OTLP_HINT = "OTLP export needs the exporter: pip install 'normalize[otlp]'"
+OTLP_HINT = "OTLP export needs the exporter: pip install 'agent-normalize[otlp]'"
 
 
 def _ns(ts: Any) -> int | None:
@@ -105,7 +105,7 @@ def emit_spans(
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
         from opentelemetry.sdk.trace.id_generator import IdGenerator
     except ImportError:
-        raise UsageError("this needs the OpenTelemetry SDK: pip install 'normalize[otel]'") from None
+        raise UsageError("this needs the OpenTelemetry SDK: pip install 'agent-normalize[otel]'") from None
 
     class KeyedIds(IdGenerator):
         """Ids derived from the tables' keys, set before each span starts."""

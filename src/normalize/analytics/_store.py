@@ -46,7 +46,7 @@ def _import_pyarrow() -> Any:
     try:
         import pyarrow  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
-        raise UsageError("this needs pyarrow: pip install 'normalize[analytics]'") from None
+        raise UsageError("this needs pyarrow: pip install 'agent-normalize[analytics]'") from None
     return pyarrow
 
 
@@ -54,7 +54,7 @@ def _import_duckdb() -> Any:
     try:
         import duckdb  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
-        raise UsageError("this needs duckdb: pip install 'normalize[analytics]'") from None
+        raise UsageError("this needs duckdb: pip install 'agent-normalize[analytics]'") from None
     return duckdb
 
 
