@@ -321,3 +321,95 @@ def test_a_large_streamed_tool_input_is_read_in_linear_time() -> None:
     inputs = [x for _ in range(60_000) for x in _tool_inputs(adapter.feed(_input_piece(b"a" * 20)))]
     assert time.perf_counter() - started < 15
     assert inputs == [None] * 60_000
+
+
+# ------------------------------------------------------------ eviction in constant time
+
+
+def _evictions_cost(fill: object, evict: object, limit: int, n: int = 120_000) -> float:
+    """Seconds per insertion that evicts, in a table already holding ``limit`` entries (best of 3 rounds)."""
+    table = fill(limit)  # type: ignore[operator]
+    best = float("inf")
+    for r in range(3):
+        started = time.perf_counter()
+        evict(table, limit + r * n, n)  # type: ignore[operator]
+        best = min(best, time.perf_counter() - started)
+    return best / n
+
+
+def _fill_bounded(limit: int) -> _limits.Bounded[int, None]:
+    table: _limits.Bounded[int, None] = _limits.Bounded("tool call", limit)
+    for i in range(limit):
+        table[i] = None
+    return table
+
+
+def _evict_bounded(table: _limits.Bounded[int, None], start: int, n: int) -> None:
+    for i in range(start, start + n):
+        table[i] = None
+    table.outbox.clear()
+
+
+def _fill_recent(limit: int) -> _limits.Recent[int]:
+    seen: _limits.Recent[int] = _limits.Recent(limit)
+    for i in range(limit):
+        seen.add(i)
+    return seen
+
+
+def _evict_recent(seen: _limits.Recent[int], start: int, n: int) -> None:
+    for i in range(start, start + n):
+        seen.add(i)
+
+
+class _Asks(normalize.Adapter):
+    """Every message is a permission request that is never answered."""
+
+    protocol = "test-asks"
+    agent = "test-agent"
+
+    def feed(self, message: bytes, from_: normalize.Direction = "agent") -> list[normalize.Item]:
+        ref = normalize.ToolCallRef(call_id="c", tool="Bash", title="ls")
+        return [normalize.PermissionRequest(request_id=message.decode(), tool_call=ref, options=[])]
+
+    def close(self) -> list[normalize.Item]:
+        return []
+
+
+def _fill_pending(limit: int) -> Session:
+    import normalize._session as session_module
+
+    session_module.MAX_PENDING = limit  # restored by the test's monkeypatch
+    session = Session(_Asks(), session_id="s1", clock=lambda: 0.0)
+    for i in range(limit):
+        session.feed(b"%d" % i)
+    return session
+
+
+def _evict_pending(session: Session, start: int, n: int) -> None:
+    for i in range(start, start + n):
+        session.feed(b"%d" % i)
+
+
+@pytest.mark.parametrize(
+    ("fill", "evict", "large"),
+    [
+        (_fill_bounded, _evict_bounded, 200_000),
+        (_fill_recent, _evict_recent, 200_000),
+        (_fill_pending, _evict_pending, 200_000),
+    ],
+    ids=["Bounded", "Recent", "Session-pending-requests"],
+)
+def test_evicting_the_oldest_costs_as_much_in_a_full_large_table_as_in_a_small_one(
+    fill: object, evict: object, large: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Scanning from the start of a dict for its oldest key walks past every key deleted
+    # before it: once full, each message cost O(limit) (1M open calls took 357 s instead
+    # of about 20 s).  Evicting is constant time: the cost per message does not depend on
+    # the size of the table (a ratio within one process; the bug gave 30 to 200 times).
+    import normalize._session as session_module
+
+    monkeypatch.setattr(session_module, "MAX_PENDING", session_module.MAX_PENDING)
+    small = _evictions_cost(fill, evict, 1_000)
+    big = _evictions_cost(fill, evict, large)
+    assert big < 5 * small, f"{big / small:.1f} times slower per eviction with {large} entries than with 1,000"

@@ -115,3 +115,16 @@ def test_cli_replay_writes_the_header_then_the_events(tmp_path: Path) -> None:
     assert evs
     assert evs[0].event.seq == 2
     assert {e.event.origin for e in evs} == {"replay"}
+
+
+def test_cli_replay_whose_reader_stops_ends_quietly(tmp_path: Path) -> None:
+    # normalize replay FILE | head -1
+    capture = tmp_path / "many.tap.jsonl"
+    capture.write_bytes(TAPS[0].read_bytes() * 50)
+    cmd = [*NORMALIZE, "replay", "--speed", "0", str(capture)]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        proc.stdout.close()
+        _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (0, b"")  # no BrokenPipeError traceback

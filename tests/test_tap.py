@@ -3,18 +3,26 @@ the events are those of converting the capture, exit codes and deaths are report
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fakes.wire import NORMALIZE, agent_command, wire_lines, without_made_up_ts, without_ts
 from helpers import (
     ADAPTERS,
+    ROOT,
     capture_id,
     companions,
     convert_records,
@@ -24,8 +32,14 @@ from helpers import (
     to_jsonl,
 )
 from normalize import (
+    Adapter,
     CaptureParser,
+    Direction,
+    Error,
+    Item,
+    Message,
     NormalizeError,
+    SessionEvent,
     SessionFailed,
     SessionStateChanged,
     Wiretap,
@@ -34,6 +48,7 @@ from normalize import (
     tap_line,
 )
 from normalize._model import _Core
+from normalize._tap import RelaySide
 
 # the fake agents speak a small turn protocol of their own (tests/fakes/wire.py)
 pytestmark = pytest.mark.usefixtures("turn_adapter")
@@ -303,3 +318,241 @@ def test_a_banner_before_the_stream_does_not_stop_the_events() -> None:
     assert wt.error is None and wt.converter.protocol == "hm-json"
     kinds = [e.event.kind for e in out if isinstance(e, SessionEvent)]
     assert kinds[0] == "error" and "assistant-message" in kinds  # the banner kept, the stream read
+
+
+# ------------------------------------------------- the relay never depends on parsing
+
+DEEP = b"[" * 2000 + b"]" * 2000  # valid JSON, nested deeper than any decoder here recurses
+
+_live_spec = importlib.util.spec_from_file_location("_live", ROOT / "fuzz" / "_live.py")
+assert _live_spec is not None
+assert _live_spec.loader is not None
+live_invariant = sys.modules["_live"] = importlib.util.module_from_spec(_live_spec)
+_live_spec.loader.exec_module(live_invariant)
+
+
+def test_a_deeply_nested_line_is_recorded_as_text_and_reported_not_raised() -> None:
+    as_text = json.dumps(DEEP.decode()).encode()
+    assert _tap_parts(tap_line("agent", DEEP, "2026-01-01T00:00:00.000Z")) == ("agent", as_text)
+    init = b'{"type":"system","subtype":"init","session_id":"s1","model":"m","tools":[]}'
+    for protocol in (None, "claude-stream-json", "acp"):
+        lines: list[bytes] = []
+        wt = Wiretap(protocol=protocol, clock=fixed_clock, record=lines.append)
+        out = wt.feed(DEEP + b"\n" + init + b"\n", "agent") + wt.feed(DEEP + b"\n", "client") + wt.close()
+        assert [_tap_parts(x) for x in lines] == [("agent", as_text), ("agent", init), ("client", as_text)]
+        errors = [e.event.body for e in out if isinstance(e, SessionEvent) and isinstance(e.event.body, Error)]
+        assert [e.error_type for e in errors].count("malformed") >= 2, protocol
+        # the recording reads back: a line this deep spliced in would make its tap line unreadable
+        parser = CaptureParser()
+        assert all(isinstance(r, Message) for r in [*parser.feed(b"".join(lines)), *parser.close()])
+
+
+@pytest.mark.anyio
+async def test_the_library_tap_goes_on_after_a_deeply_nested_line(tmp_path: Path) -> None:
+    init = b'{"type":"system","subtype":"init","session_id":"s1","model":"m","tools":[]}'
+    wire = DEEP + b"\n" + init + b"\n"
+    script = f"import sys; sys.stdout.buffer.write({wire!r})"
+    async with tap([sys.executable, "-c", script], protocol="claude-stream-json", clock=fixed_clock) as agent:
+        got = [ev async for ev in agent]
+    assert agent.returncode == 0
+    natives = [
+        bytes(e.event.native.payload)
+        for e in got
+        if isinstance(e, SessionEvent) and isinstance(e.event.native.payload, msgspec.Raw)
+    ]
+    assert init in natives  # the line after the deep one was read
+
+
+def test_cli_tap_relays_everything_after_a_deeply_nested_line(tmp_path: Path) -> None:
+    data = DEEP + b"\n" + b'{"after":1}\n' + DEEP + b"\nthe end\n"
+    rec, evs = tmp_path / "r.tap.jsonl", tmp_path / "e.jsonl"
+    cmd = [*NORMALIZE, "tap", "--record", str(rec), "--events", str(evs), "--", "cat"]
+    done = subprocess.run(cmd, input=data, capture_output=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (0, data)  # every byte, also after the deep lines
+    assert b"Traceback" not in done.stderr
+    recorded = [_tap_parts(x) for x in rec.read_bytes().splitlines()]
+    as_text = json.dumps(DEEP.decode()).encode()
+    for side in ("client", "agent"):
+        assert [msg for f, msg in recorded if f == side] == [as_text, b'{"after":1}', as_text, b'"the end"']
+    assert evs.read_bytes() == b""  # nothing detected (cat's lines are no agent's), and nothing lost either
+
+
+class _Broken(Adapter):
+    """An adapter with a bug: every message raises."""
+
+    protocol = "test-broken"
+    agent = "test-agent"
+
+    def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
+        raise RuntimeError("a bug")
+
+    def close(self) -> list[Item]:
+        return []
+
+
+def test_the_relay_forwards_and_records_when_normalizing_raises() -> None:
+    lines: list[bytes] = []
+    told: list[Exception] = []
+    delivered: list[_Core] = []
+    side = RelaySide(Wiretap(adapter=_Broken(), record=lines.append), delivered.extend, told.append)
+    chunks = [(b'{"a":1}\n{"b"', "agent"), (b":2}\n", "agent"), (b'{"c":3}\n', "client")]
+    assert [side.take(data, from_) for data, from_ in chunks] == [data for data, _ in chunks]  # type: ignore[arg-type]
+    side.flush()
+    side.close()
+    assert [type(e).__name__ for e in told] == ["RuntimeError"]  # told once
+    assert [_tap_parts(x) for x in lines] == [("agent", b'{"a":1}'), ("agent", b'{"b":2}'), ("client", b'{"c":3}')]
+
+    # and a consumer of the events that raises stops the events, not the relay
+    def refuse(events: list[_Core]) -> None:
+        raise OSError("disk full")
+
+    told.clear()
+    side = RelaySide(Wiretap(protocol="test-turns", clock=fixed_clock), refuse, told.append)
+    for _ in range(2):
+        assert side.take(b'{"turn":"start"}\n', "agent") == b'{"turn":"start"}\n'
+        side.flush()
+    side.close()
+    assert [str(e) for e in told] == ["disk full"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    protocol=st.sampled_from([None, "claude-stream-json", "codex-app-server", "acp", "hm-json"]),
+    chunks=st.lists(
+        st.tuples(
+            st.sampled_from(["agent", "client"]),
+            st.one_of(
+                st.binary(max_size=200),
+                st.lists(
+                    st.sampled_from(
+                        [
+                            b"\n",
+                            b"\r\n",
+                            b"{",
+                            b"}",
+                            b"[",
+                            b"]",
+                            b'"a":',
+                            b"1",
+                            b",",
+                            b"\xff",
+                            b'{"type":"system"}',
+                            b'{"jsonrpc":"2.0","id":1,"result":{}}',
+                            DEEP,
+                        ]
+                    ),
+                    max_size=30,
+                ).map(b"".join),
+            ),
+        ),
+        max_size=12,
+    ),
+)
+def test_any_bytes_both_ways_cross_the_relay_unchanged_and_are_recorded(
+    protocol: str | None, chunks: list[tuple[Direction, bytes]]
+) -> None:
+    live_invariant.check_relay(protocol, chunks)
+
+
+# ------------------------------------------------- readers that stop, agents that leave
+
+
+def _agent_writing(capture: Path, times: int, *, then: str = "") -> list[str]:
+    """An agent writing a capture's lines ``times`` times, dying of SIGPIPE as a C program would."""
+    script = (
+        "import signal, sys; signal.signal(signal.SIGPIPE, signal.SIG_DFL)\n"
+        f"data = open({str(capture)!r}, 'rb').read()\n"
+        f"for _ in range({times}):\n    sys.stdout.buffer.write(data)\n    sys.stdout.buffer.flush()\n{then}"
+    )
+    return [sys.executable, "-c", script]
+
+
+def test_cli_tap_whose_reader_stops_ends_quietly_and_completes_its_files(tmp_path: Path) -> None:
+    # normalize tap ... | head -1
+    capture = _cli_cases()[-1]
+    rec, evs = tmp_path / "r.tap.jsonl", tmp_path / "e.jsonl"
+    cmd = [*NORMALIZE, "tap", "--protocol", _protocol(capture), "--record", str(rec), "--events", str(evs), "--"]
+    with subprocess.Popen(
+        [*cmd, *_agent_writing(capture, 2000)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as proc:
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        proc.stdout.close()  # the reader is gone
+        _, err = proc.communicate(timeout=60)
+    assert b"Traceback" not in err
+    assert err == b""
+    assert proc.returncode == 128 + signal.SIGPIPE  # the agent met the closed pipe, as it would without us
+    recorded = rec.read_bytes()
+    assert recorded.endswith(b"\n")
+    assert all(_tap_parts(x)[0] == "agent" for x in recorded.splitlines())
+    lines = evs.read_bytes().splitlines()
+    assert json.loads(lines[0])["type"] == "stream.header"
+    last = json.loads(lines[-1])
+    assert (last["type"], last["state"]) in {("session.stateChanged", "failed"), ("session.stateChanged", "ended")}
+
+
+def test_cli_tap_events_on_stderr_never_block_the_relay(tmp_path: Path) -> None:
+    # a client that reads stdout to its end, then stderr: the events (far more than a pipe
+    # holds) must wait for it without stopping the agent's output
+    capture = _cli_cases()[-1]
+    times = max(1, 400_000 // capture.stat().st_size)
+    agent = _agent_writing(capture, times)
+    cmd = [*NORMALIZE, "tap", "--protocol", _protocol(capture), "--events", "-", "--", *agent]
+    with subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        timer = threading.Timer(60, proc.kill)  # without the fix: a deadlock, ended here
+        timer.start()
+        try:
+            out = proc.stdout.read()
+            err = proc.stderr.read()
+        finally:
+            timer.cancel()
+    assert proc.returncode == 0
+    assert out == capture.read_bytes() * times
+    events = err.splitlines()
+    assert len(err) > 1 << 20  # far more than a pipe holds
+    assert json.loads(events[0])["type"] == "stream.header"
+    assert json.loads(events[-1])["type"] == "session.stateChanged"
+
+
+def test_cli_tap_ends_when_the_agent_exits_though_a_grandchild_holds_its_stdout(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild"
+    script = (
+        "import subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "print('{\"last\":1}', flush=True)\n"
+    )
+    rec = tmp_path / "r.tap.jsonl"
+    cmd = [*NORMALIZE, "tap", "--record", str(rec), "--", sys.executable, "-c", script]
+    try:
+        # (the grandchild holds the stderr it inherited too: a file here, not a pipe read to its end)
+        with (tmp_path / "stderr").open("wb") as err:
+            done = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, timeout=60)
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    assert (done.returncode, done.stdout) == (0, b'{"last":1}\n')  # what the agent wrote before exiting
+    assert [_tap_parts(x) for x in rec.read_bytes().splitlines()] == [("agent", b'{"last":1}')]
+
+
+def test_the_events_spool_keeps_order_through_memory_and_disk_while_nobody_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from normalize import _cli_live
+
+    monkeypatch.setattr(_cli_live, "SPOOL_MEMORY", 1000)  # the disk takes over early
+    r, w = os.pipe()
+    with os.fdopen(w, "wb") as target, os.fdopen(r, "rb") as reader:
+        spool = _cli_live._Spool(target)
+        chunks = [b"%06d " % i * (1 + i % 50) + b"\n" for i in range(5000)]  # far more than the pipe holds
+        for chunk in chunks:
+            spool.write(chunk)  # never waits, though nothing reads yet
+        got: list[bytes] = []
+        thread = threading.Thread(target=lambda: got.append(reader.read()))
+        thread.start()
+        assert spool.close() is None
+        target.close()
+        thread.join(timeout=60)
+    assert got == [b"".join(chunks)]

@@ -11,9 +11,12 @@ import os
 import shlex
 import signal
 import sys
+import tempfile
+import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 import anyio
 from anyio.abc import TaskStatus
@@ -51,10 +54,20 @@ def _write_all(out: BinaryIO, data: bytes) -> None:
 
 
 class _EventWriter:
-    """Writes a normalized stream to a binary file: the header before the first event, a flush per batch."""
+    """Writes a normalized stream to a binary file: the header before the first event, a flush per batch.
+
+    ``send`` writes the bytes (default: straight to ``out``).  Once the reader closed
+    ``out`` (a broken pipe: ``| head``), :attr:`broken` is set and nothing more is written.
+    """
 
     def __init__(
-        self, out: BinaryIO, *, input: str, protocol: Callable[[], str | None], redactor: Redactor | None = None
+        self,
+        out: BinaryIO,
+        *,
+        input: str,
+        protocol: Callable[[], str | None],
+        redactor: Redactor | None = None,
+        send: Callable[[bytes], None] | None = None,
     ) -> None:
         self.out = out
         self.redactor = redactor
@@ -65,9 +78,11 @@ class _EventWriter:
             self._tty = out.isatty()
         except ValueError:  # closed
             self._tty = False
+        self._send = send if send is not None else (lambda data: _write_all(out, data))
+        self.broken = False
 
     def write(self, events: Sequence[_Core]) -> None:
-        if not events:
+        if not events or self.broken:
             return
         lines = [encode(ev) for ev in events]
         if self.redactor is not None:  # deltas may be held back to find a secret cut across them
@@ -86,10 +101,102 @@ class _EventWriter:
             self._header = True
             head = encode_header(library_version=__version__, input=self._input, protocol=self._protocol())
             lines.insert(0, head)
+        if self.broken:
+            return
         data = b"".join(line + b"\n" for line in lines)
         if self._tty:  # a person reads it: no raw C1 or bidi control from the input (JSON escapes the rest)
             data = json_for_terminal(data)
-        _write_all(self.out, data)
+        try:
+            self._send(data)
+        except BrokenPipeError:
+            self.broken = True  # the reader is gone (| head): stop quietly
+
+
+#: Bytes of events kept in memory for a reader that is behind; more wait in a temporary file.
+SPOOL_MEMORY = 8 * 1024 * 1024
+_SPOOL_READ = 1 << 20
+
+
+class _Spool:
+    """Bytes written to ``out`` by a thread of its own, so that whoever writes never waits for the reader.
+
+    ``tap --events -`` writes to stderr, which a caller may read only after stdout ended: a
+    blocking write there would stop the relay, and the caller would wait forever.  What the
+    reader has not taken yet waits here, in order: in memory up to :data:`SPOOL_MEMORY`, then
+    in an unnamed temporary file, so memory stays bounded however far behind the reader is.
+    ``close()`` waits until everything was written (or writing failed: :attr:`error`).
+    """
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+        self._cond = threading.Condition()
+        self._memory: deque[bytes] = deque()
+        self._memory_size = 0
+        self._disk: IO[bytes] | None = None
+        self._disk_read = 0
+        self._disk_written = 0
+        self._closing = False
+        #: why writing stopped (the reader closed its end, a full disk), or None
+        self.error: OSError | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True, name="normalize-events")
+        self._thread.start()
+
+    def write(self, data: bytes) -> None:
+        with self._cond:
+            if self.error is not None:
+                return  # reported by close()
+            if self._disk is None and self._memory_size + len(data) <= SPOOL_MEMORY:
+                self._memory.append(data)
+                self._memory_size += len(data)
+            else:  # behind the memory, in order
+                if self._disk is None:
+                    self._disk = tempfile.TemporaryFile()  # noqa: SIM115 - closed once drained
+                os.pwrite(self._disk.fileno(), data, self._disk_written)
+                self._disk_written += len(data)
+            self._cond.notify()
+
+    def _next(self) -> bytes | None:
+        """The next bytes to write, in order; None when closed and empty.  Under the lock."""
+        while not self._memory and self._disk is None:
+            if self._closing:
+                return None
+            self._cond.wait()
+        if self._memory:
+            data = b"".join(self._memory)
+            self._memory.clear()
+            self._memory_size = 0
+            return data
+        assert self._disk is not None
+        data = os.pread(self._disk.fileno(), _SPOOL_READ, self._disk_read)
+        self._disk_read += len(data)
+        if self._disk_read >= self._disk_written:  # drained: back to memory
+            self._disk.close()
+            self._disk, self._disk_read, self._disk_written = None, 0, 0
+        return data
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                data = self._next()
+            if data is None:
+                return
+            try:
+                _write_all(self._out, data)
+            except OSError as exc:
+                with self._cond:
+                    self.error = exc
+                    self._memory.clear()
+                    if self._disk is not None:
+                        self._disk.close()
+                        self._disk = None
+                return
+
+    def close(self) -> OSError | None:
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join()
+        return self.error
 
 
 async def _until_signal(scope: anyio.CancelScope, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -136,6 +243,8 @@ def follow_cmd(args: argparse.Namespace) -> int:
             async with stream:
                 async for ev in stream:
                     writer.write([ev])
+                    if writer.broken:
+                        break  # nobody reads any more (| head): stop following
             tg.cancel_scope.cancel()
         writer.write(stream.closing)
         writer.finish()
@@ -167,19 +276,30 @@ def cmd_tap(args: argparse.Namespace) -> int:
     record, owned = _open_record(args.record)
     events_out = _events_target(args.events)
     wiretap = Wiretap(protocol=args.protocol, max_line=args.max_line, record=record)
+    # events are written by a thread of their own: a reader of --events that is behind
+    # (stderr read only after stdout ended) never stops the relay
+    spool = _Spool(events_out) if events_out is not None else None
     writer = (
         _EventWriter(
-            events_out, input=shlex.join(command), protocol=lambda: wiretap.converter.protocol, redactor=_redactor(args)
+            events_out,
+            input=shlex.join(command),
+            protocol=lambda: wiretap.converter.protocol,
+            redactor=_redactor(args),
+            send=spool.write,
         )
-        if events_out is not None
+        if events_out is not None and spool is not None
         else None
     )
-    told: list[InputError] = []
+    told: list[Exception] = []
 
-    def on_error(exc: InputError) -> None:
-        if writer is not None and not told:  # without --events nobody asked for events
-            told.append(exc)
-            print(f"normalize tap: {printable(exc.message)}; relaying without events", file=sys.stderr, flush=True)
+    def on_error(exc: Exception) -> None:
+        told.append(exc)
+        if isinstance(exc, DetectionError):
+            if writer is not None:  # without --events nobody asked for events
+                print(f"normalize tap: {printable(exc.message)}; relaying without events", file=sys.stderr, flush=True)
+            return
+        what = printable(exc.message if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}")
+        print(f"normalize tap: normalizing stopped ({what}); relaying without events", file=sys.stderr, flush=True)
 
     async def run() -> int:
         return await relay(
@@ -200,11 +320,26 @@ def cmd_tap(args: argparse.Namespace) -> int:
         print(f"normalize tap: {printable(command[0])}: {exc.strerror}", file=sys.stderr)
         return 127
     finally:
+        _close_stdout()  # a caller reading stdout to its end, then stderr, goes on now
+        failed = spool.close() if spool is not None else None
         if owned is not None:
             owned.close()
         if events_out is not None and events_out is not sys.stderr.buffer:
             events_out.close()
+        if failed is not None:
+            print(f"normalize tap: writing events to {args.events} stopped: {failed.strerror}", file=sys.stderr)
     return exit_status(rc)
+
+
+def _close_stdout() -> None:
+    """Give up our stdout (``/dev/null`` takes its place): its reader sees the end now."""
+    try:
+        sys.stdout.flush()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _discard(events: Sequence[_Core]) -> None:
@@ -251,6 +386,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 )
                 async for ev in events:
                     writer.write([ev])
+                    if writer.broken:
+                        break  # nobody reads any more (| head)
+                if writer.broken:
+                    break
             tg.cancel_scope.cancel()
         writer.finish()
 

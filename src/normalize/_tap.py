@@ -57,9 +57,14 @@ GRACE = 2.0
 
 
 def _is_json(line: bytes) -> bool:
+    """Whether a line can be spliced into a tap record as it is.
+
+    A line nested deeper than the decoder's recursion allows is valid JSON, but
+    reading the recording back would hit the same bound: it is recorded as a string.
+    """
     try:
         _raw.decode(line)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return False
     return True
 
@@ -114,8 +119,10 @@ class Wiretap:
         self._record = record
         self._split: dict[Direction, LineSplitter] = {"agent": LineSplitter(max_line), "client": LineSplitter(max_line)}
         self._seen = False
-        #: why events stopped (the protocol could not be detected), or None
-        self.error: DetectionError | None = None
+        #: why events stopped, or None: the protocol could not be detected
+        #: (:class:`~normalize.DetectionError`), or :func:`relay` caught what
+        #: normalizing raised; the recording goes on either way
+        self.error: Exception | None = None
         #: set before close(): the agent's return code, and whether we stopped it
         self.returncode: int | None = None
         self.stopped = False
@@ -246,6 +253,7 @@ class AgentTap(EventStream):
         self._popen = {"cwd": cwd, "env": env, "stderr": stderr}
         self._owned = owned
         self._process: Process | None = None
+        self._out: AgentOutput | None = None
 
     @property
     def process(self) -> Process:
@@ -259,14 +267,21 @@ class AgentTap(EventStream):
 
     async def start(self) -> None:
         if self._process is None:
-            self._process = await anyio.open_process(
-                self.command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._popen["stderr"],  # type: ignore[arg-type]
-                cwd=self._popen["cwd"],  # type: ignore[arg-type]
-                env=self._popen["env"],  # type: ignore[arg-type]
-            )
+            out = AgentOutput()
+            try:
+                self._process = await anyio.open_process(
+                    self.command,
+                    stdin=subprocess.PIPE,
+                    stdout=out.child_end,
+                    stderr=self._popen["stderr"],  # type: ignore[arg-type]
+                    cwd=self._popen["cwd"],  # type: ignore[arg-type]
+                    env=self._popen["env"],  # type: ignore[arg-type]
+                )
+            except BaseException:
+                out.close()
+                raise
+            out.started(self._process)
+            self._out = out
 
     async def send(self, data: bytes) -> None:
         """Write bytes to the agent's stdin (a line should end with ``\\n``); they are recorded and normalized."""
@@ -282,12 +297,9 @@ class AgentTap(EventStream):
         await stdin.aclose()
 
     async def _receive(self) -> bytes:
-        stdout = self.process.stdout
-        assert stdout is not None
-        try:
-            return await stdout.receive(CHUNK)
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            return b""
+        if self._out is None:
+            raise RuntimeError("the agent is not started: use `async with normalize.tap(...)`")
+        return await self._out.receive()  # b"" once the agent exited and all it wrote was read
 
     async def _wait(self, early: bool) -> None:
         proc = self._process
@@ -296,6 +308,8 @@ class AgentTap(EventStream):
         if early and proc.returncode is None:
             self.wiretap.stopped = True
             await _stop(proc)
+        if self._out is not None:
+            self._out.close()
         self.wiretap.returncode = await proc.wait()
         if self._owned is not None:
             self._owned.close()
@@ -356,6 +370,70 @@ def tap(
     return AgentTap(command, wiretap, cwd=cwd, env=env, stderr=stderr, owned=owned)
 
 
+# ---------------------------------------------------------------------- the agent's stdout
+
+#: Seconds between two looks at whether the agent exited, while its stdout is silent.
+EXIT_POLL = 0.05
+#: Bytes still relayed from the agent's stdout once the agent exited.  What the agent
+#: wrote before exiting is all in the pipe (64 KiB on Linux, 1 MiB at most); more than
+#: this comes from a grandchild that inherited the pipe, which the tap does not wait for.
+DRAIN = 1 << 20
+
+
+class AgentOutput:
+    """The agent's stdout: a pipe of our own, read until the agent exits and the pipe is empty.
+
+    Reading to the end of file would wait for every process holding the pipe's
+    other end: a grandchild the agent left running in the background (a server,
+    ``sleep 600 &``) keeps it open long after the agent exited.  So the end is
+    the agent's exit: once it exited, what it wrote before is read (all of it is
+    in the pipe), and the pipe is closed.  A grandchild still writing there then
+    gets ``EPIPE`` (``SIGPIPE``), as in a shell pipeline whose reader exited.
+    """
+
+    def __init__(self) -> None:
+        #: the read end (ours), and the write end to give the agent as its stdout
+        self.fd, self.child_end = os.pipe()
+        os.set_blocking(self.fd, False)
+        self._proc: Process | None = None
+        self._drained = 0
+
+    def started(self, proc: Process) -> None:
+        """The agent runs: our copy of the write end is closed (the end of file is the agent's)."""
+        self._proc = proc
+        if self.child_end >= 0:
+            os.close(self.child_end)
+            self.child_end = -1
+
+    async def receive(self) -> bytes:
+        """The next bytes the agent wrote, ``b""`` once it exited and they were all read."""
+        while self.fd >= 0:
+            exited = self._proc is not None and self._proc.returncode is not None  # looked at before reading
+            if exited and self._drained >= DRAIN:
+                break
+            try:
+                data = os.read(self.fd, CHUNK)
+            except BlockingIOError:
+                if exited:
+                    break  # the agent exited before the pipe was found empty: everything it wrote was read
+                with anyio.move_on_after(EXIT_POLL):
+                    await anyio.wait_readable(self.fd)
+                continue
+            if exited:
+                self._drained += len(data)
+            return data
+        return b""
+
+    def close(self) -> None:
+        """Stop reading: the agent's next write to stdout gets ``EPIPE`` (``SIGPIPE``)."""
+        if self.child_end >= 0:
+            os.close(self.child_end)
+            self.child_end = -1
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
 # ---------------------------------------------------------------------- relay
 
 
@@ -410,6 +488,68 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+class RelaySide:
+    """What the relay does with each chunk besides forwarding it: the wiretap.  Sans-I/O.
+
+    ``take(chunk, from_)`` feeds the chunk to the wiretap (recording, events) and
+    returns it, unchanged, for forwarding; ``flush()`` hands the events made so far
+    to ``on_events``; ``close()`` ends the wiretap.  The relay never depends on
+    parsing: whatever normalizing raises (an undetectable protocol, a strict-mode
+    error, a bug, a recording that cannot be written) is told once to ``on_error``
+    and stops the events, and the bytes cross all the same; the recording goes on
+    while it can.
+    """
+
+    def __init__(
+        self,
+        wiretap: Wiretap,
+        on_events: Callable[[list[_Core]], object],
+        on_error: Callable[[Exception], object] | None = None,
+    ) -> None:
+        self.wiretap = wiretap
+        self._on_events = on_events
+        self._on_error = on_error
+        self._queue: list[_Core] = []
+        self._delivering = True
+        #: the first exception normalizing raised, or None
+        self.failure: Exception | None = None
+
+    def take(self, data: bytes, from_: Direction) -> bytes:
+        try:
+            events = self.wiretap.feed(data, from_)
+        except Exception as exc:  # noqa: BLE001 - told to on_error once; the bytes cross regardless
+            self._fail(exc)
+        else:
+            self._queue.extend(events)
+        return data
+
+    def flush(self) -> None:
+        if self._queue:
+            batch, self._queue = self._queue, []
+            if not self._delivering:
+                return
+            try:
+                self._on_events(batch)
+            except Exception as exc:  # noqa: BLE001 - as in take(): the events stop, not the relay
+                self._delivering = False
+                self._fail(exc)
+
+    def close(self) -> None:
+        try:
+            self._queue.extend(self.wiretap.close())
+        except Exception as exc:  # noqa: BLE001 - as in take()
+            self._fail(exc)
+        self.flush()
+
+    def _fail(self, exc: Exception) -> None:
+        if self.wiretap.error is None:
+            self.wiretap.error = exc  # no more events; tap lines are still recorded
+        if self.failure is None:
+            self.failure = exc
+            if self._on_error is not None:
+                self._on_error(exc)
+
+
 async def relay(
     command: Sequence[str],
     *,
@@ -417,7 +557,7 @@ async def relay(
     stdout: ByteSendStream,
     wiretap: Wiretap,
     on_events: Callable[[list[_Core]], object],
-    on_error: Callable[[InputError], object] | None = None,
+    on_error: Callable[[Exception], object] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
     forward_signals: bool = False,
@@ -426,79 +566,70 @@ async def relay(
 
     Bytes are forwarded as they arrive, in both directions, without waiting
     for whole lines; the agent's stderr is inherited.  ``on_events`` receives
-    the CoreEvents in order; ``on_error`` is told once if the protocol cannot be
-    detected (the relay goes on without events).  When ``stdin`` ends, the
-    agent's stdin is closed.  ``forward_signals`` passes SIGTERM and SIGHUP to
-    the agent and absorbs SIGINT (a terminal's Ctrl-C already reached the agent,
-    which shares our process group); main thread only.  Returns the agent's
-    return code (negative: killed by that signal).
+    the CoreEvents in order.  Normalizing never stops the relay: if it raises
+    (the protocol cannot be detected, or anything else), ``on_error`` is told
+    once and the relay goes on without events (see :class:`RelaySide`).  When
+    ``stdin`` ends, the agent's stdin is closed.  When ``stdout`` is closed by
+    its reader, the agent's stdout is closed too, so the agent meets the closed
+    pipe at its next write, as it would without the relay.  The relay ends when
+    the agent exits, once what it wrote was forwarded, even if a process it left
+    behind still holds its stdout (see :class:`AgentOutput`).
+    ``forward_signals`` passes SIGTERM and SIGHUP to the agent and absorbs
+    SIGINT (a terminal's Ctrl-C already reached the agent, which shares our
+    process group); main thread only.  Returns the agent's return code
+    (negative: killed by that signal).
     """
-    queue: list[_Core] = []
-
-    def take(data: bytes, from_: Direction) -> None:
-        # Feeding happens before forwarding, so a reply is never seen before its cause.
-        try:
-            queue.extend(wiretap.feed(data, from_))
-        except DetectionError as exc:
-            if on_error is not None:
-                on_error(exc)
-
-    def flush() -> None:
-        if queue:
-            batch = queue[:]
-            queue.clear()
-            on_events(batch)
-
-    async with await anyio.open_process(
-        list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, cwd=cwd, env=env
-    ) as proc:
-        assert proc.stdin is not None
-        assert proc.stdout is not None
-        agent_in, agent_out = proc.stdin, proc.stdout
-
-        async def upstream() -> None:
-            try:
-                while True:
-                    try:
-                        chunk = await stdin.receive(CHUNK)
-                    except anyio.EndOfStream:
-                        break
-                    take(chunk, "client")
-                    await agent_in.send(chunk)
-                    flush()
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                pass  # the agent closed its stdin or exited: nothing more can reach it
-            finally:
-                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    await agent_in.aclose()
-
-        async def signals() -> None:
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as received:
-                async for sig in received:
-                    if sig != signal.SIGINT and proc.returncode is None:
-                        with contextlib.suppress(ProcessLookupError):
-                            proc.send_signal(sig)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(upstream)
-            if forward_signals:
-                tg.start_soon(signals)
-            while True:
-                try:
-                    chunk = await agent_out.receive(CHUNK)
-                except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    break
-                take(chunk, "agent")
-                await stdout.send(chunk)
-                flush()
-            rc = wiretap.returncode = await proc.wait()
-            tg.cancel_scope.cancel()
-        with contextlib.suppress(anyio.ClosedResourceError):
-            await stdin.aclose()
+    side = RelaySide(wiretap, on_events, on_error)
+    out = AgentOutput()
     try:
-        queue.extend(wiretap.close())
-    except DetectionError as exc:
-        if on_error is not None:
-            on_error(exc)
-    flush()
+        proc = await anyio.open_process(
+            list(command), stdin=subprocess.PIPE, stdout=out.child_end, stderr=None, cwd=cwd, env=env
+        )
+        out.started(proc)
+        async with proc:
+            assert proc.stdin is not None
+            agent_in = proc.stdin
+
+            async def upstream() -> None:
+                try:
+                    while True:
+                        try:
+                            chunk = await stdin.receive(CHUNK)
+                        except anyio.EndOfStream:
+                            break
+                        await agent_in.send(side.take(chunk, "client"))
+                        side.flush()
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    pass  # the agent closed its stdin or exited: nothing more can reach it
+                finally:
+                    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        await agent_in.aclose()
+
+            async def signals() -> None:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as received:
+                    async for sig in received:
+                        if sig != signal.SIGINT and proc.returncode is None:
+                            with contextlib.suppress(ProcessLookupError):
+                                proc.send_signal(sig)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(upstream)
+                if forward_signals:
+                    tg.start_soon(signals)
+                while chunk := await out.receive():
+                    # fed before it is forwarded, so a reply is never seen before its cause
+                    side.take(chunk, "agent")
+                    try:
+                        await stdout.send(chunk)
+                    except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        break  # nobody reads our stdout any more
+                    side.flush()
+                out.close()  # the agent meets the closed pipe at its next write, as without us
+                rc = wiretap.returncode = await proc.wait()
+                tg.cancel_scope.cancel()
+            with contextlib.suppress(anyio.ClosedResourceError):
+                await stdin.aclose()
+    finally:
+        out.close()
+    side.close()
     return rc

@@ -23,6 +23,7 @@ Defaults (docs/reliability.md):
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any, Generic, TypeVar, cast
@@ -66,8 +67,12 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-class Bounded(dict[K, V]):
+class Bounded(OrderedDict[K, V]):
     """A dict that keeps at most ``limit`` entries, evicting the oldest inserted.
+
+    An :class:`~collections.OrderedDict`, so that evicting the oldest is constant time
+    (a plain dict's first key is found by walking past every key deleted before it:
+    once full, each insertion cost O(limit)).
 
     Each eviction is queued as ``(table, key)`` in :attr:`outbox` until :func:`evictions`
     turns it into a warning; :func:`bounded_feed` points the outboxes of an adapter's
@@ -85,8 +90,7 @@ class Bounded(dict[K, V]):
 
     def __setitem__(self, key: K, value: V) -> None:
         if len(self) >= self.limit and key not in self:
-            oldest = next(iter(self))
-            super().__delitem__(oldest)
+            oldest, _ = self.popitem(last=False)
             self.outbox.append((self, oldest))
         super().__setitem__(key, value)
 
@@ -103,13 +107,13 @@ class Recent(Generic[K]):
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = SEEN_IDS if limit is None else limit
-        self._keys: dict[K, None] = {}
+        self._keys: OrderedDict[K, None] = OrderedDict()  # the oldest forgotten in constant time
 
     def add(self, key: K) -> None:
         keys = self._keys
         if key not in keys:
             if len(keys) >= self.limit:
-                del keys[next(iter(keys))]
+                keys.popitem(last=False)
             keys[key] = None
 
     def discard(self, key: K) -> None:
