@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ._codec import encode, encode_header
-from ._convert import SessionInput, events, find_inputs, read_records
+from ._convert import SessionInput, events, find_inputs
 from ._errors import DetectionError, InputError, NormalizeError, UsageError
 from ._lines import DEFAULT_MAX_LINE
 from ._redact import Redactor
@@ -27,7 +27,7 @@ __all__ = ["main"]
 def _convert_one(inp: SessionInput, out: BinaryIO, args: argparse.Namespace, redactor: Redactor | None) -> None:
     out.write(encode_header(library_version=__version__, input=str(inp.main), protocol=inp.protocol) + b"\n")
     for ev in events(
-        read_records(inp.paths, max_line=args.max_line),
+        inp.records(max_line=args.max_line),
         protocol=inp.protocol,
         strict=args.strict,
         origin=args.origin,
@@ -37,7 +37,7 @@ def _convert_one(inp: SessionInput, out: BinaryIO, args: argparse.Namespace, red
 
 
 def _out_path(out_dir: Path, inp: SessionInput) -> Path:
-    name = inp.main.name
+    name = inp.main.name if inp.key is None else inp.key  # a session of a database: its id
     for suffix in (".tap.jsonl", ".jsonl"):
         if name.endswith(suffix):
             name = name[: -len(suffix)]

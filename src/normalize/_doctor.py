@@ -169,20 +169,28 @@ class _Cursor:
         self._seen: OrderedDict[int, tuple[str, int]] = OrderedDict()
 
     def records(self) -> Iterator[Record]:
-        for path in self.inp.paths:
-            self.path = str(path)
-            with path.open("rb") as f:
-                for rec in iter_records(f, max_line=self.max_line):
-                    self.line = rec.line
-                    if isinstance(rec, Message):
-                        self.messages += 1
-                        self._remember(rec.data)
-                        # what an error event carries of a message that is not JSON: its text
-                        self._remember(rec.data[:4096].decode("utf-8", errors="replace").encode())
-                    else:  # a line that never became a message: its event carries the kept head
-                        self._remember((rec.error.kept or "").encode())
-                    yield rec
+        for path, recs in self._sources():
+            self.path = path
+            for rec in recs:
+                self.line = rec.line
+                if isinstance(rec, Message):
+                    self.messages += 1
+                    self._remember(rec.data)
+                    # what an error event carries of a message that is not JSON: its text
+                    self._remember(rec.data[:4096].decode("utf-8", errors="replace").encode())
+                else:  # a line that never became a message: its event carries the kept head
+                    self._remember((rec.error.kept or "").encode())
+                yield rec
         self.path, self.line = str(self.inp.main), None
+
+    def _sources(self) -> Iterator[tuple[str, Iterator[Record]]]:
+        """Per file, its records; a session of a database: its rows, counted as lines."""
+        if self.inp.key is not None:
+            yield f"{self.inp.main}#{self.inp.key}", self.inp.records()
+            return
+        for path in self.inp.paths:
+            with path.open("rb") as f:
+                yield str(path), iter_records(f, max_line=self.max_line)
 
     def _remember(self, data: bytes) -> None:
         key = hash(data)

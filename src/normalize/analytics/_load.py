@@ -44,6 +44,7 @@ class InputSpec:
     main: str
     protocol: str | None = None
     companions: tuple[str, ...] = ()
+    key: str | None = None  # a session inside a database file
 
     @property
     def paths(self) -> list[Path]:
@@ -78,7 +79,7 @@ def discover(paths: Iterable[Path], *, protocol: str | None = None) -> Iterator[
             normalized = {p for p in files if is_normalized(p)}
             for p in sorted(normalized):
                 yield InputSpec("normalized", str(p))
-            if len(normalized) == len(files):
+            if len(normalized) == len(files) and not any(root.rglob("*.db")):
                 continue
             for inp in find_inputs([root], protocol=protocol):
                 if isinstance(inp, DetectionError):
@@ -94,13 +95,18 @@ def discover(paths: Iterable[Path], *, protocol: str | None = None) -> Iterator[
 
 
 def _spec(inp: SessionInput) -> InputSpec:
-    return InputSpec("native", str(inp.main), inp.protocol, tuple(str(c) for c in inp.companions))
+    return InputSpec("native", str(inp.main), inp.protocol, tuple(str(c) for c in inp.companions), inp.key)
 
 
 def read_input(spec: InputSpec) -> list[SessionRows]:
     """The rows of one input (runs in a worker)."""
     if spec.kind == "native":
-        stream = events(read_records(spec.paths), protocol=spec.protocol, clock=unknown_clock)
+        records = (
+            read_records(spec.paths)
+            if spec.key is None
+            else SessionInput(Path(spec.main), spec.protocol or "", key=spec.key).records()
+        )
+        stream = events(records, protocol=spec.protocol, clock=unknown_clock)
         return TableBuilder(spec.main).feed_all(stream).finish()
     out: list[SessionRows] = []
     builder: TableBuilder | None = None
