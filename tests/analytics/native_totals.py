@@ -196,8 +196,9 @@ def opencode_json(path: Path) -> Totals | None:
     parts = [m["part"] for m in messages(path) if m.get("type") == "step_finish"]
     if not parts:
         return None
+    cache = [p["tokens"]["cache"] for p in parts]
     return {
-        "input": sum(p["tokens"]["input"] + p["tokens"]["cache"]["read"] + p["tokens"]["cache"]["write"] for p in parts),
+        "input": sum(p["tokens"]["input"] for p in parts) + sum(c["read"] + c["write"] for c in cache),
         "output": sum(p["tokens"]["output"] + p["tokens"]["reasoning"] for p in parts),
         "cost": sum(p["cost"] for p in parts),
     }
