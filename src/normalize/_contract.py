@@ -105,13 +105,16 @@ class Adapter:
     * ``companions``: glob patterns, relative to a session file's folder, of
       files that belong to the same session (``{stem}`` is the file's name
       without ``.jsonl``).  They are read after the main file, in name order,
-      and are not sessions of their own.
+      and are not sessions of their own;
+    * ``default_paths``: where the agent keeps its stored sessions (``~`` for
+      the home folder), read by ``normalize stats`` when given no path.
     """
 
     protocol: ClassVar[str] = ""
     stored: ClassVar[bool] = False
     announces_session: ClassVar[bool] = False
     companions: ClassVar[tuple[str, ...]] = ()
+    default_paths: ClassVar[tuple[str, ...]] = ()
     agent: str = "unknown"
 
     def __init__(self) -> None:

@@ -259,6 +259,7 @@ class ClaudeTranscriptAdapter(Adapter):
     announces_session = True
     agent = "claude-code"
     stored = True
+    default_paths = ("~/.claude/projects",)
     companions = ("{stem}/subagents/agent-*.jsonl",)
 
     _TYPES: ClassVar[dict[str, Callable[[ClaudeTranscriptAdapter, _Line, list[Item]], None]]]

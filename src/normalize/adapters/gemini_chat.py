@@ -137,6 +137,7 @@ class GeminiChatAdapter(Adapter):
     protocol = "gemini-chat"
     agent = "gemini-cli"
     stored = True
+    default_paths = ("~/.gemini/tmp",)
     announces_session = True
 
     def __init__(self) -> None:

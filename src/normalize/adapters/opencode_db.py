@@ -187,6 +187,7 @@ class OpenCodeDbAdapter(Adapter):
     protocol = "opencode-db"
     agent = "opencode"
     stored = True
+    default_paths = ("~/.local/share/opencode/opencode.db",)
     announces_session = True
 
     def __init__(self) -> None:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from normalize import UsageError
+from normalize import UsageError, available
 
 from ._load import Loaded, Scan, load
 from ._stats import Line, Summary, summarize
@@ -60,10 +60,25 @@ def _jobs(args: argparse.Namespace) -> int:
     return int(args.jobs) if args.jobs is not None else (os.cpu_count() or 1)
 
 
+def _inputs(args: argparse.Namespace) -> list[Path]:
+    """The paths given, or, with none, every registered agent's default session folders that exist."""
+    if args.inputs:
+        return [Path(p) for p in args.inputs]
+    found = [
+        path
+        for cls in available().values()
+        for default in cls.default_paths
+        if (path := Path(default).expanduser()).exists()
+    ]
+    if not found:
+        raise UsageError("no path given, and none of the agents' session folders exists (see normalize adapters)")
+    return sorted(set(found))
+
+
 def _load(args: argparse.Namespace, label: str, tables: tuple[str, ...]) -> Loaded:
     with _progress(label) as progress:
         loaded = load(
-            [Path(p) for p in args.inputs], protocol=args.protocol, jobs=_jobs(args), progress=progress, tables=tables
+            _inputs(args), protocol=args.protocol, jobs=_jobs(args), progress=progress, tables=tables
         )
     _tell(loaded.problems)
     return loaded
@@ -184,7 +199,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     found = 0
     try:
         with _progress("converting sessions") as progress:
-            scan = Scan([Path(p) for p in args.inputs], protocol=args.protocol, jobs=_jobs(args), progress=progress)
+            scan = Scan(_inputs(args), protocol=args.protocol, jobs=_jobs(args), progress=progress)
             # each session goes to the stores as soon as its worker is done: memory is the stores' buffers
             for rows in scan:
                 found += 1
@@ -256,7 +271,12 @@ def cmd_otel(args: argparse.Namespace) -> int:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "inputs", nargs="+", metavar="PATH", help="files or folders: native captures, session files, normalized JSONL"
+        "inputs",
+        nargs="*",
+        metavar="PATH",
+        help="files or folders: native captures, session files, normalized JSONL"
+        " (default: the agents' own session folders, ~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp,"
+        " ~/.local/share/opencode/opencode.db)",
     )
     p.add_argument("--protocol", "-p", help="read native inputs as this protocol instead of detecting it")
     p.add_argument(
