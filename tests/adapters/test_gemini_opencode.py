@@ -96,7 +96,7 @@ def test_each_session_of_a_database_is_an_input_of_its_own(tmp_path: Path) -> No
     with sqlite3.connect(db) as conn:
         conn.execute("attach database ? as other", (f"{other}",))
         for table in ("session", "message", "part"):
-            conn.execute(f"insert into {table} select * from other.{table}")  # noqa: S608
+            conn.execute(f"insert into {table} select * from other.{table}")
     inputs = [i for i in find_inputs([tmp_path]) if not isinstance(i, Exception)]
     assert [i.protocol for i in inputs] == ["opencode-db", "opencode-db"]
     natives = []
@@ -105,7 +105,7 @@ def test_each_session_of_a_database_is_an_input_of_its_own(tmp_path: Path) -> No
         (record,) = [e.record for e in created if isinstance(e, SessionCreated)]
         natives.append(record.native_session_id)
         assert all(e.event.origin == "replay" for e in created if isinstance(e, SessionEvent))
-    assert sorted(natives) == sorted(i.key for i in inputs)
+    assert set(natives) == {i.key for i in inputs}
     assert len(set(natives)) == 2
 
 
