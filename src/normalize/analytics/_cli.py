@@ -77,9 +77,7 @@ def _inputs(args: argparse.Namespace) -> list[Path]:
 
 def _load(args: argparse.Namespace, label: str, tables: tuple[str, ...]) -> Loaded:
     with _progress(label) as progress:
-        loaded = load(
-            _inputs(args), protocol=args.protocol, jobs=_jobs(args), progress=progress, tables=tables
-        )
+        loaded = load(_inputs(args), protocol=args.protocol, jobs=_jobs(args), progress=progress, tables=tables)
     _tell(loaded.problems)
     return loaded
 
