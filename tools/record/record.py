@@ -15,7 +15,14 @@ directory (holding one file, ``hello.txt``), against a fake model server on 127.
   ``<out>/codex-app-server/captures/codex-<version>/<case>.tap.jsonl`` and
   ``<out>/codex-rollout/captures/codex-<version>/app-server-<case>.jsonl``;
 * the npm ACP adapters ``claude-agent-acp`` and ``codex-acp`` (a recording ACP client):
-  ``<out>/acp/captures/<adapter>-<version>/<case>.tap.jsonl``.
+  ``<out>/acp/captures/<adapter>-<version>/<case>.tap.jsonl``;
+* Gemini CLI (``-p`` stream-json, against the fake Gemini API):
+  ``<out>/gemini-stream-json/captures/gemini-cli-<version>/<case>.jsonl`` and its chat files in
+  ``<out>/gemini-chat/captures/gemini-cli-<version>/<case>.jsonl``; ``gemini --acp``:
+  ``<out>/acp/captures/gemini-cli-<version>/<case>.tap.jsonl``;
+* OpenCode (``run --format json``, against the fake Responses server):
+  ``<out>/opencode-json/captures/opencode-<version>/<case>.jsonl`` and a copy of its database
+  holding only the session tables, ``<out>/opencode-db/captures/opencode-<version>/<case>.db``.
 
 Tap lines splice the wire line into ``{"t":…,"from":…,"msg":<line>}`` as is.
 The scratch paths are rewritten to ``/home/user/project`` and ``/home/user``
