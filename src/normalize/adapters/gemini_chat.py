@@ -44,6 +44,7 @@ from normalize import (
     FileDiff,
     Item,
     MalformedMessage,
+    ModeUpdate,
     Passthrough,
     Reasoning,
     Sample,
@@ -148,6 +149,7 @@ class GeminiChatAdapter(Adapter):
         #: the open turn's prompt record id ("" when the turn has no prompt record)
         self._turn: str | None = None
         self._answered = False  # the open turn has a model message
+        self._model: str | None = None  # the model of the last model message
 
     @classmethod
     def detect(cls, sample: Sequence[Sample]) -> float:
@@ -229,6 +231,9 @@ class GeminiChatAdapter(Adapter):
             self._turn = ""
             out.append(TurnStart())
         self._answered = True
+        if line.model and line.model != self._model:  # the router may pick another model per request
+            self._model = line.model
+            out.append(ModeUpdate(model=line.model))
         seen = self._seen.get(message_id)
         if seen is None:
             if line.thoughts:
