@@ -147,8 +147,13 @@ def chunk(kind: str, text: str, mid: str | None = None) -> tuple[str, Wire]:
 
 
 def test_every_capture_set_is_here() -> None:
-    assert {c.parent.name for c in CAPTURES} == {"acp-handwritten", "claude-agent-acp-0.101.0", "codex-acp-2.6.0"}
-    assert len(CAPTURES) == 24
+    assert {c.parent.name for c in CAPTURES} == {
+        "acp-handwritten",
+        "claude-agent-acp-0.101.0",
+        "codex-acp-2.6.0",
+        "gemini-cli-0.61.0",
+    }
+    assert len(CAPTURES) == 32
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
