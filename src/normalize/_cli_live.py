@@ -18,7 +18,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from ._codec import encode, encode_header
-from ._convert import SessionInput, find_inputs
+from ._convert import SessionInput, find_inputs, is_store
 from ._errors import InputError, UsageError
 from ._model import _Core
 from ._redact import Redactor
@@ -89,6 +89,8 @@ def follow_cmd(args: argparse.Namespace) -> int:
 
     if len(args.inputs) != 1 or (args.output is not None and Path(args.output).is_dir()):
         raise UsageError("--follow reads exactly one file and writes one stream")
+    if is_store(Path(args.inputs[0])):
+        raise UsageError("--follow reads a file an agent appends lines to, not a session database")
     out = sys.stdout.buffer if args.output is None else Path(args.output).open("wb")  # noqa: SIM115
     stream = follow(
         args.inputs[0],

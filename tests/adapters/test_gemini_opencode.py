@@ -151,3 +151,8 @@ def test_live_and_stored_gemini_calls_share_one_id(capsys: pytest.CaptureFixture
     out = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     (failed,) = [x["event"] for x in out if x["type"] == "session.event" and x["event"].get("phase") == "failed"]
     assert failed["output"]["type"] == "policy_violation"
+
+
+def test_follow_refuses_a_database(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["convert", "--follow", str(DATABASES[0])]) == 2
+    assert "not a session database" in capsys.readouterr().err
