@@ -105,7 +105,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
             status = 1
             continue
         extra = f" (+{len(inp.companions)} companion files)" if inp.companions else ""
-        print(f"{inp.main}\t{inp.protocol}{extra}")
+        where = str(inp.main) if inp.key is None else f"{inp.main}#{inp.key}"  # a session of a database
+        print(f"{where}\t{inp.protocol}{extra}")
     return status
 
 

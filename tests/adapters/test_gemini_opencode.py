@@ -157,3 +157,12 @@ def test_live_and_stored_gemini_calls_share_one_id(capsys: pytest.CaptureFixture
 def test_follow_refuses_a_database(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["convert", "--follow", str(DATABASES[0])]) == 2
     assert "not a session database" in capsys.readouterr().err
+
+
+def test_detect_names_each_session_of_a_database(capsys: pytest.CaptureFixture[str]) -> None:
+    db = ADAPTERS / "opencode-db/captures/opencode-1.18.33/two_turns.db"
+    assert main(["detect", str(db)]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    where, protocol = line.split("\t")
+    assert protocol == "opencode-db"
+    assert where.startswith(f"{db}#ses_")
