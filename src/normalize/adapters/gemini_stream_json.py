@@ -56,7 +56,7 @@ from normalize import (
 )
 from normalize import Warning as WarningBody
 from normalize.adapters import _gemini_common as gc
-from normalize.adapters._limits import OPEN_CALLS, Bounded, bounded_feed
+from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent, bounded_feed
 
 __all__ = ["GeminiStreamJsonAdapter"]
 
@@ -112,6 +112,8 @@ class GeminiStreamJsonAdapter(_Adapter):
         super().__init__()
         #: open calls: tool name and arguments (the result names only the id)
         self._calls: Bounded[str, tuple[str, Any]] = Bounded("tool call", OPEN_CALLS)
+        #: results that came before their call (the call is then not open)
+        self._early: Recent[str] = Recent()
         #: the assistant message streaming now: its id and text so far
         self._message: tuple[str, str] | None = None
         self._messages = 0  # message ids: the stream gives none
@@ -202,7 +204,10 @@ class GeminiStreamJsonAdapter(_Adapter):
     def _tool_use(self, line: _Line) -> list[Item]:
         tool, call_id = line.tool_name or "", line.tool_id or ""
         out = [*self._end_message(), *self._turn()]
-        self._calls[call_id] = (tool, line.parameters)
+        if call_id in self._early:
+            self._early.discard(call_id)
+        else:
+            self._calls[call_id] = (tool, line.parameters)
         started = ToolCall(
             call_id=call_id,
             tool=tool,
@@ -215,7 +220,10 @@ class GeminiStreamJsonAdapter(_Adapter):
 
     def _tool_result(self, line: _Line) -> list[Item]:
         call_id = line.tool_id or ""
-        tool, args = self._calls.pop(call_id, None) or ("", None)
+        known = self._calls.pop(call_id, None)
+        if known is None:
+            self._early.add(call_id)
+        tool, args = known or ("", None)
         failed = line.status != "success"
         out: list[Item] = []
         if tool == gc.SHELL_TOOL and not failed and line.output:
