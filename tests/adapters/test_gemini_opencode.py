@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ADAPTERS, capture_files, fixed_clock, protocol_of
-from normalize import SessionCreated, SessionEvent, events, find_inputs
+from helpers import ADAPTERS, capture_files, convert_capture, fixed_clock, protocol_of
+from normalize import SessionCreated, SessionEvent, Usage, events, find_inputs
 from normalize._cli import main
 from normalize._convert import detect_file
 
@@ -166,3 +166,13 @@ def test_detect_names_each_session_of_a_database(capsys: pytest.CaptureFixture[s
     where, protocol = line.split("\t")
     assert protocol == "opencode-db"
     assert where.startswith(f"{db}#ses_")
+
+
+def test_gemini_over_acp_is_agent_gemini_cli_with_its_quota_as_turn_usage() -> None:
+    capture = ADAPTERS / "acp/captures/gemini-cli-0.61.0/gemini-b-shell-allow.tap.jsonl"
+    out = [e for e in convert_capture(capture) if isinstance(e, SessionEvent)]
+    assert {e.event.agent for e in out} == {"gemini-cli"}
+    (usage,) = [e.event.body for e in out if isinstance(e.event.body, Usage)]
+    assert usage.scope == "turn"
+    assert usage.tokens is not None
+    assert (usage.tokens.input, usage.tokens.output) == (2400, 80)  # _meta.quota.token_count
