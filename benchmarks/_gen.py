@@ -72,7 +72,8 @@ def _files(protocol: str) -> tuple[str, list[Path]]:
 
 
 def protocols() -> list[str]:
-    return sorted(p.name for p in CAPTURES.iterdir() if (p / "captures").is_dir())
+    """The protocols with captures of lines (opencode-db's captures are databases: not measured here)."""
+    return sorted(p.name for p in CAPTURES.iterdir() if (p / "captures").is_dir() and _files(p.name)[1])
 
 
 def load(protocol: str) -> Template:

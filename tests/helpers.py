@@ -14,6 +14,7 @@ from normalize import (
 )
 from normalize import events as _events
 from normalize._codec import encode_header
+from normalize._convert import is_store, store_inputs, store_records
 from normalize._model import _Core
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,7 +64,8 @@ def protocol_of(capture: Path) -> str:
 def golden_path(capture: Path) -> Path:
     """adapters/P/captures/REL -> golden/P/REL (same file name)."""
     rel = capture.relative_to(ADAPTERS)
-    return GOLDEN / rel.parts[0] / Path(*rel.parts[2:])
+    golden = GOLDEN / rel.parts[0] / Path(*rel.parts[2:])
+    return golden.with_name(golden.name + ".jsonl") if golden.suffix == ".db" else golden
 
 
 def companions(capture: Path) -> list[Path]:
@@ -82,10 +84,18 @@ def records_chunked(data: bytes, cuts: Iterable[int]) -> Iterator[Record]:
     yield from parser.close()
 
 
+def file_bytes(path: Path) -> bytes:
+    """A capture file's bytes; a session database's: its sessions' row records, one a line."""
+    if is_store(path):
+        rows = (rec for inp in store_inputs(path) for rec in store_records(path, inp.key or ""))
+        return b"".join(rec.data + b"\n" for rec in rows)
+    return path.read_bytes()
+
+
 def records_of(paths: list[Path], cuts_per_file: int = 0, seed: int = 0) -> Iterator[Record]:
     rng = random.Random(seed)
     for p in paths:
-        data = p.read_bytes()
+        data = file_bytes(p)
         cuts = [rng.randrange(len(data) + 1) for _ in range(cuts_per_file)] if data else []
         yield from records_chunked(data, cuts)
 

@@ -53,6 +53,8 @@ AGENTS = {
     "codex": "codex-app-server/captures/codex-0.169.0/a_simple_turn_streaming.tap.jsonl",
     "npx": "acp/captures/acp-handwritten/a_initialize_new_prompt_streaming.tap.jsonl",
     "hm": "hm-json/captures/hm-handwritten/01_plain_answer.jsonl",
+    "gemini": "gemini-stream-json/captures/gemini-cli-0.61.0/text_thinking.jsonl",
+    "opencode": "opencode-json/captures/opencode-1.18.33/text_thinking.jsonl",
 }
 #: Blocks allowed to be skipped, at most (each with its reason in the document).
 MAX_SKIPS = 11  # five of them are docs/scale.md's examples of real clusters (Kubernetes, SLURM, Spark, S3)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ADAPTERS, GOLDEN, capture_files, golden_path
+from normalize._convert import store_records
 from normalize._doctor import DoctorReport, Entry, Group, add_doctor_command, diagnose, format_text
 
 CLAUDE = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.332"
@@ -197,6 +198,15 @@ def test_undetectable_files_are_listed_not_fatal() -> None:
     assert sum(g.sessions for g in report.groups) == len(list(CLAUDE.glob("*.jsonl"))) - 1
 
 
+def _line(path: str, n: int) -> str:
+    """Line ``n`` of a file; of a database session (``file.db#<session>``): its ``n``th row record."""
+    if "#" in path:
+        db, key = path.rsplit("#", 1)
+        rows = [rec.data for rec in store_records(Path(db), key)]
+        return rows[n - 1].decode()
+    return Path(path).read_bytes().split(b"\n")[n - 1].decode("utf-8", "replace")
+
+
 def test_over_the_captures_every_example_points_at_its_line(real: DoctorReport) -> None:
     checked = 0
     for g in real.groups:
@@ -205,7 +215,7 @@ def test_over_the_captures_every_example_points_at_its_line(real: DoctorReport) 
             if ex.line is None:
                 assert e.protocol == "core"  # only what normalize settles at the end has no line
                 continue
-            line = Path(ex.path).read_bytes().split(b"\n")[ex.line - 1].decode("utf-8", "replace")
+            line = _line(ex.path, ex.line)
             if ex.excerpt is not None:
                 head = ex.excerpt.removesuffix("…")[:200]
                 assert head in line, (ex.where(), head)

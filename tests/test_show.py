@@ -32,7 +32,7 @@ STREAM_JSON = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.33
 def _input(capture: Path) -> Input:
     inp = next(iter(find_inputs([capture], protocol=protocol_of(capture))))
     assert not isinstance(inp, Exception)
-    return Input(inp.main, inp.protocol, inp.companions)
+    return Input(inp.main, inp.protocol, inp.companions, inp.key)
 
 
 def _sessions(capture: Path) -> list[SessionView]:

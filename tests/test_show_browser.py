@@ -40,7 +40,7 @@ pytestmark = pytest.mark.skipif(
 def _input(capture: Path) -> Input:
     inp = next(iter(find_inputs([capture], protocol=protocol_of(capture))))
     assert not isinstance(inp, Exception)
-    return Input(inp.main, inp.protocol, inp.companions)
+    return Input(inp.main, inp.protocol, inp.companions, inp.key)
 
 
 def _walk(items: list[Item]) -> Iterator[Item]:

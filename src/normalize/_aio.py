@@ -292,6 +292,14 @@ def _receiver(source: ByteReceiveStream | AsyncIterable[bytes]) -> Receive:
     return receive_iter
 
 
+async def _store_lines(inp: SessionInput) -> AsyncIterator[bytes]:
+    def read() -> list[bytes]:
+        return [rec.data + b"\n" for rec in inp.records() if isinstance(rec, Message)]
+
+    for line in await anyio.to_thread.run_sync(read):
+        yield line
+
+
 def aevents(
     source: ByteSource,
     *,
@@ -312,7 +320,12 @@ def aevents(
     the caller owns it).  Detection waits for the full sample on a file and
     decides eagerly on a stream (see :class:`Converter`); ``eager`` overrides.
     """
-    if isinstance(source, SessionInput):
+    if isinstance(source, SessionInput) and source.key is not None:
+        # a session of a database: its row records, read in a worker thread, one a line
+        protocol = protocol or source.protocol
+        paths = []
+        source = _store_lines(source)
+    elif isinstance(source, SessionInput):
         paths = [os.fspath(p) for p in source.paths]
         protocol = protocol or source.protocol
     elif isinstance(source, str | os.PathLike):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ._codec import encode, encode_header
-from ._convert import SessionInput, events, find_inputs, iter_records, read_records, sample_records
+from ._convert import SessionInput, events, find_inputs, iter_records, sample_records
 from ._errors import DetectionError, InputError, NormalizeError, NotASession, UnreadableInput, UsageError
 from ._lines import DEFAULT_MAX_LINE, Record
 from ._model import Error as ErrorBody
@@ -141,6 +141,8 @@ def _gather(args: argparse.Namespace, tally: _Tally) -> list[_Item]:
                 _say(f"skipped: {inp.message}")
             else:
                 rel = inp.main.relative_to(root) if root.is_dir() else Path(inp.main.name)
+                if inp.key is not None:  # a session of a database: named by its id, in a folder named after it
+                    rel = rel.parent / rel.stem / f"{inp.key}.jsonl"
                 items.append(_Item(inp, rel))
     return items
 
@@ -241,7 +243,7 @@ def _convert_item(
     if item.inp is None:
         protocol, records = _stdin_records(args)
     else:
-        protocol, records = item.inp.protocol, read_records(item.inp.paths, max_line=args.max_line)
+        protocol, records = item.inp.protocol, item.inp.records(max_line=args.max_line)
     if names is None:
         recognised = _write_session(records, protocol, item.name, out_file, args, redactor)
     else:
@@ -286,7 +288,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
             status = 1
             continue
         extra = f" (+{len(inp.companions)} companion files)" if inp.companions else ""
-        print(f"{printable(inp.main)}\t{printable(inp.protocol)}{extra}")
+        where = str(inp.main) if inp.key is None else f"{inp.main}#{inp.key}"  # a session of a database
+        print(f"{printable(where)}\t{printable(inp.protocol)}{extra}")
     return status
 
 

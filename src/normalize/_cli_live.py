@@ -22,7 +22,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from ._codec import encode, encode_header
-from ._convert import SessionInput, find_inputs
+from ._convert import SessionInput, find_inputs, is_store
 from ._errors import DetectionError, InputError, NotASession, UsageError
 from ._model import _Core
 from ._outputs import same_file
@@ -225,6 +225,8 @@ def follow_cmd(args: argparse.Namespace) -> int:
         adapter_class(args.protocol)
     if args.output is not None and same_file(Path(args.output), followed):
         raise UsageError(f"will not write over an input: {args.output} is the followed file")
+    if is_store(followed):
+        raise UsageError("--follow reads a file an agent appends lines to, not a session database")
     out = sys.stdout.buffer if args.output is None else Path(args.output).open("wb")  # noqa: SIM115
     stream = follow(
         args.inputs[0],

@@ -131,7 +131,9 @@ class Adapter:
       and are not sessions of their own.
     * ``owned``: glob patterns of files in a session file's folder that belong to
       the session :meth:`owner_of` names (Claude Code 2.0.x ``agent-*.jsonl``
-      beside every session of a project); read after the ``companions``.
+      beside every session of a project); read after the ``companions``;
+    * ``default_paths``: where the agent keeps its stored sessions (``~`` for
+      the home folder), read by the commands given no path.
     """
 
     protocol: ClassVar[str] = ""
@@ -141,6 +143,7 @@ class Adapter:
     announces_session: ClassVar[bool] = False
     companions: ClassVar[tuple[str, ...]] = ()
     owned: ClassVar[tuple[str, ...]] = ()
+    default_paths: ClassVar[tuple[str, ...]] = ()
     agent: str = "unknown"
 
     def __init__(self) -> None:

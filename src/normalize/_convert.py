@@ -110,19 +110,59 @@ def events(
 
 
 class SessionInput:
-    """One session on disk: its main file, the files that belong to it, its protocol."""
+    """One session on disk: its main file, the files that belong to it, its protocol.
 
-    def __init__(self, main: Path, protocol: str, companions: Sequence[Path] = ()) -> None:
+    ``key`` names a session inside a database file (an OpenCode ``opencode.db``): its
+    records are read from the database (:meth:`records`), not parsed from lines.
+    """
+
+    def __init__(self, main: Path, protocol: str, companions: Sequence[Path] = (), key: str | None = None) -> None:
         self.main = main
         self.protocol = protocol
         self.companions = list(companions)
+        self.key = key
 
     @property
     def paths(self) -> list[Path]:
         return [self.main, *self.companions]
 
+    def records(self, *, max_line: int = DEFAULT_MAX_LINE) -> Iterator[Record]:
+        """The session's records: its files' lines, or its rows in a database."""
+        if self.key is None:
+            return read_records(self.paths, max_line=max_line)
+        return store_records(self.main, self.key)
+
     def __repr__(self) -> str:
-        return f"SessionInput({str(self.main)!r}, {self.protocol!r}, +{len(self.companions)})"
+        key = f", key={self.key!r}" if self.key is not None else ""
+        return f"SessionInput({str(self.main)!r}, {self.protocol!r}, +{len(self.companions)}{key})"
+
+
+# ---------------------------------------------------------------- session databases
+
+#: The protocol of the sessions a database file holds.
+STORE_PROTOCOL = "opencode-db"
+
+
+def is_store(path: Path) -> bool:
+    """Whether ``path`` is a database of stored sessions normalize reads (OpenCode's)."""
+    from .adapters.opencode_db import is_opencode_db
+
+    return path.is_file() and is_opencode_db(path)
+
+
+def store_inputs(path: Path) -> list[SessionInput]:
+    """One input per session of a database file, oldest first."""
+    from .adapters.opencode_db import session_ids
+
+    return [SessionInput(path, STORE_PROTOCOL, key=sid) for sid in session_ids(path)]
+
+
+def store_records(path: Path, key: str) -> Iterator[Message]:
+    """The row records of one session of a database file (numbered like lines)."""
+    from .adapters.opencode_db import session_rows
+
+    for n, data in enumerate(session_rows(path, key), 1):
+        yield Message(data=data, from_="agent", line=n)
 
 
 def detect_file(path: Path, *, max_line: int = DEFAULT_MAX_LINE) -> str:
@@ -191,6 +231,9 @@ def find_inputs(
         if root.is_dir():
             yield from _find_in_folder(root, protocol, max_line)
             continue
+        if is_store(root):  # a database of sessions (OpenCode): one input per session
+            yield from store_inputs(root)
+            continue
         try:
             proto = _protocol_of(root, protocol, max_line)
             cls = adapter_class(proto)
@@ -202,6 +245,8 @@ def find_inputs(
 
 def _find_in_folder(root: Path, protocol: str | None, max_line: int) -> Iterator[SessionInput | DetectionError]:
     try:
+        for db in sorted(p for p in root.rglob("*.db") if is_store(p)):
+            yield from store_inputs(db)
         files = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
     except OSError as exc:  # a folder that cannot be listed
         yield UnreadableInput(f"{exc.filename or root}: {exc.strerror or exc}")

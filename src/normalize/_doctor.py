@@ -188,20 +188,28 @@ class _Cursor:
         self._seen: OrderedDict[int, tuple[str, int]] = OrderedDict()
 
     def records(self) -> Iterator[Record]:
-        for path in self.inp.paths:
-            self.path = str(path)
-            with path.open("rb") as f:
-                for rec in self._read(f, path):
-                    self.line = rec.line
-                    if isinstance(rec, Message):
-                        self.messages += 1
-                        self._remember(rec.data)
-                        if not rec.data.isascii():  # what an error event carries of a line not UTF-8: its text
-                            self._remember(rec.data.decode("utf-8", errors="replace").encode())
-                    else:  # a line that never became a message: its event carries the kept head
-                        self._remember((rec.error.kept or "").encode())
-                    yield rec
+        for path, recs in self._sources():
+            self.path = path
+            for rec in recs:
+                self.line = rec.line
+                if isinstance(rec, Message):
+                    self.messages += 1
+                    self._remember(rec.data)
+                    if not rec.data.isascii():  # what an error event carries of a line not UTF-8: its text
+                        self._remember(rec.data.decode("utf-8", errors="replace").encode())
+                else:  # a line that never became a message: its event carries the kept head
+                    self._remember((rec.error.kept or "").encode())
+                yield rec
         self.path, self.line = str(self.inp.main), None
+
+    def _sources(self) -> Iterator[tuple[str, Iterator[Record]]]:
+        """Per file, its records; a session of a database: its rows, counted as lines."""
+        if self.inp.key is not None:
+            yield f"{self.inp.main}#{self.inp.key}", self.inp.records()
+            return
+        for path in self.inp.paths:
+            with path.open("rb") as f:
+                yield str(path), self._read(f, path)
 
     def _read(self, f: BinaryIO, path: Path) -> Iterator[Record]:
         """The file's records; an OS error while reading names the file."""

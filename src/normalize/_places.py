@@ -9,6 +9,8 @@ Facts (the agents' own layouts, docs in each kit's README):
 * Codex: ``$CODEX_HOME`` or ``~/.codex``, then ``sessions/YYYY/MM/DD/rollout-*.jsonl``,
   and ``archived_sessions/`` for the rollouts archived from the app.
   ``~/.codex/history.jsonl`` is the prompt history, ``session_index.jsonl`` an index.
+* Gemini CLI: ``~/.gemini/tmp/<project>/chats/``; OpenCode: the database
+  ``~/.local/share/opencode/opencode.db`` (each adapter's ``default_paths``).
 * ACP agents, Antigravity and hm keep no session files normalize reads: their
   sessions are read from recordings (``normalize tap --record``).
 
@@ -40,7 +42,7 @@ class Place:
 
     @property
     def exists(self) -> bool:
-        return self.path.is_dir()
+        return self.path.exists()  # a folder, or a database file (OpenCode)
 
 
 def _home(variable: str, default: str) -> Path:
@@ -59,11 +61,22 @@ def _codex_home() -> Path:
 def default_places() -> list[Place]:
     """Every folder the agents are known to store sessions in, existing or not, in a fixed order."""
     claude, codex = _claude_home(), _codex_home()
-    return [
+    places = [
         Place("claude-code", claude / "projects"),
         Place("codex", codex / "sessions"),
         Place("codex", codex / "archived_sessions"),
     ]
+    # the others the registered adapters name (Gemini CLI's chats, OpenCode's database, third parties)
+    from ._registry import available
+
+    known = {p.path for p in places} | {Path("~/.claude/projects").expanduser(), Path("~/.codex/sessions").expanduser()}
+    for cls in available().values():
+        for default in cls.default_paths:
+            path = Path(default).expanduser()
+            if path not in known:
+                known.add(path)
+                places.append(Place(cls.agent, path))
+    return places
 
 
 #: Per agent home, the files in it that are the agent's own bookkeeping, not sessions.

@@ -44,7 +44,6 @@ from normalize.adapters.acp import AcpAdapter
 
 PROTOCOL = "acp"
 CAPTURES = [c for c in session_captures() if c.relative_to(ADAPTERS).parts[0] == PROTOCOL]
-LOADS = [c for c in CAPTURES if "load" in c.name]
 Wire = dict[str, Any]
 
 #: session/update fields that carry nothing the model holds (vendor data, a timestamp, the key).
@@ -71,6 +70,17 @@ def _id(p: Path) -> str:
 def wire(capture: Path) -> list[tuple[str, Wire]]:
     msgs = [r for r in CaptureParser().feed(capture.read_bytes() + b"\n") if isinstance(r, Message)]
     return [(m.from_, json.loads(m.data)) for m in msgs]
+
+
+def _loaded(capture: Path) -> bool:
+    """Whether the capture has a ``session/load`` the agent answered with a result (Gemini CLI
+    0.61.0 answered its load with an error: no history to replay there)."""
+    lines = wire(capture)
+    ids = {m["id"] for d, m in lines if d == "client" and m.get("method") == "session/load"}
+    return any(d == "agent" and m.get("id") in ids and "result" in m for d, m in lines)
+
+
+LOADS = [c for c in CAPTURES if "load" in c.name and _loaded(c)]
 
 
 def events_of(capture: Path) -> list[_Core]:
@@ -137,8 +147,13 @@ def chunk(kind: str, text: str, mid: str | None = None) -> tuple[str, Wire]:
 
 
 def test_every_capture_set_is_here() -> None:
-    assert {c.parent.name for c in CAPTURES} == {"acp-handwritten", "claude-agent-acp-0.101.0", "codex-acp-2.6.0"}
-    assert len(CAPTURES) == 24
+    assert {c.parent.name for c in CAPTURES} == {
+        "acp-handwritten",
+        "claude-agent-acp-0.101.0",
+        "codex-acp-2.6.0",
+        "gemini-cli-0.61.0",
+    }
+    assert len(CAPTURES) == 32
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)

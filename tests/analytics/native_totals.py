@@ -8,6 +8,7 @@ whole session (or adding up its per-turn figures when it reports no total).
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -194,6 +195,53 @@ def acp(path: Path) -> Totals | None:
     }
 
 
+def gemini_stream_json(path: Path) -> Totals | None:
+    """``result.stats`` per process (one turn): added up; output = total - input (thoughts included)."""
+    stats = [m["stats"] for m in messages(path) if m.get("type") == "result" and "stats" in m]
+    if not stats:
+        return None
+    return {
+        "input": sum(s["input_tokens"] for s in stats),
+        "output": sum(s["total_tokens"] - s["input_tokens"] for s in stats),
+    }
+
+
+def gemini_chat(path: Path) -> Totals | None:
+    """Each model message's ``tokens`` (a message is written again when its calls ran): once per id."""
+    tokens = {m["id"]: m["tokens"] for m in messages(path) if m.get("type") == "gemini" and "tokens" in m}
+    if not tokens:
+        return None
+    return {
+        "input": sum(t["input"] for t in tokens.values()),
+        "output": sum(t["output"] + t.get("thoughts", 0) for t in tokens.values()),
+    }
+
+
+def opencode_json(path: Path) -> Totals | None:
+    """``step_finish`` parts (one a model request): added up, cache and reasoning counted back in."""
+    parts = [m["part"] for m in messages(path) if m.get("type") == "step_finish"]
+    if not parts:
+        return None
+    cache = [p["tokens"]["cache"] for p in parts]
+    return {
+        "input": sum(p["tokens"]["input"] for p in parts) + sum(c["read"] + c["write"] for c in cache),
+        "output": sum(p["tokens"]["output"] + p["tokens"]["reasoning"] for p in parts),
+        "cost": sum(p["cost"] for p in parts),
+    }
+
+
+def opencode_db(path: Path) -> Totals | None:
+    """The ``session`` row's running totals (the database holds one session per capture)."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        row = db.execute(
+            "select tokens_input + tokens_cache_read + tokens_cache_write, tokens_output + tokens_reasoning, cost"
+            " from session"
+        ).fetchone()
+    if row is None or not (row[0] or row[1]):
+        return None
+    return {"input": row[0], "output": row[1], "cost": row[2]}
+
+
 READERS: dict[str, Callable[[Path], Totals | None]] = {
     "claude-stream-json": claude_stream_json,
     "claude-transcript": claude_transcript,
@@ -203,6 +251,10 @@ READERS: dict[str, Callable[[Path], Totals | None]] = {
     "hm-json": hm_json,
     "antigravity-stream-json": antigravity,
     "acp": acp,
+    "gemini-stream-json": gemini_stream_json,
+    "gemini-chat": gemini_chat,
+    "opencode-json": opencode_json,
+    "opencode-db": opencode_db,
 }
 
 

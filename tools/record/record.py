@@ -15,7 +15,14 @@ directory (holding one file, ``hello.txt``), against a fake model server on 127.
   ``<out>/codex-app-server/captures/codex-<version>/<case>.tap.jsonl`` and
   ``<out>/codex-rollout/captures/codex-<version>/app-server-<case>.jsonl``;
 * the npm ACP adapters ``claude-agent-acp`` and ``codex-acp`` (a recording ACP client):
-  ``<out>/acp/captures/<adapter>-<version>/<case>.tap.jsonl``.
+  ``<out>/acp/captures/<adapter>-<version>/<case>.tap.jsonl``;
+* Gemini CLI (``-p`` stream-json, against the fake Gemini API):
+  ``<out>/gemini-stream-json/captures/gemini-cli-<version>/<case>.jsonl`` and its chat files in
+  ``<out>/gemini-chat/captures/gemini-cli-<version>/<case>.jsonl``; ``gemini --acp``:
+  ``<out>/acp/captures/gemini-cli-<version>/<case>.tap.jsonl``;
+* OpenCode (``run --format json``, against the fake Responses server):
+  ``<out>/opencode-json/captures/opencode-<version>/<case>.jsonl`` and a copy of its database
+  holding only the session tables, ``<out>/opencode-db/captures/opencode-<version>/<case>.db``.
 
 Tap lines splice the wire line into ``{"t":…,"from":…,"msg":<line>}`` as is.
 The scratch paths are rewritten to ``/home/user/project`` and ``/home/user``
@@ -47,8 +54,21 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scenarios import ACP_CLAUDE, ACP_CODEX, APP_SERVER, CLAUDE, CODEX, Scenario, dumps, fill, with_cwd
-from servers import AnthropicHandler, FakeServer, ResponsesHandler
+from scenarios import (
+    ACP_CLAUDE,
+    ACP_CODEX,
+    ACP_GEMINI,
+    APP_SERVER,
+    CLAUDE,
+    CODEX,
+    GEMINI,
+    OPENCODE,
+    Scenario,
+    dumps,
+    fill,
+    with_cwd,
+)
+from servers import AnthropicHandler, FakeServer, GeminiHandler, ResponsesHandler
 
 HOME = b"/home/user"
 NL = b"\n"
@@ -76,6 +96,9 @@ class Scratch:
         pairs = [
             (str(self.cwd).encode(), PROJECT),
             (str(self.home).encode(), HOME),
+            # OpenCode also writes paths relative to / (``tmp/.../project/hello.txt``)
+            (str(self.cwd).lstrip("/").encode(), PROJECT.lstrip(b"/")),
+            (str(self.home).lstrip("/").encode(), HOME.lstrip(b"/")),
             (re.sub(r"[^A-Za-z0-9]", "-", str(self.cwd)).encode(), b"-home-user-project"),
         ]
         for old, new in pairs:
@@ -198,8 +221,9 @@ def run_cli(
         for line in proc.stdout.splitlines():
             with contextlib.suppress(ValueError):
                 obj = json.loads(line)
-                if isinstance(obj, dict) and isinstance(obj.get("session_id"), str):
-                    state.setdefault("session", obj["session_id"])
+                sid = obj.get("session_id", obj.get("sessionID")) if isinstance(obj, dict) else None
+                if isinstance(sid, str):
+                    state.setdefault("session", sid)
                     break
         return proc.returncode, scratch.rewrite(proc.stdout), False
     with (
@@ -501,6 +525,147 @@ def record_acp(
     run_chains(scenarios, cases, AnthropicHandler if claude else ResponsesHandler, setup, write, collect, log, name)
 
 
+# ---------------------------------------------------------------- Gemini CLI
+
+
+def _env_of(sc: Scenario) -> dict[str, str]:
+    """The scenario's environment variables (keys starting with ``_`` are recorder settings)."""
+    return {k: v for k, v in sc.env.items() if not k.startswith("_")}
+
+
+def _gemini_home(sc: Scenario, scratch: Scratch, url: str) -> dict[str, str]:
+    """``~/.gemini/settings.json`` choosing API-key auth (a policy file when the case has one); the env."""
+    gemini = scratch.home / ".gemini"
+    gemini.mkdir(exist_ok=True)
+    (gemini / "settings.json").write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+    if "_gemini_policy" in sc.env:
+        (gemini / "policies").mkdir(exist_ok=True)
+        (gemini / "policies" / "normalize-record.toml").write_text(sc.env["_gemini_policy"])
+    return {
+        **base_env(scratch),
+        "GEMINI_API_KEY": "fake-gemini-key",
+        "GOOGLE_GEMINI_BASE_URL": url,
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+        **_env_of(sc),
+    }
+
+
+def _gemini_chats(scratch: Scratch) -> list[Path]:
+    tmp = scratch.home / ".gemini" / "tmp"
+    return sorted(tmp.glob("*/chats/*.jsonl")) if tmp.is_dir() else []
+
+
+def record_gemini(binary: Path, out: Output, cases: set[str] | None, log: Callable[[str], None]) -> None:
+    version = version_of(binary)
+    name = f"gemini-cli-{version}"
+    if not out.any_writable(("gemini-stream-json", name), ("gemini-chat", name)):
+        return
+
+    def setup(sc: Scenario, scratch: Scratch, url: str) -> tuple[dict[str, str], list[str]]:
+        return _gemini_home(sc, scratch, url), [str(binary), *sc.args]
+
+    def write(sc: Scenario, data: bytes, tap: bool) -> None:
+        out.write("gemini-stream-json", name, f"{sc.case}.jsonl", data)
+
+    def collect(sc: Scenario, scratch: Scratch) -> None:
+        chats = _gemini_chats(scratch)
+        for i, c in enumerate(chats):
+            suffix = "" if i == 0 else f"-{i + 1}"
+            out.write("gemini-chat", name, f"{sc.case}{suffix}.jsonl", scratch.rewrite(c.read_bytes()))
+        log(f"gemini-cli {version} {sc.case}: {len(chats)} chat file(s)")
+
+    run_chains(GEMINI, cases, GeminiHandler, setup, write, collect, log, f"gemini-cli {version}")
+
+
+def record_gemini_acp(binary: Path, out: Output, cases: set[str] | None, log: Callable[[str], None]) -> None:
+    """``gemini --acp`` driven by the recording ACP client."""
+    version = version_of(binary)
+    name = f"gemini-cli-{version}"
+    if not out.any_writable(("acp", name)):
+        return
+
+    def setup(sc: Scenario, scratch: Scratch, url: str) -> tuple[dict[str, str], list[str]]:
+        return _gemini_home(sc, scratch, url), [str(binary), "--acp", *sc.args]
+
+    def write(sc: Scenario, data: bytes, tap: bool) -> None:
+        out.write("acp", name, f"{sc.case}.tap.jsonl", data)
+
+    def collect(sc: Scenario, scratch: Scratch) -> None:
+        return
+
+    run_chains(ACP_GEMINI, cases, GeminiHandler, setup, write, collect, log, name)
+
+
+# ---------------------------------------------------------------- OpenCode
+
+
+def _opencode_home(sc: Scenario, scratch: Scratch, url: str) -> dict[str, str]:
+    """``~/.config/opencode/opencode.json``: the openai provider at the fake server, ``openai/gpt-5``."""
+    config: dict[str, Any] = {
+        "model": "openai/gpt-5",
+        "provider": {"openai": {"options": {"baseURL": f"{url}/v1", "apiKey": "sk-fake-key"}}},
+        "autoupdate": False,
+        "share": "disabled",
+    }
+    if "_opencode_permission" in sc.env:
+        config["permission"] = json.loads(sc.env["_opencode_permission"])
+    folder = scratch.home / ".config" / "opencode"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "opencode.json").write_text(json.dumps(config, indent=2))
+    return {**base_env(scratch), "OPENAI_API_KEY": "sk-fake-key", **_env_of(sc)}
+
+
+#: The tables of a session's content; the others (account, credential, control_account,
+#: session_share, permission...) are never copied.
+OPENCODE_TABLES = ("project", "session", "message", "part")
+
+
+def _opencode_db(scratch: Scratch, dest: Path) -> int:
+    """A small copy of OpenCode's database holding only the session tables, paths rewritten."""
+    import sqlite3
+
+    src = scratch.home / ".local" / "share" / "opencode" / "opencode.db"
+    if not src.exists():
+        return 0
+    dest.unlink(missing_ok=True)
+    with (
+        contextlib.closing(sqlite3.connect(f"file:{src}?mode=ro", uri=True)) as db,
+        contextlib.closing(sqlite3.connect(dest)) as copy,
+    ):
+        n = 0
+        for table in OPENCODE_TABLES:
+            (sql,) = db.execute("select sql from sqlite_master where type='table' and name=?", (table,)).fetchone()
+            copy.execute(sql)
+            rows = db.execute(f"select * from {table}").fetchall()
+            for row in rows:
+                vals = [scratch.rewrite(v.encode()).decode() if isinstance(v, str) else v for v in row]
+                copy.execute(f"insert into {table} values ({','.join('?' * len(vals))})", vals)
+            n += len(rows) if table == "session" else 0
+        copy.commit()
+        copy.execute("vacuum")
+    return n
+
+
+def record_opencode(binary: Path, out: Output, cases: set[str] | None, log: Callable[[str], None]) -> None:
+    version = version_of(binary)
+    name = f"opencode-{version}"
+    if not out.any_writable(("opencode-json", name), ("opencode-db", name)):
+        return
+
+    def setup(sc: Scenario, scratch: Scratch, url: str) -> tuple[dict[str, str], list[str]]:
+        return _opencode_home(sc, scratch, url), [str(binary), *sc.args]
+
+    def write(sc: Scenario, data: bytes, tap: bool) -> None:
+        out.write("opencode-json", name, f"{sc.case}.jsonl", data)
+
+    def collect(sc: Scenario, scratch: Scratch) -> None:
+        folder = out.folder("opencode-db", name)
+        if folder is not None:
+            log(f"opencode {version} {sc.case}: {_opencode_db(scratch, folder / f'{sc.case}.db')} session(s)")
+
+    run_chains(OPENCODE, cases, ResponsesHandler, setup, write, collect, log, f"opencode {version}")
+
+
 # ---------------------------------------------------------------- command line
 
 
@@ -509,9 +674,11 @@ PACKAGES = {
     "codex": "@openai/codex",
     "claude-agent-acp": "@agentclientprotocol/claude-agent-acp",
     "codex-acp": "@agentclientprotocol/codex-acp",
+    "gemini": "@google/gemini-cli",
+    "opencode": "opencode-ai",
 }
-AGENTS = ["claude", "codex", "codex-app-server", "claude-agent-acp", "codex-acp"]
-PACKAGE_OF = {"claude": "claude", "codex": "codex", "codex-app-server": "codex"}
+AGENTS = ["claude", "codex", "codex-app-server", "claude-agent-acp", "codex-acp", "gemini", "gemini-acp", "opencode"]
+PACKAGE_OF = {"claude": "claude", "codex": "codex", "codex-app-server": "codex", "gemini-acp": "gemini"}
 
 
 def install(prefix: Path, versions: dict[str, str]) -> None:
@@ -533,6 +700,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--codex-version", default="latest", help="npm version of Codex to install")
     p.add_argument("--claude-agent-acp-version", default="latest", help="npm version of claude-agent-acp")
     p.add_argument("--codex-acp-version", default="latest", help="npm version of codex-acp")
+    p.add_argument("--gemini-version", default="latest", help="npm version of Gemini CLI")
+    p.add_argument("--opencode-version", default="latest", help="npm version of OpenCode")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
     p.add_argument("--keep", action="store_true", help="keep the scratch folders (requests.jsonl, stderr)")
     args = p.parse_args(argv)
@@ -544,6 +713,9 @@ def main(argv: list[str] | None = None) -> int:
         "codex-app-server": APP_SERVER,
         "claude-agent-acp": ACP_CLAUDE,
         "codex-acp": ACP_CODEX,
+        "gemini": GEMINI,
+        "gemini-acp": ACP_GEMINI,
+        "opencode": OPENCODE,
     }
     if args.list:
         for agent in AGENTS:
@@ -573,6 +745,12 @@ def main(argv: list[str] | None = None) -> int:
             record_codex(binary, out, cases, log)
         elif agent == "codex-app-server":
             record_app_server(binary, out, cases, log)
+        elif agent == "gemini":
+            record_gemini(binary, out, cases, log)
+        elif agent == "gemini-acp":
+            record_gemini_acp(binary, out, cases, log)
+        elif agent == "opencode":
+            record_opencode(binary, out, cases, log)
         else:
             record_acp(agent, binary, args.npm_dir, out, cases, log)
         log(f"{agent}: {time.monotonic() - started:.0f} s")

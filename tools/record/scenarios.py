@@ -558,10 +558,11 @@ def _acp_load(w: Wire) -> None:
 
 def _acp_set(prefix: str, agent: str, shell: str, edit: list[Step], cancel_delay: float) -> list[Scenario]:
     """The ACP scenarios of one adapter; ``shell`` is its shell tool, ``edit`` its edit round trip."""
-    ask_mode = "default" if agent == "claude" else "read-only"
+    # Gemini CLI asks in its default mode, which a new session is already in
+    ask_mode = {"claude": "default", "codex": "read-only"}.get(agent)
 
     def shell_call(cmd: str) -> Tool:
-        if agent == "claude":
+        if agent in ("claude", "gemini"):
             return Tool(shell, {"command": cmd, "description": "Run " + cmd})
         return _escalated(cmd, f"Do you allow running {cmd}?")
 
@@ -708,3 +709,179 @@ def with_cwd(script: Script, cwd: str) -> Script:
 def dumps(obj: dict[str, Any]) -> bytes:
     """A client line as the recorder writes it: compact JSON."""
     return json.dumps(obj, separators=(",", ":")).encode()
+
+
+# ---------------------------------------------------------------- Gemini CLI
+
+GEMINI_STREAM = ["--output-format", "stream-json"]
+
+#: A policy rule denying ``rm`` in the shell tool, written to ``~/.gemini/policies/`` for the denied case.
+GEMINI_DENY_RM = '[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = "rm"\ndecision = "deny"\npriority = 999\n'
+
+GEMINI: list[Scenario] = [
+    Scenario(
+        "text_thinking",
+        ["-p", "scenario text: hello", *GEMINI_STREAM],
+        _one(
+            "scenario text",
+            Step(blocks=(Thinking("**Greeting** the user."), Text("Hello from the fake Gemini server!"))),
+        ),
+        about="a thought then a streamed answer",
+    ),
+    Scenario(
+        "shell_allowed",
+        ["-p", "scenario shell: list the files", *GEMINI_STREAM, "--yolo"],
+        _one(
+            "scenario shell",
+            Step(blocks=(Text("I'll list them."), Tool("run_shell_command", {"command": "ls", "description": "List"}))),
+            Step(blocks=(Text("There is one file: hello.txt."),)),
+        ),
+        about="one run_shell_command round trip under --yolo",
+    ),
+    Scenario(
+        "shell_denied",
+        ["-p", "scenario deny: remove hello.txt", *GEMINI_STREAM, "--yolo"],
+        _one(
+            "scenario deny",
+            Step(blocks=(Tool("run_shell_command", {"command": "rm -f hello.txt", "description": "Remove"}),)),
+            Step(blocks=(Text("Understood, I left hello.txt alone."),)),
+        ),
+        env={"_gemini_policy": GEMINI_DENY_RM},
+        about="run_shell_command denied by a policy rule (rm), under --yolo",
+    ),
+    Scenario(
+        "file_edit",
+        ["-p", "scenario edit: fix hello.txt", *GEMINI_STREAM, "--yolo"],
+        _one(
+            "scenario edit",
+            Step(
+                blocks=(
+                    Tool(
+                        "replace",
+                        {
+                            "file_path": "{cwd}/hello.txt",
+                            "instruction": "Add a comma",
+                            "old_string": "hello world",
+                            "new_string": "hello, world",
+                        },
+                    ),
+                )
+            ),
+            Step(blocks=(Text("Fixed the comma."),)),
+        ),
+        about="a replace edit of hello.txt",
+    ),
+    Scenario(
+        "two_turns_pre",
+        ["-p", "scenario twoturns: first question", *GEMINI_STREAM],
+        _one("scenario twoturns", Step(blocks=(Text("First answer."),))),
+        about="the first turn of two_turns",
+    ),
+    Scenario(
+        "two_turns",
+        ["--resume", "latest", "-p", "scenario twoturns: second question", *GEMINI_STREAM],
+        _one("scenario twoturns", Step(blocks=(Thinking("About the second question."), Text("Second answer.")))),
+        follows="two_turns_pre",
+        about="--resume latest with a second prompt, a separate process",
+    ),
+    Scenario(
+        "api_error",
+        ["-p", "scenario error400: hello", *GEMINI_STREAM],
+        _one("scenario error400", Step(status=400, error_message="fake server: invalid argument", repeat=True)),
+        about="HTTP 400 INVALID_ARGUMENT on the turn's request (not retried)",
+    ),
+]
+
+ACP_GEMINI = _acp_set(
+    "gemini",
+    "gemini",
+    "run_shell_command",
+    [
+        Step(
+            blocks=(
+                Tool(
+                    "replace",
+                    {
+                        "file_path": "{cwd}/hello.txt",
+                        "instruction": "Add a comma",
+                        "old_string": "hello world",
+                        "new_string": "hello, world",
+                    },
+                ),
+            )
+        ),
+        Step(blocks=(Text("Fixed the comma."),)),
+    ],
+    0.7,
+)
+
+# ---------------------------------------------------------------- OpenCode
+
+
+def _oc(prompt: str, *extra: str) -> list[str]:
+    return ["run", "--format", "json", *extra, prompt]
+
+
+_OC_PATCH = "*** Begin Patch\n*** Update File: hello.txt\n@@\n-hello world\n+hello, world\n*** End Patch"
+
+OPENCODE: list[Scenario] = [
+    Scenario(
+        "text_thinking",
+        _oc("scenario text: hello", "--thinking"),
+        _one(
+            "scenario text",
+            Step(blocks=(Thinking("**Greeting the user**"), Text("Hello from the fake Responses server!"))),
+        ),
+        about="reasoning (shown with --thinking) then a streamed answer",
+    ),
+    Scenario(
+        "shell_allowed",
+        _oc("scenario shell: list the files"),
+        _one(
+            "scenario shell",
+            Step(blocks=(Text("I'll list them."), Tool("bash", {"command": "ls", "description": "List files"}))),
+            Step(blocks=(Text("There is one file: hello.txt."),)),
+        ),
+        about="one bash round trip (bash is allowed by default)",
+    ),
+    Scenario(
+        "shell_denied",
+        _oc("scenario deny: remove hello.txt"),
+        _one(
+            "scenario deny",
+            Step(blocks=(Tool("bash", {"command": "rm -f hello.txt", "description": "Remove hello.txt"}),)),
+            Step(blocks=(Text("Understood, I left hello.txt alone."),)),
+        ),
+        env={"_opencode_permission": json.dumps({"bash": {"rm *": "deny"}})},
+        about="bash denied by a permission rule (rm *)",
+    ),
+    Scenario(
+        "file_edit",
+        _oc("scenario edit: fix hello.txt"),
+        _one(
+            "scenario edit",
+            Step(blocks=(Tool("apply_patch", {"patchText": _OC_PATCH}),)),
+            Step(blocks=(Text("Fixed the comma."),)),
+        ),
+        about="apply_patch (the edit tool OpenCode offers gpt-5) updating hello.txt",
+    ),
+    Scenario(
+        "two_turns_pre",
+        _oc("scenario twoturns: first question"),
+        _one("scenario twoturns", Step(blocks=(Text("First answer."),))),
+        about="the first turn of two_turns",
+    ),
+    Scenario(
+        "two_turns",
+        _oc("scenario twoturns: second question", "--session", "{session}"),
+        _one("scenario twoturns", Step(blocks=(Text("Second answer."),))),
+        follows="two_turns_pre",
+        about="--session <two_turns_pre's session> with a second prompt, a separate process",
+    ),
+    Scenario(
+        "api_error",
+        _oc("scenario error400: hello"),
+        _one("scenario error400", Step(status=400, error_type="invalid_request_error", repeat=True)),
+        about="HTTP 400 on the turn's request",
+    ),
+]

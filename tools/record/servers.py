@@ -480,3 +480,121 @@ class ResponsesHandler(_Handler):
         }
         done_resp = {"id": rid, "model": model, "status": "completed", "usage": usage}
         yield "response.completed", {"type": "response.completed", "response": done_resp}
+
+
+# ---------------------------------------------------------------- Gemini
+
+
+class GeminiHandler(_Handler):
+    """The Gemini API as Gemini CLI calls it with ``GOOGLE_GEMINI_BASE_URL``.
+
+    ``POST /v1beta/models/<model>:streamGenerateContent?alt=sse`` (the turn: ``data:`` lines,
+    each a GenerateContentResponse) and ``:generateContent`` (side queries: routing, the next
+    speaker check), ``:countTokens``.  Thinking is a part with ``thought: true``; a tool call a
+    ``functionCall`` part; ``usageMetadata`` comes with the last chunk.
+    """
+
+    def do_POST(self) -> None:
+        body = self._body()
+        self.server.record(self.path, body)
+        path = self.path.split("?", 1)[0]
+        if not isinstance(body, dict) or ":" not in path:
+            self._json(404, {"error": {"code": 404, "message": "fake server", "status": "NOT_FOUND"}})
+            return
+        model = path.rsplit("/", 1)[-1].split(":", 1)[0]
+        method = path.rsplit(":", 1)[-1]
+        if method == "countTokens":
+            self._json(200, {"totalTokens": 42})
+            return
+        contents = body.get("contents") or []
+        text = "\n".join(
+            str(p.get("text", ""))
+            for c in contents
+            if isinstance(c, dict) and c.get("role") == "user"
+            for p in c.get("parts") or []
+            if isinstance(p, dict)
+        )
+        # Only the turn's own requests offer tools; routing and checks on the side get the default.
+        step = self.server.script.next_step(text) if body.get("tools") else self.server.script.default
+        if step.status != 200:
+            status = {400: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+            err = {"code": step.status, "message": step.error_message, "status": status.get(step.status, "UNKNOWN")}
+            self._json(step.status, {"error": err})
+            return
+        n = self.server.ids.next()
+        if method == "streamGenerateContent":
+            self._sse_data(self._chunks(step, model, n), step)
+        else:
+            self._json(200, self._side_answer(body, model, n))
+
+    def _sse_data(self, chunks: Iterator[dict[str, Any]], step: Step) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for i, data in enumerate(chunks):
+            if step.fail_after is not None and i >= step.fail_after:
+                return
+            try:
+                self.wfile.write(f"data: {json.dumps(data)}\r\n\r\n".encode())
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                return
+            if step.delay:
+                time.sleep(step.delay)
+
+    @staticmethod
+    def _usage(out: int) -> dict[str, Any]:
+        return {
+            "promptTokenCount": 1200,
+            "candidatesTokenCount": out,
+            "totalTokenCount": 1200 + out + 8,
+            "thoughtsTokenCount": 8,
+            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 1200}],
+        }
+
+    def _side_answer(self, body: dict[str, Any], model: str, n: int) -> dict[str, Any]:
+        config = body.get("generationConfig") or {}
+        # a JSON answer is asked for by the router and the next-speaker check
+        text = json.dumps(
+            {
+                "reasoning": "fake",
+                "model_choice": "flash",
+                "complexity_reasoning": "fake",
+                "complexity_score": 10,
+                "next_speaker": "user",
+            }
+        )
+        if config.get("responseMimeType") != "application/json":
+            text = self.server.script.default.blocks[0].text  # type: ignore[union-attr]
+        return {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": self._usage(4),
+            "modelVersion": model,
+            "responseId": f"fakeResp{n:06d}",
+        }
+
+    def _chunks(self, step: Step, model: str, n: int) -> Iterator[dict[str, Any]]:
+        parts: list[dict[str, Any]] = []
+        for k, b in enumerate(step.blocks):
+            if isinstance(b, Text):
+                parts.extend({"text": piece} for piece in chunks(b.text))
+            elif isinstance(b, Thinking):
+                parts.extend({"text": piece, "thought": True} for piece in chunks(b.text))
+            else:
+                parts.append({"functionCall": {"name": b.name, "args": b.input}, "thoughtSignature": f"c2ln{n}{k}"})
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            chunk: dict[str, Any] = {
+                "candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}],
+                "modelVersion": model,
+                "responseId": f"fakeResp{n:06d}",
+            }
+            if last:
+                chunk["candidates"][0]["finishReason"] = "STOP"
+                chunk["usageMetadata"] = self._usage(40)
+            yield chunk

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import msgspec
 
-from normalize import DetectionError, InputError, StreamHeader, decode, events, find_inputs, read_records
+from normalize import DetectionError, InputError, Record, SessionInput, StreamHeader, decode, events, find_inputs
 
 from ._build import Builder, SessionView, unknown_clock
 
@@ -39,10 +39,16 @@ class Input:
     main: Path
     protocol: str | None = None  # None: a normalized stream
     companions: list[Path] = field(default_factory=list)
+    key: str | None = None  # a session inside a database file (OpenCode)
 
     @property
     def paths(self) -> list[Path]:
         return [self.main, *self.companions]
+
+    def records(self) -> Iterator[Record]:
+        """The native records: the files' lines, or the session's rows in a database."""
+        assert self.protocol is not None
+        return SessionInput(self.main, self.protocol, self.companions, key=self.key).records()
 
 
 def discover(source: Path, protocol: str | None = None) -> Iterator[Input | InputError]:
@@ -61,7 +67,7 @@ def discover(source: Path, protocol: str | None = None) -> Iterator[Input | Inpu
             if not any(inp.message.startswith(f"{p}:") for p in normalized):
                 yield inp
         elif inp.main not in normalized:
-            yield Input(inp.main, inp.protocol, list(inp.companions))
+            yield Input(inp.main, inp.protocol, list(inp.companions), inp.key)
 
 
 def _normalized(path: Path) -> Iterator[object]:
@@ -82,5 +88,5 @@ def read(inp: Input) -> list[SessionView]:
     if inp.protocol is None:
         stream: Iterator[object] = _normalized(inp.main)
     else:
-        stream = iter(events(read_records(inp.paths), protocol=inp.protocol, clock=unknown_clock))
+        stream = iter(events(inp.records(), protocol=inp.protocol, clock=unknown_clock))
     return list(Builder().feed_all(stream).sessions.values())

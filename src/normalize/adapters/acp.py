@@ -40,6 +40,14 @@ codex-acp 2.6.0 and the hand-written schema-checked set):
   ``session/set_mode`` is echoed only as ``config_option_update``.
 * Prompt responses carry the unstable ``usage`` (per turn); ``usage_update.cost``
   is cumulative for the session.  Codex sends ``usage: null`` on cancel or failure.
+  Gemini CLI (0.61.0) sends no ``usage`` but ``_meta.quota {token_count: {input_tokens,
+  output_tokens}, model_usage: [{model, token_count}]}``, the turn's counts (output
+  without thoughts).
+* Gemini CLI (0.61.0, ``gemini --acp``) sends no ``tool_call``: a call it asks about
+  first appears in ``session/request_permission``, then only as ``tool_call_update``;
+  a rejected call gets no update at all.  Its ``session/load`` of a session made over
+  ACP in an earlier process failed (-32603 "No previous sessions found for this
+  project.") although the chat file was there.
 """
 
 from __future__ import annotations
@@ -253,9 +261,25 @@ class _TurnUsage(_View, frozen=True):
     cached_write_tokens: int | None = None
 
 
+class _QuotaCount(Struct, frozen=True):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class _Quota(Struct, frozen=True):
+    token_count: _QuotaCount | None = None
+
+
+class _PromptMeta(Struct, frozen=True):
+    """Gemini CLI's ``_meta`` of a prompt response: the turn's token counts."""
+
+    quota: _Quota | None = None
+
+
 class _PromptResult(_View, frozen=True):
     stop_reason: str = ""
     usage: _TurnUsage | None = None
+    meta: _PromptMeta | None = field(default=None, name="_meta")
 
 
 class _UpdateParams(_View, frozen=True):
@@ -1050,7 +1074,7 @@ class AcpAdapter(Adapter):
         if error is not None:
             native = "cancelled" if prompt.cancel_requested else "error"
         stop: _Stop = _STOP_REASON.get(native, "error" if error is not None else "end_turn")
-        tokens = self._tokens(result.usage)
+        tokens = self._tokens(result.usage) or self._quota_tokens(result.meta)
         out: list[Item] = []
         if prompt.active:  # else: a queued prompt answered before its turn began, no turn of its own
             out += self._end_turn(prompt, native, stop, tokens, error)
@@ -1079,6 +1103,14 @@ class AcpAdapter(Adapter):
             cache_write=usage.cached_write_tokens,
             reasoning=usage.thought_tokens,
         )
+
+    def _quota_tokens(self, meta: _PromptMeta | None) -> Tokens | None:
+        """Gemini CLI (0.61.0) counts the turn in ``_meta.quota.token_count`` (output without thoughts)."""
+        count = meta.quota.token_count if meta is not None and meta.quota is not None else None
+        if count is None or (count.input_tokens is None and count.output_tokens is None):
+            return None
+        total = (count.input_tokens or 0) + (count.output_tokens or 0)
+        return Tokens(input=count.input_tokens, output=count.output_tokens, total=total)
 
     def _cost_delta(self, prompt: _Prompt) -> Cost | None:
         if self._cost is None or prompt.cost_at_start is None or not prompt.active:

@@ -285,6 +285,7 @@ class ClaudeTranscriptAdapter(Adapter):
     announces_session = True
     agent = "claude-code"
     stored = True
+    default_paths = ("~/.claude/projects",)
     companions = ("{stem}/subagents/agent-*.jsonl",)
     #: 2.0.x: a sub-agent's file is ``agent-<id>.jsonl`` beside every session of the project
     owned = ("agent-*.jsonl",)

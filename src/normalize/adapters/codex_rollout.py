@@ -409,6 +409,7 @@ class CodexRolloutAdapter(Adapter):
     announces_session = True
     agent = "codex"
     stored = True
+    default_paths = ("~/.codex/sessions",)
 
     def __init__(self) -> None:
         super().__init__()

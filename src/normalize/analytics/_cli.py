@@ -364,8 +364,9 @@ def _common(p: argparse.ArgumentParser) -> None:
         "inputs",
         nargs="*",
         metavar="PATH",
-        help="files or folders: native captures, session files, normalized JSONL "
-        "(default: the agents' own folders, ~/.claude/projects and ~/.codex/sessions)",
+        help="files or folders: native captures, session files, normalized JSONL"
+        " (default: the agents' own session folders, ~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp,"
+        " ~/.local/share/opencode/opencode.db)",
     )
     p.add_argument("--protocol", "-p", help="read native inputs as this protocol instead of detecting it")
     p.add_argument(

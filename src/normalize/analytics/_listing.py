@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from normalize import StreamHeader, UsageError, available, events, iter_records
+from normalize import SessionInput, StreamHeader, UsageError, available, events, iter_records
+from normalize._convert import is_store, store_inputs
 from normalize._model import _Core
 
 from ._tables import unknown_clock
@@ -38,6 +39,7 @@ class ListedInput:
     companions: tuple[str, ...] = ()
     protocol: str | None = None
     size: int = 0
+    key: str | None = None  # a session inside a database file (OpenCode): read from it, local paths only
 
 
 def is_url(source: object) -> bool:
@@ -110,7 +112,10 @@ def list_inputs(source: str | Path, *, protocol: str | None = None) -> list[List
         root = Path(source)
         if root.is_dir():
             files = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
-            return _group({p.as_posix(): p.stat().st_size for p in files}, protocol, str)
+            stores = [i for db in sorted(root.rglob("*.db")) if is_store(db) for i in _store_inputs(db)]
+            return stores + _group({p.as_posix(): p.stat().st_size for p in files}, protocol, str)
+        if is_store(root):
+            return _store_inputs(root)
         if root.is_file():  # a named session file: its companions beside it come along
             stem = root.name[: -len(".jsonl")] if root.name.endswith(".jsonl") else root.stem
             beside = {
@@ -148,11 +153,23 @@ def _open(name: str, base: str) -> Any:
     return open(os.path.join(base, name), "rb")
 
 
+def _store_inputs(db: Path) -> list[ListedInput]:
+    """One input per session of a database file; the file's size is shared out among them."""
+    sessions = store_inputs(db)
+    size = db.stat().st_size // max(len(sessions), 1)
+    return [ListedInput(db.as_posix(), (), s.protocol, size, s.key) for s in sessions]
+
+
 def listed_events(spec: ListedInput, base: str = "") -> Iterator[_Core | StreamHeader]:
     """The normalized events of a listed input, streamed from its file system (on a worker).
 
     A relative path is taken from ``base`` (the client's working directory).
     """
+    if spec.key is not None:  # a session of a database file, read where the worker sees it
+        main = Path(spec.main) if Path(spec.main).is_absolute() or not base else Path(base) / spec.main
+        session = SessionInput(main, spec.protocol or "", key=spec.key)
+        yield from events(session.records(), protocol=spec.protocol, clock=unknown_clock)
+        return
     with _open(spec.main, base) as f:
         head = f.readline(1 << 16)
     if is_normalized_head(head):

@@ -59,6 +59,7 @@ class InputSpec:
     main: str
     protocol: str | None = None
     companions: tuple[str, ...] = ()
+    key: str | None = None  # a session inside a database file
 
     @property
     def paths(self) -> list[Path]:
@@ -82,7 +83,7 @@ def discover(paths: Iterable[Path], *, protocol: str | None = None) -> Iterator[
             normalized = {p for p in files if is_normalized(p)}
             for p in sorted(normalized):
                 yield InputSpec("normalized", str(p))
-            if len(normalized) == len(files):
+            if len(normalized) == len(files) and not any(root.rglob("*.db")):
                 continue
             for inp in find_inputs([root], protocol=protocol):
                 if isinstance(inp, DetectionError):
@@ -98,7 +99,7 @@ def discover(paths: Iterable[Path], *, protocol: str | None = None) -> Iterator[
 
 
 def _spec(inp: SessionInput) -> InputSpec:
-    return InputSpec("native", str(inp.main), inp.protocol, tuple(str(c) for c in inp.companions))
+    return InputSpec("native", str(inp.main), inp.protocol, tuple(str(c) for c in inp.companions), inp.key)
 
 
 def input_events(spec: InputSpec) -> Iterator[_Core | StreamHeader]:
@@ -110,7 +111,12 @@ def input_events(spec: InputSpec) -> Iterator[_Core | StreamHeader]:
     CoreEvent (with its ``FILE:LINE``) and ``OSError`` for a file that cannot be read.
     """
     if spec.kind == "native":
-        yield from events(read_records(spec.paths), protocol=spec.protocol, clock=unknown_clock)
+        records = (
+            read_records(spec.paths)
+            if spec.key is None
+            else SessionInput(Path(spec.main), spec.protocol or "", key=spec.key).records()
+        )
+        yield from events(records, protocol=spec.protocol, clock=unknown_clock)
         return
     with open(spec.main, "rb") as f:
         for item in _lines(f):

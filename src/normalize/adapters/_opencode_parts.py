@@ -1,0 +1,195 @@
+"""OpenCode message parts -> normalized bodies, shared by `opencode-json` and `opencode-db`.
+
+``opencode run --format json`` prints a session's parts as they finish; the database
+stores the same parts (``part.data``, the ids in their own columns).  Both adapters
+decode a part into :class:`Part` and call :func:`part_bodies`, so one call, text or
+step reads the same live and stored.
+
+Decisions (``adapters/opencode-json/README.md``):
+
+* a ``text`` part is one ``assistant-message`` and a ``reasoning`` part one
+  ``reasoning``, keyed by the part id (OpenCode writes them whole, no deltas);
+* a ``tool`` part is written once it ran: its ``tool-call`` started, then (``bash``)
+  the ``command-output``, then the terminal phase; ``status: error`` (a denial, a
+  failure) ends ``failed`` with the error as output;
+* ``step-finish`` (one model request) is a ``usage`` of scope ``call``, with the cost
+  OpenCode computed (``source: agent``); a step that did not finish for tool calls
+  ends the turn;
+* OpenCode counts ``input`` without the cached part and ``output`` without reasoning:
+  normalize adds them back (input includes cached input, output includes reasoning).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from msgspec import Struct
+
+from normalize import (
+    AssistantMessage,
+    Body,
+    Category,
+    CommandOutput,
+    Cost,
+    Reasoning,
+    Tokens,
+    ToolCall,
+    TurnComplete,
+    Usage,
+)
+
+__all__ = ["PART_TYPES", "Part", "category_of", "error_message", "iso_ms", "part_bodies", "tokens"]
+
+#: The part types that carry something normalize translates.
+PART_TYPES = frozenset({"text", "reasoning", "tool", "step-start", "step-finish"})
+
+_CATEGORIES: dict[str, Category] = {
+    "bash": "execute",
+    "read": "read",
+    "list": "read",
+    "glob": "search",
+    "grep": "search",
+    "codesearch": "search",
+    "edit": "edit",
+    "write": "edit",
+    "patch": "edit",
+    "apply_patch": "edit",
+    "multiedit": "edit",
+    "webfetch": "fetch",
+    "websearch": "web-search",
+    "todowrite": "think",
+    "todoread": "think",
+    "task": "other",
+    "skill": "other",
+}
+
+
+def iso_ms(ms: int | None) -> str | None:
+    """Epoch milliseconds as normalize writes times (ISO 8601, UTC, milliseconds)."""
+    if ms is None:
+        return None
+    dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def error_message(name: str | None, message: str | None) -> str:
+    return message or name or "unknown error"
+
+
+def category_of(tool: str) -> Category:
+    """The category of an OpenCode tool (an MCP tool is ``<server>_<tool>``: mcp)."""
+    return _CATEGORIES.get(tool) or ("mcp" if "_" in tool else "other")
+
+
+class Cache(Struct, frozen=True):
+    read: int = 0
+    write: int = 0
+
+
+class PartTokens(Struct, frozen=True):
+    total: int | None = None
+    input: int | None = None
+    output: int | None = None
+    reasoning: int | None = None
+    cache: Cache | None = None
+
+
+class ToolState(Struct, frozen=True):
+    status: str = ""
+    input: Any = None
+    output: str | None = None
+    error: str | None = None
+    title: str | None = None
+    metadata: Any = None
+
+
+class Part(Struct, frozen=True):
+    """A part, every type's fields in one view (``id`` is absent from the stored ``data``)."""
+
+    type: str
+    id: str | None = None
+    text: str | None = None
+    tool: str | None = None
+    callID: str | None = None
+    state: ToolState | None = None
+    reason: str | None = None
+    tokens: PartTokens | None = None
+    cost: float | None = None
+
+
+def tokens(t: PartTokens) -> Tokens:
+    cache = t.cache or Cache()
+    inp = None if t.input is None else t.input + cache.read + cache.write
+    out = None if t.output is None else t.output + (t.reasoning or 0)
+    return Tokens(
+        input=inp,
+        output=out,
+        total=t.total,
+        cache_read=cache.read or None,
+        cache_write=cache.write or None,
+        reasoning=t.reasoning,
+    )
+
+
+def _title(tool: str, state: ToolState) -> str:
+    """One title in every phase, from the input (OpenCode's own ``title`` is set once the call
+    ran, and for a patch it is the result's sentence)."""
+    args = state.input
+    if isinstance(args, dict):
+        for key in ("command", "filePath", "path", "pattern", "url", "description"):
+            if isinstance(args.get(key), str):
+                return str(args[key])
+    return tool
+
+
+def _exit_code(metadata: Any) -> int | None:
+    code = metadata.get("exit") if isinstance(metadata, dict) else None
+    return code if isinstance(code, int) else None
+
+
+def part_bodies(part_id: str, part: Part) -> list[Body] | None:
+    """The bodies of a finished part (None: nothing to translate, keep it raw)."""
+    if part.type == "text":
+        return [AssistantMessage(message_id=part_id, text=part.text or "")]
+    if part.type == "reasoning":
+        return [Reasoning(reasoning_id=part_id, redacted=False, text=part.text or "")]
+    if part.type == "tool":
+        return _tool(part)
+    if part.type == "step-finish":
+        out: list[Body] = []
+        if part.tokens is not None or part.cost is not None:
+            cost = Cost(amount=part.cost, currency="USD", source="agent") if part.cost is not None else None
+            out.append(Usage(tokens=tokens(part.tokens) if part.tokens else None, cost=cost, scope="call"))
+        if part.reason != "tool-calls":
+            out.append(TurnComplete(reason="ok", stop_reason=part.reason))
+        return out
+    return None
+
+
+def _tool(part: Part) -> list[Body] | None:
+    state, tool, call_id = part.state, part.tool or "", part.callID or ""
+    if state is None or state.status not in ("completed", "error"):
+        return None  # pending / running: only the stored event log keeps those
+    title, category = _title(tool, state), category_of(tool)
+    started = ToolCall(call_id=call_id, tool=tool, phase="started", title=title, category=category, input=state.input)
+    out: list[Body] = [started]
+    if state.status == "error":
+        out.append(
+            ToolCall(call_id=call_id, tool=tool, phase="failed", title=title, category=category, output=state.error)
+        )
+        return out
+    if tool == "bash" and state.output:
+        out.append(CommandOutput(call_id=call_id, stream="merged", delta=state.output))
+    out.append(
+        ToolCall(
+            call_id=call_id,
+            tool=tool,
+            phase="completed",
+            title=title,
+            category=category,
+            output=state.output,
+            exit_code=_exit_code(state.metadata),
+        )
+    )
+    return out

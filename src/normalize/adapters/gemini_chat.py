@@ -1,0 +1,276 @@
+"""The `gemini-chat` adapter: Gemini CLI's stored chats, read back as a replay.
+
+``~/.gemini/tmp/<project>/chats/session-<local time>-<first 8 of the id>.jsonl``
+(``stored = True``: every event has ``origin: "replay"``).
+
+Facts (Gemini CLI 0.61.0, captures in adapters/gemini-chat/captures/gemini-cli-0.61.0):
+
+* The first line is a header ``{sessionId, projectHash, startTime, lastUpdated, kind:
+  "main"}``.  Then *records* ``{id, timestamp, type, content, ...}`` and *updates*
+  ``{"$set": {...}}`` (``lastUpdated`` after each record; ``messages``, the whole
+  conversation as the model is sent it, at the start and after a resume or a failure).
+* A record is written again, whole, when it changes: the model's message is first
+  written without its calls, then with ``toolCalls`` (same ``id``) once they ran.
+* ``type: "user"`` records are the prompt (``content: [{text}]``) or the tool results
+  sent back to the model (``[{functionResponse}]``).  The injected ``<session_context>``
+  is only in ``$set.messages``, never a record.
+* ``type: "gemini"`` records: ``content`` (the text, ``""`` when the model only called
+  tools), ``thoughts`` (``[{subject, description, timestamp}]``, one per streamed thought
+  piece, the ``**subject**`` parsed out), ``tokens {input, output, cached, thoughts, tool,
+  total}`` of that model request, ``model``, ``toolCalls [{id, name, args, result, status:
+  success|error, resultDisplay, description, displayName}]``.  ``resultDisplay`` is what
+  the user was shown: a shell's output, a denial's message, an edit's ``{fileDiff,
+  filePath, isNewFile, ...}``.
+* No record ends a turn, and an API error is never stored: the failed prompt's record
+  is withdrawn by a ``$set.messages`` that leaves it out.
+* ``--resume`` appends to the same file: a second header (same ``sessionId``), then
+  ``$set`` lines restating the conversation so far.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import msgspec
+from msgspec import Struct, field
+
+from normalize import (
+    Adapter,
+    AssistantMessage,
+    CommandOutput,
+    Direction,
+    Emit,
+    FileDiff,
+    Item,
+    MalformedMessage,
+    ModeUpdate,
+    Passthrough,
+    Reasoning,
+    Sample,
+    SessionCreated,
+    SessionRecord,
+    Source,
+    ToolCall,
+    TurnComplete,
+    TurnStart,
+    Usage,
+    UserMessage,
+)
+from normalize import Warning as WarningBody
+from normalize.adapters import _gemini_common as gc
+from normalize.adapters._limits import OPEN_ITEMS, Bounded, bounded_feed
+
+__all__ = ["GeminiChatAdapter"]
+
+
+class _Thought(Struct, frozen=True):
+    subject: str = ""
+    description: str = ""
+
+
+class _Tokens(Struct, frozen=True):
+    input: int | None = None
+    output: int | None = None
+    cached: int | None = None
+    thoughts: int | None = None
+    total: int | None = None
+
+
+class _Call(Struct, frozen=True):
+    id: str
+    name: str = ""
+    args: Any = None
+    status: str | None = None
+    resultDisplay: Any = None
+
+
+class _Part(Struct, frozen=True):
+    text: str | None = None
+
+
+class _Said(Struct, frozen=True):
+    """A message of ``$set.messages``: only its id matters."""
+
+    id: str | None = None
+
+
+class _Set(Struct, frozen=True):
+    messages: list[_Said] | None = None
+
+
+class _Line(Struct, frozen=True):
+    # the header
+    sessionId: str | None = None
+    startTime: str | None = None
+    kind: str | None = None
+    # a record
+    id: str | None = None
+    timestamp: str | None = None
+    type: str | None = None
+    content: list[_Part] | str | None = None
+    thoughts: list[_Thought] | None = None
+    tokens: _Tokens | None = None
+    model: str | None = None
+    toolCalls: list[_Call] | None = None
+    # an update
+    set: _Set | None = field(default=None, name="$set")
+
+
+_decoder = msgspec.json.Decoder(_Line)
+
+RECORD_TYPES = frozenset({"user", "gemini", "info", "warning", "error"})
+
+
+def _text(content: list[_Part] | str | None) -> str | None:
+    """A record's text (None: no text part, e.g. tool results sent back)."""
+    if isinstance(content, str):
+        return content
+    texts = [p.text for p in content or () if p.text is not None]
+    return "\n".join(texts) if texts else None
+
+
+def _thoughts(thoughts: Sequence[_Thought]) -> str:
+    return " ".join(f"**{t.subject}** {t.description}".strip() if t.subject else t.description for t in thoughts)
+
+
+class GeminiChatAdapter(Adapter):
+    protocol = "gemini-chat"
+    agent = "gemini-cli"
+    stored = True
+    default_paths = ("~/.gemini/tmp",)
+    announces_session = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._session: str | None = None
+        #: per model message: its text and the ids of the calls already given
+        self._seen: Bounded[str, tuple[str, frozenset[str]]] = Bounded("message", OPEN_ITEMS)
+        #: the open turn's prompt record id ("" when the turn has no prompt record)
+        self._turn: str | None = None
+        self._answered = False  # the open turn has a model message
+        self._model: str | None = None  # the model of the last model message
+
+    @classmethod
+    def detect(cls, sample: Sequence[Sample]) -> float:
+        if not sample:
+            return 0.0
+        try:
+            first = _decoder.decode(sample[0][0])
+        except msgspec.DecodeError:
+            return 0.0
+        if first.sessionId is None or first.startTime is None or first.kind is None:
+            return 0.0
+        return 0.95
+
+    @bounded_feed
+    def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
+        self._check_open()
+        try:
+            line = _decoder.decode(message)
+        except msgspec.DecodeError as exc:
+            raise MalformedMessage(f"not a gemini chat line: {exc}") from None
+        if line.set is not None:
+            return [Source(method="$set"), *self._update(line.set)]
+        if line.sessionId is not None and line.type is None:
+            return self._header(line)
+        method = line.type or "unknown"
+        if method == "user":
+            return [Source(method=method, ts=line.timestamp), *self._user(line)]
+        if method == "gemini":
+            return [Source(method=method, ts=line.timestamp), *self._gemini(line)]
+        if method in ("info", "warning", "error"):
+            notice = WarningBody(message=_text(line.content) or "", source="gemini-cli")
+            return [Source(method=method, ts=line.timestamp), notice]
+        return [Passthrough(method=method)]
+
+    def close(self) -> list[Item]:
+        self._closed = True
+        # the chat never says a turn ended: the last one ends with the file
+        return [Emit(body=TurnComplete(reason="ok"), synthetic=True)] if self._turn is not None else []
+
+    # ------------------------------------------------------------ lines
+
+    def _header(self, line: _Line) -> list[Item]:
+        out: list[Item] = [*self._end_turn(), Source(method="header", ts=line.startTime)]
+        if self._session is None:
+            self._session = line.sessionId
+            record = SessionRecord(
+                id="", agent="", protocol="", native_session_id=line.sessionId, created_at=line.startTime
+            )
+            return [SessionCreated(session_id="", record=record), *out]
+        return [*out, Passthrough(method="header")]  # a resume appends to the same file
+
+    def _end_turn(self) -> list[Item]:
+        if self._turn is None:
+            return []
+        self._turn = None
+        return [TurnComplete(reason="ok")]
+
+    def _update(self, update: _Set) -> list[Item]:
+        if update.messages is None or not self._turn or self._answered:
+            return [Passthrough()]
+        if any(m.id == self._turn for m in update.messages):
+            return [Passthrough()]
+        # the prompt was withdrawn: its request failed, and the chat keeps no trace of why
+        self._turn = None
+        return [TurnComplete(reason="interrupt", stop_reason="withdrawn")]
+
+    def _user(self, line: _Line) -> list[Item]:
+        text = _text(line.content)
+        if text is None:
+            return [Passthrough(method="user:functionResponse")]  # tool results sent back to the model
+        out = self._end_turn()
+        self._turn, self._answered = line.id or "", False
+        return [*out, TurnStart(), UserMessage(message_id=line.id or "", text=text)]
+
+    def _gemini(self, line: _Line) -> list[Item]:
+        message_id = line.id or ""
+        out: list[Item] = []
+        if self._turn is None:  # a model message without a prompt record
+            self._turn = ""
+            out.append(TurnStart())
+        self._answered = True
+        if line.model and line.model != self._model:  # the router may pick another model per request
+            self._model = line.model
+            out.append(ModeUpdate(model=line.model))
+        seen = self._seen.get(message_id)
+        if seen is None:
+            if line.thoughts:
+                out.append(Reasoning(reasoning_id=message_id, redacted=False, text=_thoughts(line.thoughts)))
+            if line.content:
+                out.append(AssistantMessage(message_id=message_id, text=_text(line.content) or ""))
+            if line.tokens is not None:
+                t = line.tokens
+                tokens = gc.tokens(input=t.input, output=t.output, cached=t.cached, total=t.total, thoughts=t.thoughts)
+                out.append(Usage(tokens=tokens, scope="call"))
+        calls = seen[1] if seen is not None else frozenset()
+        for call in line.toolCalls or ():
+            if call.id not in calls:
+                out.extend(self._call(call))
+        self._seen[message_id] = (seen[0] if seen else "", calls | {c.id for c in line.toolCalls or ()})
+        return out or [Passthrough(method="gemini:rewritten")]
+
+    def _call(self, call: _Call) -> list[Item]:
+        """A stored call is written once it ran: its start and its end."""
+        category = gc.category_of(call.name)
+        title = gc.title_of(call.name, call.args)
+        started = ToolCall(
+            call_id=call.id, tool=call.name, phase="started", title=title, category=category, input=call.args
+        )
+        failed = call.status != "success"
+        display = call.resultDisplay
+        out: list[Item] = [started]
+        if call.name == gc.SHELL_TOOL and not failed and isinstance(display, str) and display:
+            out.append(CommandOutput(call_id=call.id, stream="merged", delta=display))
+        if isinstance(display, dict) and isinstance(display.get("fileDiff"), str):
+            path = display.get("filePath") or display.get("fileName") or ""
+            kind = "add" if display.get("isNewFile") else "update"
+            out.append(FileDiff(path=str(path), diff=display["fileDiff"], call_id=call.id, change_kind=kind))
+            display = display.get("fileDiff")
+        output: Any = {"error": display} if failed else display
+        phase: Literal["completed", "failed"] = "failed" if failed else "completed"
+        out.append(
+            ToolCall(call_id=call.id, tool=call.name, phase=phase, title=title, category=category, output=output)
+        )
+        return out

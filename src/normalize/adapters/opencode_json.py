@@ -1,0 +1,128 @@
+"""The `opencode-json` adapter: ``opencode run --format json``.
+
+Facts (OpenCode 1.18.33, captures in adapters/opencode-json/captures/opencode-1.18.33):
+
+* One JSON object per line on stdout: ``{type, timestamp (epoch ms), sessionID, part}``
+  with ``type`` ``step_start``, ``text``, ``reasoning`` (only with ``--thinking``),
+  ``tool_use``, ``step_finish``, and ``error {error: {name, data: {message}}}``.  ``part``
+  is the stored part, ids included (``prt_…``, ``messageID``, ``sessionID``).
+* One process is one turn; the prompt is never printed.  A step is one model request
+  (one assistant message); ``step_finish.part.reason`` is ``tool-calls`` when the model
+  called tools and the turn goes on, ``stop`` when it is done.
+* Parts are printed once finished: text and reasoning whole (no deltas), a tool call only
+  once it ran (``state.status`` ``completed`` with ``output`` and ``metadata.exit``, or
+  ``error`` with ``error``: a permission rule's denial is an error).
+* A call to a tool OpenCode does not have comes back as the ``invalid`` tool.
+* Token counts of ``step_finish``: ``input`` without cache reads and writes, ``output``
+  without ``reasoning``; ``cost`` in USD, computed by OpenCode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+from msgspec import Struct
+
+from normalize import (
+    Adapter,
+    Direction,
+    Error,
+    Item,
+    MalformedMessage,
+    Passthrough,
+    Sample,
+    SessionCreated,
+    SessionRecord,
+    Source,
+    TurnComplete,
+    TurnStart,
+)
+from normalize.adapters import _opencode_parts as op
+from normalize.adapters._limits import bounded_feed
+from normalize.adapters._opencode_parts import error_message, iso_ms
+
+__all__ = ["OpenCodeJsonAdapter"]
+
+
+class _ErrorData(Struct, frozen=True):
+    message: str | None = None
+
+
+class _Error(Struct, frozen=True):
+    name: str | None = None
+    data: _ErrorData | None = None
+
+
+class _Line(Struct, frozen=True):
+    type: str
+    timestamp: int | None = None
+    sessionID: str | None = None
+    part: op.Part | None = None
+    error: _Error | None = None
+
+
+class _Head(Struct, frozen=True):
+    type: str
+    sessionID: str | None = None
+
+
+_decoder = msgspec.json.Decoder(_Line)
+_head_decoder = msgspec.json.Decoder(_Head)
+
+LINE_TYPES = frozenset({"step_start", "text", "reasoning", "tool_use", "step_finish", "error"})
+
+
+class OpenCodeJsonAdapter(Adapter):
+    protocol = "opencode-json"
+    agent = "opencode"
+    announces_session = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._session: str | None = None
+        self._in_turn = False
+
+    @classmethod
+    def detect(cls, sample: Sequence[Sample]) -> float:
+        seen = 0
+        for data, _from in sample:
+            try:
+                head = _head_decoder.decode(data)
+            except msgspec.DecodeError:
+                return 0.0
+            if head.type not in LINE_TYPES or head.sessionID is None:
+                return 0.0
+            seen += 1
+        return 0.95 if seen else 0.0
+
+    @bounded_feed
+    def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
+        self._check_open()
+        try:
+            line = _decoder.decode(message)
+        except msgspec.DecodeError as exc:
+            raise MalformedMessage(f"not an opencode run --format json line: {exc}") from None
+        out: list[Item] = []
+        if self._session is None and line.sessionID is not None:
+            self._session = line.sessionID
+            record = SessionRecord(id="", agent="", protocol="", native_session_id=line.sessionID)
+            out.append(SessionCreated(session_id="", record=record))
+        if line.type not in LINE_TYPES:
+            return [*out, Passthrough(method=line.type)]
+        out.append(Source(method=line.type, ts=iso_ms(line.timestamp)))
+        if not self._in_turn:
+            self._in_turn = True
+            out.append(TurnStart())
+        if line.type == "error":
+            err = line.error or _Error()
+            self._in_turn = False
+            text = error_message(err.name, err.data.message if err.data else None)
+            error = Error(message=text, error_type=err.name or "error", recoverable=False)
+            return [*out, error, TurnComplete(reason="interrupt", stop_reason="error")]
+        bodies = op.part_bodies(line.part.id or "", line.part) if line.part is not None else None
+        if bodies is None:  # a step start: nothing but the turn start it may give
+            return out if any(isinstance(b, TurnStart) for b in out) else [*out, Passthrough()]
+        if any(isinstance(b, TurnComplete) for b in bodies):
+            self._in_turn = False
+        return [*out, *bodies]

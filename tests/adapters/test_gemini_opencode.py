@@ -1,0 +1,181 @@
+"""Gemini CLI and OpenCode: detection, OpenCode's database read safely, `stats` with no path."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from helpers import ADAPTERS, capture_files, convert_capture, fixed_clock, protocol_of
+from normalize import SessionCreated, SessionEvent, Usage, events, find_inputs
+from normalize._cli import main
+from normalize._convert import detect_file
+
+NEW = ("gemini-stream-json", "gemini-chat", "opencode-json", "opencode-db")
+CAPTURES = [c for c in capture_files() if protocol_of(c) in NEW and "edge-cases" not in c.parts]
+ALL_DATABASES = sorted((ADAPTERS / "opencode-db" / "captures").rglob("*.db"))
+DATABASES = sorted((ADAPTERS / "opencode-db" / "captures" / "opencode-1.18.33").glob("*.db"))
+
+#: What a secret looks like in a capture: OpenCode's tokens, API keys, bearer headers.
+SECRET = re.compile(rb"(access_token|refresh_token|Bearer |sk-[A-Za-z0-9]{8}|AIza[0-9A-Za-z_-]{20})")
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.relative_to(ADAPTERS).as_posix())
+def test_each_capture_is_found_as_its_protocol(capture: Path) -> None:
+    (inp,) = find_inputs([capture])
+    assert not isinstance(inp, Exception)
+    assert inp.protocol == protocol_of(capture)
+    if capture.suffix != ".db":
+        assert detect_file(capture) == protocol_of(capture)
+
+
+def test_the_kits_hold_both_agents_in_every_scenario() -> None:
+    cases = {"text_thinking", "shell_allowed", "shell_denied", "file_edit", "two_turns", "api_error"}
+    for protocol, suffix in (("gemini-stream-json", ".jsonl"), ("gemini-chat", ".jsonl"), ("opencode-json", ".jsonl")):
+        assert {p.name.removesuffix(suffix) for p in (ADAPTERS / protocol / "captures").rglob("*" + suffix)} >= cases
+    assert {p.stem for p in DATABASES} == cases
+
+
+# ---------------------------------------------------------------- OpenCode's database
+
+
+@pytest.mark.parametrize("db", ALL_DATABASES, ids=lambda p: p.name)
+def test_database_captures_hold_only_session_tables_and_no_secret(db: Path) -> None:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        tables = {r[0] for r in conn.execute("select name from sqlite_master where type = 'table'")}
+    assert tables == {"project", "session", "message", "part"}
+    assert SECRET.search(db.read_bytes()) is None
+    assert db.stat().st_size < 64 * 1024
+
+
+def _with_credentials(tmp_path: Path) -> Path:
+    """A capture database with OpenCode's account and credential tables, holding fake tokens."""
+    db = tmp_path / "opencode.db"
+    shutil.copy(ADAPTERS / "opencode-db/captures/opencode-1.18.33/shell_allowed.db", db)
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "create table account (id text primary key, email text, url text, access_token text,"
+            " refresh_token text, token_expiry integer, time_created integer, time_updated integer)"
+        )
+        conn.execute(
+            "insert into account values ('a1', 'me@example.com', 'https://opencode.ai',"
+            " 'ACCESS-TOKEN-0123456789', 'REFRESH-TOKEN-0123456789', 0, 0, 0)"
+        )
+        conn.execute("create table credential (id text primary key, label text, value text)")
+        conn.execute("insert into credential values ('c1', 'openai', 'CREDENTIAL-VALUE-0123456789')")
+        conn.execute("create table session_share (session_id text primary key, secret text, url text)")
+        conn.execute(
+            "insert into session_share select id, 'SHARE-SECRET-0123456789', 'https://opncd.ai/s/x' from session"
+        )
+    return db
+
+
+def test_reading_a_database_never_outputs_its_credentials(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = _with_credentials(tmp_path)
+    db.chmod(stat.S_IRUSR | stat.S_IRGRP)  # read-only: normalize never writes to it
+    before = db.read_bytes()
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    assert main(["convert", str(db), "-o", str(out_dir)]) == 0
+    assert main(["doctor", "--json", str(db)]) == 0
+    written = b"".join(p.read_bytes() for p in out_dir.rglob("*") if p.is_file()) + capsys.readouterr().out.encode()
+    assert b"ses_" in written
+    for secret in (b"ACCESS-TOKEN", b"REFRESH-TOKEN", b"CREDENTIAL-VALUE", b"SHARE-SECRET", b"me@example.com"):
+        assert secret not in written
+    assert db.read_bytes() == before
+
+
+def test_each_session_of_a_database_is_an_input_of_its_own(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    shutil.copy(DATABASES[0], db)
+    other = DATABASES[1]
+    with sqlite3.connect(db) as conn:
+        conn.execute("attach database ? as other", (f"{other}",))
+        for table in ("session", "message", "part"):
+            conn.execute(f"insert into {table} select * from other.{table}")
+    inputs = [i for i in find_inputs([tmp_path]) if not isinstance(i, Exception)]
+    assert [i.protocol for i in inputs] == ["opencode-db", "opencode-db"]
+    natives = []
+    for inp in inputs:
+        created = list(events(inp.records(), protocol=inp.protocol, clock=fixed_clock))
+        (record,) = [e.record for e in created if isinstance(e, SessionCreated)]
+        natives.append(record.native_session_id)
+        assert all(e.event.origin == "replay" for e in created if isinstance(e, SessionEvent))
+    assert set(natives) == {i.key for i in inputs}
+    assert len(set(natives)) == 2
+
+
+def test_a_database_session_converts_to_its_golden(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = ADAPTERS / "opencode-db/captures/opencode-1.18.33/two_turns.db"
+    assert main(["convert", str(db)]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    kinds = [x["event"]["kind"] for x in lines if x["type"] == "session.event"]
+    assert kinds.count("turn-start") == kinds.count("turn-complete") == 2
+    assert lines[0]["protocol"] == "opencode-db"
+
+
+# ---------------------------------------------------------------- stats with no path
+
+
+def test_stats_with_no_path_reads_the_agents_own_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chats = tmp_path / ".gemini" / "tmp" / "project" / "chats"
+    chats.mkdir(parents=True)
+    shutil.copy(ADAPTERS / "gemini-chat/captures/gemini-cli-0.61.0/shell_allowed.jsonl", chats / "session-1.jsonl")
+    store = tmp_path / ".local" / "share" / "opencode"
+    store.mkdir(parents=True)
+    shutil.copy(ADAPTERS / "opencode-db/captures/opencode-1.18.33/two_turns.db", store / "opencode.db")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main(["stats", "--json", "-j", "1"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    sessions = {g["agent"]: g["sessions"] for g in doc["groups"]}
+    assert sessions == {"gemini-cli": 1, "opencode": 1}
+
+
+def test_stats_with_no_path_and_no_session_folder_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for variable in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+        monkeypatch.delenv(variable, raising=False)
+    assert main(["stats"]) == 1  # nothing to read: an input problem, said in one line
+    err = capsys.readouterr().err
+    assert "no agent session folder found" in err and "~/.gemini/tmp" in err
+
+
+def test_live_and_stored_gemini_calls_share_one_id(capsys: pytest.CaptureFixture[str]) -> None:
+    live = ADAPTERS / "gemini-stream-json/captures/gemini-cli-0.61.0/shell_denied.jsonl"
+    assert main(["convert", str(live)]) == 0
+    out = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    (failed,) = [x["event"] for x in out if x["type"] == "session.event" and x["event"].get("phase") == "failed"]
+    assert failed["output"]["type"] == "policy_violation"
+
+
+def test_follow_refuses_a_database(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["convert", "--follow", str(DATABASES[0])]) == 2
+    assert "not a session database" in capsys.readouterr().err
+
+
+def test_detect_names_each_session_of_a_database(capsys: pytest.CaptureFixture[str]) -> None:
+    db = ADAPTERS / "opencode-db/captures/opencode-1.18.33/two_turns.db"
+    assert main(["detect", str(db)]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    where, protocol = line.split("\t")
+    assert protocol == "opencode-db"
+    assert where.startswith(f"{db}#ses_")
+
+
+def test_gemini_over_acp_is_agent_gemini_cli_with_its_quota_as_turn_usage() -> None:
+    capture = ADAPTERS / "acp/captures/gemini-cli-0.61.0/gemini-b-shell-allow.tap.jsonl"
+    out = [e for e in convert_capture(capture) if isinstance(e, SessionEvent)]
+    assert {e.event.agent for e in out} == {"gemini-cli"}
+    (usage,) = [e.event.body for e in out if isinstance(e.event.body, Usage)]
+    assert usage.scope == "turn"
+    assert usage.tokens is not None
+    assert (usage.tokens.input, usage.tokens.output) == (2400, 80)  # _meta.quota.token_count

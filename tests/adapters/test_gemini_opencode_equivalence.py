@@ -1,0 +1,149 @@
+"""The same Gemini CLI or OpenCode session, read live and stored, gives the same session and bodies.
+
+Pairs (same run): gemini-stream-json ``<case>.jsonl`` with gemini-chat ``<case>.jsonl``, and
+opencode-json ``<case>.jsonl`` with opencode-db ``<case>.db``.  A session continued in a
+second process (``two_turns``) is one stored session: it is compared with both live streams
+one after the other.  Each body is reduced to its kind and key fields; what a format really
+lacks is listed below with its reason and left out of both sides before comparing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import ADAPTERS, convert_capture
+from normalize import SessionCreated, SessionEvent, encode
+
+GEMINI_LIVE = ADAPTERS / "gemini-stream-json/captures/gemini-cli-0.61.0"
+GEMINI_STORED = ADAPTERS / "gemini-chat/captures/gemini-cli-0.61.0"
+OPENCODE_LIVE = ADAPTERS / "opencode-json/captures/opencode-1.18.33"
+OPENCODE_STORED = ADAPTERS / "opencode-db/captures/opencode-1.18.33"
+
+CASES = ["text_thinking", "shell_allowed", "shell_denied", "file_edit", "two_turns", "api_error"]
+
+Key = tuple[Any, ...]
+Drop = Callable[[dict[str, Any]], bool]
+
+
+def converted(capture: Path) -> tuple[str | None, list[dict[str, Any]]]:
+    """The native session id and the bodies of one capture."""
+    native: str | None = None
+    out: list[dict[str, Any]] = []
+    for e in convert_capture(capture):
+        if isinstance(e, SessionCreated):
+            native = e.record.native_session_id
+        elif isinstance(e, SessionEvent):
+            out.append(json.loads(encode(e))["event"])
+    return native, out
+
+
+def live_runs(folder: Path, case: str) -> list[Path]:
+    """The live capture(s) of a case: a continued session's first run comes first."""
+    pre = folder / f"{case}_pre.jsonl"
+    return [*([pre] if pre.exists() else []), folder / f"{case}.jsonl"]
+
+
+def key(b: dict[str, Any], *, ids: bool) -> Key | None:
+    kind = b["kind"]
+    match kind:
+        case "turn-start":
+            return (kind,)
+        case "turn-complete":
+            return (kind, b["reason"])
+        case "user-message" | "assistant-message":
+            return (kind, b["text"], b["messageId"] if ids else None)
+        case "reasoning":
+            return (kind, b.get("text"), b["reasoningId"] if ids else None)
+        case "tool-call":
+            return (kind, b["callId"], b["tool"], b["category"], b["phase"], b.get("title"))
+        case "command-output":
+            return (kind, b["callId"], b["delta"])
+        case "usage":
+            return (kind, json.dumps(b.get("tokens"), sort_keys=True), json.dumps(b.get("cost"), sort_keys=True))
+        case "error":
+            return (kind, b["message"])
+        case _:
+            return None
+
+
+def project(out: list[dict[str, Any]], drops: dict[str, Drop], *, ids: bool) -> list[Key]:
+    keys = [key(b, ids=ids) for b in out if not any(d(b) for d in drops.values())]
+    return [k for k in keys if k is not None]
+
+
+def compare(live: list[Path], stored: Path, drops: dict[str, Drop], *, ids: bool) -> list[Key]:
+    natives: set[str | None] = set()
+    live_keys: list[Key] = []
+    for capture in live:
+        native, out = converted(capture)
+        natives.add(native)
+        live_keys += project(out, drops, ids=ids)
+    stored_native, stored_out = converted(stored)
+    assert natives == {stored_native}
+    assert stored_native
+    assert live_keys == project(stored_out, drops, ids=ids)
+    return live_keys
+
+
+# ---------------------------------------------------------------- Gemini CLI
+
+#: What one side lacks (the reason each).
+GEMINI_LACKS: dict[str, Drop] = {
+    # text streams live; the chat keeps the whole message only
+    "deltas": lambda b: b["kind"] == "assistant-delta",
+    # stream-json never writes the model's thoughts; the chat keeps them
+    "reasoning": lambda b: b["kind"] == "reasoning",
+    # stream-json gives the process's totals (router side queries included) at the end, the
+    # chat each main-model request's counts: the same requests, counted differently
+    "usage": lambda b: b["kind"] == "usage",
+    # an edit's diff is only in the chat (resultDisplay.fileDiff); live it is a sentence
+    "file-diff": lambda b: b["kind"] == "file-diff",
+    # an API error is never stored: the chat withdraws the failed prompt (its turn ends
+    # interrupt in both, compared)
+    "error": lambda b: b["kind"] == "error",
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_gemini_stream_json_and_its_chat_give_the_same_session_and_bodies(case: str) -> None:
+    # message ids: stream-json has none (normalize numbers them), the chat keeps its records' ids
+    keys = compare(live_runs(GEMINI_LIVE, case), GEMINI_STORED / f"{case}.jsonl", GEMINI_LACKS, ids=False)
+    assert ("turn-start",) in keys
+    assert keys[-1][0] == "turn-complete"
+
+
+def test_gemini_chat_keeps_what_the_stream_lacks() -> None:
+    """The listed exceptions are real: the chat has the thoughts and the edit's diff."""
+    _, text = converted(GEMINI_STORED / "text_thinking.jsonl")
+    assert [b["text"] for b in text if b["kind"] == "reasoning"] == ["**Greeting** the user."]
+    _, edit = converted(GEMINI_STORED / "file_edit.jsonl")
+    (diff,) = [b for b in edit if b["kind"] == "file-diff"]
+    assert "-hello world\n+hello, world" in diff["diff"]
+    assert diff["path"] == "/home/user/project/hello.txt"
+
+
+# ---------------------------------------------------------------- OpenCode
+
+OPENCODE_LACKS: dict[str, Drop] = {
+    # `opencode run` never prints the prompt; the database stores it (quoted, as run passed it)
+    "user-message": lambda b: b["kind"] == "user-message",
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_opencode_json_and_its_database_give_the_same_session_and_bodies(case: str) -> None:
+    # part ids are the same live and stored: compared
+    keys = compare(live_runs(OPENCODE_LIVE, case), OPENCODE_STORED / f"{case}.db", OPENCODE_LACKS, ids=True)
+    assert ("turn-start",) in keys
+    assert keys[-1][0] == "turn-complete"
+
+
+def test_opencode_database_keeps_the_prompt() -> None:
+    _, out = converted(OPENCODE_STORED / "two_turns.db")
+    prompts = [b["text"] for b in out if b["kind"] == "user-message"]
+    assert prompts == ['"scenario twoturns: first question"', '"scenario twoturns: second question"']
