@@ -124,6 +124,14 @@ def denied_calls(f: Facts) -> set[str]:
     return out
 
 
+def shell_allowed_by_mode(f: Facts) -> None:
+    """A mode or flag allowed everything: the stream states no decision, and none is made up."""
+    every_turn_closed_in_order(f)
+    assert f.calls("execute", "completed"), "the command ran"
+    assert "deny" not in f.decisions()
+    assert all(t.reason == "ok" for t in f.turns())
+
+
 def shell_denied(f: Facts) -> None:
     every_turn_closed_in_order(f)
     assert "deny" in f.decisions()
@@ -212,6 +220,9 @@ SCENARIOS: dict[str, tuple[Callable[[Facts], None], list[str]]] = {
             "acp/captures/acp-handwritten/a_initialize_new_prompt_streaming.tap.jsonl",
             "antigravity-stream-json/captures/agy-handwritten/01-streamed-answer.jsonl",
             "hm-json/captures/hm-handwritten/01_plain_answer.jsonl",
+            "gemini-stream-json/captures/gemini-cli-0.61.0/text_thinking.jsonl",
+            "gemini-chat/captures/gemini-cli-0.61.0/text_thinking.jsonl",
+            "opencode-json/captures/opencode-1.18.33/text_thinking.jsonl",
         ],
     ),
     "shell allowed": (
@@ -223,6 +234,15 @@ SCENARIOS: dict[str, tuple[Callable[[Facts], None], list[str]]] = {
             "codex-app-server/captures/codex-0.171.0/b_command_approval_accept.tap.jsonl",
             "acp/captures/claude-agent-acp-0.101.0/claude-b-shell-allow.tap.jsonl",
             "acp/captures/codex-acp-2.6.0/codex-b-shell-allow.tap.jsonl",
+            "acp/captures/gemini-cli-0.61.0/gemini-b-shell-allow.tap.jsonl",
+        ],
+    ),
+    "shell allowed by a mode that asks nothing": (
+        shell_allowed_by_mode,
+        [
+            "gemini-stream-json/captures/gemini-cli-0.61.0/shell_allowed.jsonl",  # --yolo
+            "opencode-json/captures/opencode-1.18.33/shell_allowed.jsonl",  # permission "*": "allow"
+            "codex-exec-json/captures/codex-0.171.0/shell_command.jsonl",  # exec runs what its sandbox allows
         ],
     ),
     "shell denied": (
@@ -235,6 +255,9 @@ SCENARIOS: dict[str, tuple[Callable[[Facts], None], list[str]]] = {
             "acp/captures/claude-agent-acp-0.101.0/claude-c-shell-reject.tap.jsonl",
             "acp/captures/codex-acp-2.6.0/codex-c-shell-reject.tap.jsonl",
             "hm-json/captures/hm-handwritten/03_blocked_and_refused.jsonl",
+            "gemini-stream-json/captures/gemini-cli-0.61.0/shell_denied.jsonl",
+            "opencode-json/captures/opencode-1.18.33/shell_denied.jsonl",
+            "acp/captures/gemini-cli-0.61.0/gemini-c-shell-reject.tap.jsonl",
         ],
     ),
     "file edit": (
@@ -247,6 +270,10 @@ SCENARIOS: dict[str, tuple[Callable[[Facts], None], list[str]]] = {
             "codex-rollout/captures/codex-0.171.0/exec-apply_patch.jsonl",
             "acp/captures/claude-agent-acp-0.101.0/claude-d-edit-diff.tap.jsonl",
             "acp/captures/codex-acp-2.6.0/codex-d-patch-diff.tap.jsonl",
+            "gemini-stream-json/captures/gemini-cli-0.61.0/file_edit.jsonl",
+            "gemini-chat/captures/gemini-cli-0.61.0/file_edit.jsonl",
+            "opencode-json/captures/opencode-1.18.33/file_edit.jsonl",
+            "acp/captures/gemini-cli-0.61.0/gemini-d-edit-diff.tap.jsonl",
         ],
     ),
     "MCP call": (
@@ -276,6 +303,7 @@ SCENARIOS: dict[str, tuple[Callable[[Facts], None], list[str]]] = {
             "acp/captures/codex-acp-2.6.0/codex-e-cancel-stream.tap.jsonl",
             "antigravity-stream-json/captures/agy-handwritten/05-interrupted.jsonl",
             "hm-json/captures/hm-handwritten/12_interrupted.jsonl",
+            "acp/captures/gemini-cli-0.61.0/gemini-e-cancel-stream.tap.jsonl",
         ],
     ),
     "API error": (
@@ -288,6 +316,9 @@ SCENARIOS: dict[str, tuple[Callable[[Facts], None], list[str]]] = {
             "codex-rollout/captures/codex-0.171.0/exec-http_500.jsonl",
             "acp/captures/claude-agent-acp-0.101.0/claude-x-api-error.tap.jsonl",
             "acp/captures/codex-acp-2.6.0/codex-x-api-error.tap.jsonl",
+            "gemini-stream-json/captures/gemini-cli-0.61.0/api_error.jsonl",
+            "opencode-json/captures/opencode-1.18.33/api_error.jsonl",
+            "acp/captures/gemini-cli-0.61.0/gemini-x-api-error.tap.jsonl",
         ],
     ),
     "two turns": (
@@ -298,6 +329,7 @@ SCENARIOS: dict[str, tuple[Callable[[Facts], None], list[str]]] = {
             "codex-app-server/captures/codex-0.171.0/e_two_turns.tap.jsonl",
             "acp/captures/claude-agent-acp-0.101.0/claude-a-text-thinking.tap.jsonl",
             "acp/captures/codex-acp-2.6.0/codex-a-text-reasoning.tap.jsonl",
+            "acp/captures/gemini-cli-0.61.0/gemini-a-text-thinking.tap.jsonl",
             "antigravity-stream-json/captures/agy-handwritten/06-multiturn-stdin.tap.jsonl",
         ],
     ),

@@ -32,9 +32,11 @@ from normalize import (
     Category,
     CommandOutput,
     Cost,
+    PermissionAuto,
     Reasoning,
     Tokens,
     ToolCall,
+    ToolCallRef,
     TurnComplete,
     Usage,
 )
@@ -167,6 +169,10 @@ def part_bodies(part_id: str, part: Part) -> list[Body] | None:
     return None
 
 
+#: How OpenCode's error for a call a permission rule (``"deny"``) refused begins.
+_RULE_REFUSED = "The user has specified a rule which prevents you from using this specific tool call"
+
+
 def _tool(part: Part) -> list[Body] | None:
     state, tool, call_id = part.state, part.tool or "", part.callID or ""
     if state is None or state.status not in ("completed", "error"):
@@ -175,6 +181,9 @@ def _tool(part: Part) -> list[Body] | None:
     started = ToolCall(call_id=call_id, tool=tool, phase="started", title=title, category=category, input=state.input)
     out: list[Body] = [started]
     if state.status == "error":
+        if (state.error or "").startswith(_RULE_REFUSED):  # a permission rule refused it without asking
+            ref = ToolCallRef(call_id=call_id, tool=tool, title=title, category=category)
+            out.append(PermissionAuto(tool_call=ref, option_id="deny", reason=state.error))
         out.append(
             ToolCall(call_id=call_id, tool=tool, phase="failed", title=title, category=category, output=state.error)
         )

@@ -44,11 +44,13 @@ from normalize import (
     Item,
     MalformedMessage,
     Passthrough,
+    PermissionAuto,
     Sample,
     SessionCreated,
     SessionRecord,
     Source,
     ToolCall,
+    ToolCallRef,
     TurnComplete,
     TurnStart,
     Usage,
@@ -231,12 +233,18 @@ class GeminiStreamJsonAdapter(_Adapter):
         output: Any = line.output
         if failed and line.error is not None:
             output = {"error": line.error.message, "type": line.error.type}
+        title = gc.title_of(tool, args) if tool else None
+        category = gc.category_of(tool) if tool else None
+        if failed and line.error is not None and line.error.type == "policy_violation":
+            # a policy rule refused the call without asking: decided, not failed on its own
+            ref = ToolCallRef(call_id=call_id, tool=tool, title=title or tool, category=category)
+            out.append(PermissionAuto(tool_call=ref, option_id="deny", reason=line.error.message))
         body = ToolCall(
             call_id=call_id,
             tool=tool,
             phase="failed" if failed else "completed",
-            title=gc.title_of(tool, args) if tool else None,
-            category=gc.category_of(tool) if tool else None,
+            title=title,
+            category=category,
             output=output,
         )
         return [*out, body]
