@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -194,3 +195,21 @@ def test_a_response_goes_to_the_session_its_request_went_to() -> None:
     ]
     assert resolved == [("B", "allow")]
     assert all(s.closed for s in connection.sessions)
+
+
+def test_convert_into_a_folder_writes_one_file_per_session(tmp_path: Path) -> None:
+    from normalize._cli import main
+
+    capture = ADAPTERS / "acp/captures/edge-cases/second-session-start.tap.jsonl"
+    assert main(["convert", str(capture), "-o", f"{tmp_path}/"]) == 0
+    files = sorted(tmp_path.rglob("*.normalized.jsonl"))
+    assert [f.name.startswith("second-session-start.") for f in files] == [True, True]
+    ids: list[str] = []
+    for f in files:
+        lines = [json.loads(line) for line in f.read_text().splitlines()]
+        assert lines[0]["type"] == "stream.header"  # each file a stream of its own
+        sids = {line["sessionId"] for line in lines[1:]}
+        assert len(sids) == 1
+        ids += sids
+    alone = convert_records(records_of([capture]), "acp")
+    assert sorted(ids) == sorted({e.session_id for e in alone})

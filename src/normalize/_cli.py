@@ -10,6 +10,7 @@ import argparse
 import itertools
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -42,21 +43,31 @@ def _write_session(
     records: Iterable[Record],
     protocol: str,
     name: str,
-    out: BinaryIO,
+    out: BinaryIO | _SessionFiles,
     args: argparse.Namespace,
     redactor: Redactor | None,
 ) -> bool:
-    """Write one session's normalized stream; whether any native message was translated."""
+    """Write one input's normalized stream; whether any native message was translated.
 
-    def write(data: bytes) -> None:
-        out.write(data)
-
-    if out.isatty():  # a person reads it: no raw C1 or bidi control from the input (JSON escapes the rest)
+    ``out`` is one stream, or (a folder output) :class:`_SessionFiles`: a file per session
+    when the input carries several (a connection multiplexing ACP sessions or Codex threads).
+    """
+    if isinstance(out, _SessionFiles):
+        header = encode_header(library_version=__version__, input=name, protocol=protocol) + b"\n"
+        out.header = header
+        write = out.write
+    else:
+        stream = out
 
         def write(data: bytes) -> None:
-            out.write(json_for_terminal(data))
+            stream.write(data)
 
-    write(encode_header(library_version=__version__, input=name, protocol=protocol) + b"\n")
+        if stream.isatty():  # a person reads it: no raw C1 or bidi control from the input (JSON escapes the rest)
+
+            def write(data: bytes) -> None:
+                stream.write(json_for_terminal(data))
+
+        write(encode_header(library_version=__version__, input=name, protocol=protocol) + b"\n")
     recognised = False
     for ev in events(records, protocol=protocol, strict=args.strict, origin=args.origin):
         if not recognised and isinstance(ev, SessionEvent):
@@ -72,6 +83,64 @@ def _write_session(
         for held in redactor.flush():
             write(held + b"\n")
     return recognised
+
+
+_SESSION_ID = re.compile(rb'^\{"type":"[^"]*","sessionId":"([^"]*)"')
+
+
+class _SessionFiles:
+    """A folder output's files for one input: the first session at ``path``, each other session
+    of the same input (one connection carrying several) beside it, named after its id.
+
+    Every line of normalize's output starts ``{"type":...,"sessionId":...}``, which routes it;
+    each file starts with the input's header line.
+    """
+
+    def __init__(self, path: Path, names: OutputNames, relative: Path) -> None:
+        self.header = b""
+        self.paths: list[Path] = []
+        self._first = path
+        self._names = names
+        self._relative = relative
+        self._files: dict[bytes, BinaryIO] = {}
+        self._current: BinaryIO | None = None
+
+    def write(self, data: bytes) -> None:
+        m = _SESSION_ID.match(data)
+        if m is not None:
+            f = self._files.get(m.group(1))
+            if f is None:
+                f = self._open(m.group(1))
+            self._current = f
+        elif self._current is None:
+            self._current = self._open(b"")
+        self._current.write(data)
+
+    def _open(self, sid: bytes) -> BinaryIO:
+        if not self.paths:
+            path = self._first
+        else:
+            rel = self._relative.with_name(f"{_stem_of(self._relative.name)}.{sid.decode(errors='replace')}.jsonl")
+            path = self._names.path_for(rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = path.open("wb")
+        f.write(self.header)
+        self.paths.append(path)
+        self._files[sid] = f
+        return f
+
+    def close(self) -> None:
+        if not self.paths:  # an input that gave no event still gets its file (the header alone)
+            self._open(b"")
+        for f in self._files.values():
+            f.close()
+
+
+def _stem_of(name: str) -> str:
+    for suffix in (".tap.jsonl", ".jsonl"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 class _Item:
@@ -253,9 +322,12 @@ def _convert_item(
             tally.failed += 1
             _say(f"{item.name}: not written: {why}", bar)
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("wb") as f:
-            recognised = _write_session(records, protocol, item.name, f, args, redactor)
+        files = _SessionFiles(path, names, item.relative)
+        try:
+            recognised = _write_session(records, protocol, item.name, files, args, redactor)
+        finally:
+            files.close()
+        tally.converted += len(files.paths) - 1  # one file per session of the input
     tally.converted += 1
     if args.protocol is not None and not recognised:
         _say(
