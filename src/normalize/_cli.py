@@ -22,7 +22,7 @@ from ._errors import DetectionError, InputError, NormalizeError, NotASession, Un
 from ._lines import DEFAULT_MAX_LINE, Record
 from ._model import Error as ErrorBody
 from ._model import SessionEvent
-from ._outputs import OutputNames, may_write_over, same_file
+from ._outputs import OutputNames, _stem, may_write_over, same_file
 from ._places import inputs_or_defaults
 from ._progress import Progress
 from ._redact import Redactor
@@ -120,7 +120,7 @@ class _SessionFiles:
         if not self.paths:
             path = self._first
         else:
-            rel = self._relative.with_name(f"{_stem_of(self._relative.name)}.{sid.decode(errors='replace')}.jsonl")
+            rel = self._relative.with_name(f"{_stem(self._relative.name)}.{sid.decode(errors='replace')}.jsonl")
             path = self._names.path_for(rel)
         path.parent.mkdir(parents=True, exist_ok=True)
         f = path.open("wb")
@@ -134,13 +134,6 @@ class _SessionFiles:
             self._open(b"")
         for f in self._files.values():
             f.close()
-
-
-def _stem_of(name: str) -> str:
-    for suffix in (".tap.jsonl", ".jsonl"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
 
 
 class _Item:

@@ -76,12 +76,12 @@ class Requests:
     resolution is then read from the option id alone).  Eviction is O(1).
     """
 
-    __slots__ = ("_open", "_owner", "limit")
+    __slots__ = ("_open", "limit")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self._open: OrderedDict[str, dict[str, str]] = OrderedDict()
-        self._owner: dict[str, str | None] = {}  # the sub-agent that asked, if one did
+        # request id -> (its options' kinds, the sub-agent that asked if one did)
+        self._open: OrderedDict[str, tuple[dict[str, str], str | None]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._open)
@@ -95,21 +95,18 @@ class Requests:
             kinds = {o.id: o.kind for o in body.options}
         else:
             kinds = _QUESTION
-        self._open[body.request_id] = kinds
+        self._open[body.request_id] = (kinds, subagent_id)
         self._open.move_to_end(body.request_id)
-        self._owner[body.request_id] = subagent_id
         if len(self._open) > self.limit:
-            rid, _ = self._open.popitem(last=False)
-            self._owner.pop(rid, None)
+            self._open.popitem(last=False)
 
     def open_requests(self) -> list[tuple[str, str | None]]:
         """The requests still open, oldest first, with the sub-agent that asked."""
-        return [(rid, self._owner.get(rid)) for rid in self._open]
+        return [(rid, owner) for rid, (_, owner) in self._open.items()]
 
     def resolve(self, body: RequestResolved) -> RequestResolved:
         """The request is closed; ``body`` with its decision, when the adapter did not give one."""
-        kinds = self._open.pop(body.request_id, None)
-        self._owner.pop(body.request_id, None)
+        kinds = self._open.pop(body.request_id, (None, None))[0]
         if body.decision is not None:
             return body
         decision: Decision | None

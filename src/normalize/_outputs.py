@@ -40,6 +40,11 @@ def is_normalized_file(path: Path) -> bool:
             head = f.read(1 << 16)
     except OSError:
         return False
+    return is_normalized_head(head)
+
+
+def is_normalized_head(head: bytes) -> bool:
+    """Whether content starting with ``head`` is a normalized stream: its first non-blank line a ``stream.header``."""
     first = head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0].rstrip(b"\r")
     return is_stream_header(first)
 

@@ -6,30 +6,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import msgspec
-
 from normalize import DetectionError, InputError, Record, SessionInput, StreamHeader, decode, events, find_inputs
+from normalize._outputs import is_normalized_file
 
 from ._build import Builder, SessionView, unknown_clock
 
 __all__ = ["Input", "discover", "is_normalized", "read"]
 
 
-class _HeaderView(msgspec.Struct):
-    type: str
-
-
-_header = msgspec.json.Decoder(_HeaderView)
-
-
 def is_normalized(path: Path) -> bool:
     """Whether a file is a normalized stream (its first line a ``stream.header``)."""
-    with path.open("rb") as f:
-        first = f.readline(1 << 16)
-    try:
-        return _header.decode(first).type == "stream.header"
-    except msgspec.DecodeError:
-        return False
+    return is_normalized_file(path)
 
 
 @dataclass

@@ -27,7 +27,7 @@ import msgspec
 
 from normalize import InputError, SessionEvent, StreamHeader, decode, events, iter_records
 from normalize._model import _Core
-from normalize._registry import is_stream_header
+from normalize._outputs import is_normalized_head
 
 from ._load import InputSpec, input_events, rows_of
 from ._schema import TABLES
@@ -43,12 +43,6 @@ __all__ = [
     "record_batches",
     "session_events",
 ]
-
-
-def is_normalized_head(data: bytes) -> bool:
-    """Whether content starting with ``data`` is a normalized stream: its first line a ``stream.header``."""
-    first = data.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0].rstrip(b"\r")
-    return is_stream_header(first)
 
 
 def decode_lines(lines: Iterable[bytes], name: str) -> Iterator[_Core | StreamHeader]:
