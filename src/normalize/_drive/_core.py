@@ -238,6 +238,7 @@ class Wire:
         self.cwd = session.options.cwd
         self._waiters: dict[Hashable, Waiter] = {}
         self._next_id = 0
+        self._head: dict[str, Any] = {"jsonrpc": "2.0"} if session.backend.jsonrpc else {}
 
     @property
     def exited(self) -> bool:
@@ -268,7 +269,7 @@ class Wire:
         """A JSON-RPC request; its ``result``, or :class:`AgentRequestFailed` for an ``error``."""
         rid = self.next_id()
         waiter = self.expect(("rpc", rid))
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        msg: dict[str, Any] = {**self._head, "id": rid, "method": method}
         if params is not None:
             msg["params"] = params
         try:
@@ -287,14 +288,14 @@ class Wire:
         return reply.get("result")
 
     async def notify(self, method: str, params: Any = None) -> None:
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        msg: dict[str, Any] = {**self._head, "method": method}
         if params is not None:
             msg["params"] = params
         await self.send(msg)
 
     async def reply(self, id: Any, result: Any = None, *, error: dict[str, Any] | None = None) -> None:
         """Answer a JSON-RPC request of the agent."""
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": id}
+        msg: dict[str, Any] = {**self._head, "id": id}
         if error is not None:
             msg["error"] = error
         else:
@@ -349,6 +350,9 @@ class Backend:
     program: ClassVar[str] = ""
     #: True: the agent queues a prompt sent during a turn.  False: the session refuses it first.
     queues_prompts: ClassVar[bool] = False
+    #: False: the agent's JSON-RPC has no ``"jsonrpc": "2.0"`` member (Codex app-server's
+    #: dialect), so :class:`Wire` leaves it out and the recording reads as the agent's own.
+    jsonrpc: ClassVar[bool] = True
 
     def __init__(self, options: DriveOptions) -> None:
         self.options = options
