@@ -1,0 +1,148 @@
+"""The real Codex CLI driven through ``normalize.drive("codex")``, against the fake Responses server.
+
+Skipped, with the reason, when codex is not installed (tests/drive/real_codex_env.py says where
+it is looked for).  Each scenario checks what a host relies on (the turns, the files a command
+made or did not make) and that the events are those ``normalize convert`` gives for the
+recorded wire.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from real_codex_env import VERSION, codex_binary, codex_env, codex_version, record_module
+
+import normalize
+from normalize import AssistantMessage, PermissionRequest, RequestResolved, SessionEvent, TurnComplete
+
+BINARY = codex_binary()
+pytestmark = [
+    pytest.mark.agents,
+    pytest.mark.anyio,
+    pytest.mark.skipif(
+        BINARY is None,
+        reason=f"the Codex CLI is not installed ($NORMALIZE_AGENTS_BIN, /tmp/normalize-drive-npm, PATH; "
+        f"npm install @openai/codex@{VERSION})",
+    ),
+]
+#: Seconds one scenario may take (Codex starts in about a second here).
+LIMIT = 120
+STORY = " ".join(f"Sentence {i} of a long story." for i in range(60))
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The real CLI runs once, on asyncio (both event loops are covered by the fake's tests)."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def servers() -> Any:
+    return record_module("servers")
+
+
+def bodies(events: list[Any], kind: type) -> list[Any]:
+    return [e.event.body for e in events if isinstance(e, SessionEvent) and isinstance(e.event.body, kind)]
+
+
+def assert_same_as_converted(driven: list[Any], record: Path) -> None:
+    converted = list(normalize.events(normalize.read_records([record])))  # protocol detected
+    assert [normalize.encode(e) for e in driven] == [normalize.encode(e) for e in converted]
+
+
+def escalated(servers: Any, cmd: str) -> Any:
+    """The model's call of Codex's shell tool asking to run outside the sandbox: Codex asks the client."""
+    args = {"cmd": cmd, "workdir": "{cwd}", "sandbox_permissions": "require_escalated", "justification": "May I?"}
+    return servers.Tool("exec_command", args)
+
+
+async def rest(s: normalize.DriveSession) -> list[Any]:
+    await s.close()
+    return [ev async for ev in s]
+
+
+def test_the_installed_codex_is_the_tested_version() -> None:
+    assert BINARY is not None
+    assert codex_version(BINARY) == VERSION
+
+
+async def test_two_prompts(tmp_path: Path, servers: Any) -> None:
+    assert BINARY is not None
+    script = {
+        "scenario twoturns": [
+            servers.Step(blocks=(servers.Text("First answer."),)),
+            servers.Step(blocks=(servers.Thinking("About the second."), servers.Text("Second answer."))),
+        ]
+    }
+    record = tmp_path / "run.tap.jsonl"
+    events: list[Any] = []
+    with codex_env(tmp_path, BINARY, script) as run, anyio.fail_after(LIMIT):
+        async with normalize.drive("codex", cwd=run.cwd, command=[str(run.binary)], env=run.env, record=record) as s:
+            for text in ("scenario twoturns: first question", "scenario twoturns: second question"):
+                events.extend([ev async for ev in s.turn(text)])
+            assert s.turns == ["ok", "ok"]
+            events.extend(await rest(s))
+    assert [b.text for b in bodies(events, AssistantMessage)] == ["First answer.", "Second answer."]
+    assert [b.reason for b in bodies(events, TurnComplete)] == ["ok", "ok"]
+    assert_same_as_converted(events, record)
+
+
+@pytest.mark.parametrize(("decision", "made"), [("allow", True), ("deny", False)])
+async def test_a_shell_command_allowed_or_denied(tmp_path: Path, servers: Any, decision: Any, made: bool) -> None:
+    assert BINARY is not None
+    script = {
+        "scenario shell": [
+            servers.Step(blocks=(servers.Text("I'll create it."), escalated(servers, "touch made.txt"))),
+            servers.Step(blocks=(servers.Text("Done."),)),
+        ]
+    }
+    record = tmp_path / "run.tap.jsonl"
+    events: list[Any] = []
+    with codex_env(tmp_path, BINARY, script) as run, anyio.fail_after(LIMIT):
+        # read-only: the sandbox keeps the command in, so Codex asks before running it outside
+        async with normalize.drive(
+            "codex", cwd=run.cwd, command=[str(run.binary)], env=run.env, record=record, mode="read-only"
+        ) as s:
+            async for ev in s.turn("scenario shell: create made.txt"):
+                events.append(ev)
+                if isinstance(ev, SessionEvent) and isinstance(ev.event.body, PermissionRequest):
+                    await s.respond(ev.event.body.request_id, decision)
+            assert s.turns == ["ok"]
+            events.extend(await rest(s))
+        assert (run.cwd / "made.txt").exists() is made
+    (request,) = bodies(events, PermissionRequest)
+    assert "touch made.txt" in request.tool_call.title
+    (resolved,) = bodies(events, RequestResolved)
+    assert resolved.decision == decision
+    assert json.loads(bytes(resolved.answer)) == {"decision": "accept" if made else "decline"}
+    assert_same_as_converted(events, record)
+
+
+async def test_cancel_mid_turn(tmp_path: Path, servers: Any) -> None:
+    assert BINARY is not None
+    script = {
+        "scenario interrupt": [
+            servers.Step(blocks=(servers.Text(STORY),), delay=0.5),
+            servers.Step(blocks=(servers.Text("Briefly: done."),)),
+        ]
+    }
+    record = tmp_path / "run.tap.jsonl"
+    events: list[Any] = []
+    with codex_env(tmp_path, BINARY, script) as run, anyio.fail_after(LIMIT):
+        async with normalize.drive("codex", cwd=run.cwd, command=[str(run.binary)], env=run.env, record=record) as s:
+            async for ev in s.turn("scenario interrupt: tell a long story"):
+                events.append(ev)
+                if isinstance(ev, SessionEvent) and ev.event.kind == "assistant-delta" and s.turn_running:
+                    with pytest.raises(normalize.TurnRunning):
+                        await s.prompt("scenario interrupt: too early")
+                    await s.cancel()
+            events.extend([ev async for ev in s.turn("scenario interrupt: and now briefly")])
+            assert s.turns == ["interrupt", "ok"]
+            events.extend(await rest(s))
+    assert [b.stop_reason for b in bodies(events, TurnComplete)] == ["interrupted", "completed"]
+    assert bodies(events, AssistantMessage)[-1].text == "Briefly: done."
+    assert_same_as_converted(events, record)
