@@ -146,3 +146,36 @@ async def test_cancel_mid_turn(tmp_path: Path, servers: Any) -> None:
     assert [b.stop_reason for b in bodies(events, TurnComplete)] == ["interrupted", "completed"]
     assert bodies(events, AssistantMessage)[-1].text == "Briefly: done."
     assert_same_as_converted(events, record)
+
+
+async def test_resume_continues_the_thread_in_a_new_process(tmp_path: Path, servers: Any) -> None:
+    assert BINARY is not None
+    script = {
+        "scenario resume": [
+            servers.Step(blocks=(servers.Text("First answer."),)),
+            servers.Step(blocks=(servers.Text("Second answer, after the resume."),)),
+        ]
+    }
+    first: list[Any] = []
+    again: list[Any] = []
+    with codex_env(tmp_path, BINARY, script) as run, anyio.fail_after(LIMIT):
+        opts: dict[str, Any] = {"cwd": run.cwd, "command": [str(run.binary)], "env": run.env}
+        async with normalize.drive("codex", record=tmp_path / "first.tap.jsonl", **opts) as s:
+            first.extend([ev async for ev in s.turn("scenario resume: first question")])
+            thread = s.backend.thread_id  # type: ignore[attr-defined]
+            first.extend(await rest(s))
+        record = tmp_path / "again.tap.jsonl"
+        async with normalize.drive("codex", record=record, resume=thread, **opts) as s:
+            again.extend([ev async for ev in s.turn("scenario resume: second question")])
+            assert s.turns == ["ok"]
+            again.extend(await rest(s))
+    (resumed,) = [e for e in again if isinstance(e, normalize.SessionResumed)]
+    assert resumed.record.native_session_id == thread
+    # the first process's conversation comes back as history, then the new turn runs live
+    texts = [
+        (e.event.origin, e.event.body.text)
+        for e in again
+        if isinstance(e, SessionEvent) and isinstance(e.event.body, AssistantMessage)
+    ]
+    assert texts == [("replay", "First answer."), ("live", "Second answer, after the resume.")]
+    assert_same_as_converted(again, record)
