@@ -771,7 +771,8 @@ class Turn:
     async def __anext__(self) -> _Core:
         s = self.session
         if self._done is None:
-            self._done = len(s._turns)
+            # a prompt queued behind a running turn (agents that queue) has its turn after that one
+            self._done = len(s._turns) + (1 if s._turn_running else 0)
             self.message_id = await s.prompt(self.text, images=self.images)
         if self._over:
             raise StopAsyncIteration
