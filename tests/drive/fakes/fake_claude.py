@@ -31,6 +31,7 @@ only, so it starts fast.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import sys
 import threading
@@ -254,7 +255,7 @@ class Fake:
             self.out(self.assistant({"type": "text", "text": "Starting."}, self.next_msg_id()))
             sys.stderr.write("fake claude: crashed in the middle of a turn\n")
             sys.stderr.flush()
-            raise SystemExit(3)
+            os._exit(3)  # at once, as a crash: no clean-up (the stdin reader thread is still running)
         else:
             reply = f"Echo: {text}"
             self.out(self.assistant({"type": "text", "text": reply}, self.next_msg_id()))
