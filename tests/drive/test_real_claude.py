@@ -1,0 +1,144 @@
+"""The real Claude Code CLI driven through ``normalize.drive``, against the fake Anthropic server.
+
+Skipped, with the reason, when the CLI is not installed (scripts/install-agents installs the
+version of adapters/claude-stream-json/VERSIONS).  Each session is compared with ``normalize
+convert`` of its recording, as the fake-CLI tests do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from real_claude_env import WHY_MISSING, FakeAnthropic, Step, Text, Tool, fake_anthropic, find_claude
+from test_claude import assert_replays, bodies
+
+import normalize
+from normalize import (
+    AssistantDelta,
+    AssistantMessage,
+    AuthenticationRequired,
+    Decision,
+    PermissionRequest,
+    RequestResolved,
+    SessionEvent,
+    ToolCall,
+    TurnComplete,
+    UserMessage,
+)
+
+CLAUDE = find_claude()
+
+pytestmark = [
+    pytest.mark.agents,
+    pytest.mark.anyio,
+    pytest.mark.skipif(CLAUDE is None, reason=WHY_MISSING),
+    # one event loop is enough here: the fake CLI's tests run both
+    pytest.mark.parametrize("anyio_backend", ["asyncio"]),
+]
+
+#: Seconds a real session may take (the CLI starts in 1-2 s; a slow machine takes longer).
+LIMIT = 120
+
+
+def real_claude(tmp_path: Path, server: FakeAnthropic, *args: str) -> normalize.DriveSession:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    return normalize.drive(
+        "claude", cwd=work, command=[str(CLAUDE)], args=args, env=server.env(), record=tmp_path / "run.tap.jsonl"
+    )
+
+
+async def test_two_prompts(tmp_path: Path) -> None:
+    steps = [Step(blocks=(Text("First answer."),)), Step(blocks=(Text("Second answer."),))]
+    events: list[Any] = []
+    with fake_anthropic(tmp_path, {"scenario drive-two": steps}) as server:
+        with anyio.fail_after(LIMIT):
+            async with real_claude(tmp_path, server) as s:
+                for text in ("scenario drive-two: first question", "second question"):
+                    events.extend([ev async for ev in s.turn(text)])
+                assert s.turns == ["ok", "ok"]
+        events.extend([ev async for ev in s])
+    assert [b.text for b in bodies(events, AssistantMessage)] == ["First answer.", "Second answer."]
+    assert [b.reason for b in bodies(events, TurnComplete)] == ["ok", "ok"]
+    assert_replays(events, tmp_path)
+
+
+@pytest.mark.parametrize(("decision", "exists"), [("allow", True), ("deny", False)])
+async def test_a_shell_command_allowed_or_denied(tmp_path: Path, decision: Decision, exists: bool) -> None:
+    touch = Tool("Bash", {"command": "touch made-by-claude.txt", "description": "Create a file"})
+    steps = [Step(blocks=(touch,)), Step(blocks=(Text("Done, or not."),))]
+    events: list[Any] = []
+    with fake_anthropic(tmp_path, {"scenario drive-shell": steps}) as server:
+        with anyio.fail_after(LIMIT):
+            async with real_claude(tmp_path, server) as s:
+                async for ev in s.turn("scenario drive-shell: create the file"):
+                    events.append(ev)
+                    if isinstance(ev, SessionEvent) and isinstance(ev.event.body, PermissionRequest):
+                        await s.respond(ev.event.body.request_id, decision)
+                assert s.turns == ["ok"]
+        events.extend([ev async for ev in s])
+    assert (tmp_path / "work" / "made-by-claude.txt").exists() is exists
+    (request,) = bodies(events, PermissionRequest)
+    assert request.detail.command == "touch made-by-claude.txt"
+    (resolved,) = bodies(events, RequestResolved)
+    assert resolved.decision == decision
+    assert [c.phase for c in bodies(events, ToolCall)][-1] == ("completed" if exists else "failed")
+    assert_replays(events, tmp_path)
+
+
+async def test_a_cancel_mid_turn(tmp_path: Path) -> None:
+    story = " ".join(f"Sentence {i} of a long story." for i in range(60))
+    cancelled = False
+    steps = [Step(blocks=(Text(story),), delay=0.5), Step(blocks=(Text("Briefly: done."),))]
+    events: list[Any] = []
+    with fake_anthropic(tmp_path, {"scenario drive-cancel": steps}) as server:
+        with anyio.fail_after(LIMIT):
+            async with real_claude(tmp_path, server, "--include-partial-messages") as s:
+                async for ev in s.turn("scenario drive-cancel: tell a long story"):
+                    events.append(ev)
+                    if len(bodies(events, AssistantDelta)) == 1 and not s.turns and not cancelled:
+                        cancelled = True
+                        await s.cancel()
+                events.extend([ev async for ev in s.turn("and now briefly")])
+                assert s.turns == ["interrupt", "ok"]
+        events.extend([ev async for ev in s])
+    assert bodies(events, AssistantMessage)[-1].text == "Briefly: done."
+    assert story not in [b.text for b in bodies(events, AssistantMessage)]  # the story was cut short
+    assert_replays(events, tmp_path)
+
+
+async def test_no_credentials(tmp_path: Path) -> None:
+    with fake_anthropic(tmp_path, {}) as server:
+        env = {**server.env(), "ANTHROPIC_API_KEY": ""}
+        session = normalize.drive("claude", cwd=tmp_path, command=[str(CLAUDE)], env=env)
+        with pytest.raises(AuthenticationRequired):
+            async with session:
+                pass
+
+
+async def test_a_prompt_during_a_turn_is_queued(tmp_path: Path) -> None:
+    steps = [Step(blocks=(Text("A slow first answer."),), delay=0.5), Step(blocks=(Text("The queued answer."),))]
+    events: list[Any] = []
+    with fake_anthropic(tmp_path, {"scenario drive-queue": steps}) as server:
+        with anyio.fail_after(LIMIT):
+            async with real_claude(tmp_path, server, "--include-partial-messages") as s:
+                await s.prompt("scenario drive-queue: first")
+                async for ev in s:
+                    events.append(ev)
+                    if isinstance(ev, SessionEvent) and isinstance(ev.event.body, AssistantDelta):
+                        break
+                assert s.turn_running
+                await s.prompt("second, while the first runs")
+                async for ev in s:
+                    events.append(ev)
+                    if len(s.turns) == 2:
+                        break
+                assert s.turns == ["ok", "ok"]
+        events.extend([ev async for ev in s])
+    said = [(b.text, b.queued) for b in bodies(events, UserMessage)]
+    assert said == [("scenario drive-queue: first", None), ("second, while the first runs", True)]
+    assert [b.text for b in bodies(events, AssistantMessage)] == ["A slow first answer.", "The queued answer."]
+    assert_replays(events, tmp_path)
