@@ -291,3 +291,16 @@ async def test_the_cli_exiting_mid_turn(tmp_path: Path) -> None:
     (failed,) = [e for e in events if isinstance(e, normalize.SessionFailed)]
     assert "ended during turn" in failed.error.message
     assert_replays(events, tmp_path)
+
+
+async def test_images_go_before_the_text(tmp_path: Path) -> None:
+    picture = tmp_path / "dot.png"
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n")
+    async with fake_claude(tmp_path) as s:
+        async for _ in s.turn("look at this", images=[picture]):
+            pass
+        assert s.turns == ["ok"]
+    (prompt,) = [m for m in client_lines(tmp_path) if m["type"] == "user"]
+    image, text = prompt["message"]["content"]
+    assert image == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+    assert text == {"type": "text", "text": "look at this"}
