@@ -181,7 +181,8 @@ async def test_denied_the_command_does_not_run(tmp_path: Path, decision: Any, sa
     assert_replays(events, tmp_path)
 
 
-async def test_a_question_answered(tmp_path: Path) -> None:
+@pytest.mark.parametrize("decision", [None, "answered"])
+async def test_a_question_answered(tmp_path: Path, decision: Any) -> None:
     events: list[Any] = []
     async with fake_claude(tmp_path) as s:
         async for ev in s.turn("ask"):
@@ -189,7 +190,7 @@ async def test_a_question_answered(tmp_path: Path) -> None:
             if isinstance(ev, SessionEvent) and isinstance(ev.event.body, UserQuestion):
                 (question,) = ev.event.body.questions
                 assert [o.label for o in question.options] == ["red", "blue"]
-                await s.respond(ev.event.body.request_id, answers={"Which color?": "blue"})
+                await s.respond(ev.event.body.request_id, decision, answers={"Which color?": "blue"})
     events.extend([ev async for ev in s])
     (resolved,) = bodies(events, RequestResolved)
     assert resolved.decision == "answered"
@@ -304,3 +305,20 @@ async def test_images_go_before_the_text(tmp_path: Path) -> None:
     image, text = prompt["message"]["content"]
     assert image == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
     assert text == {"type": "text", "text": "look at this"}
+
+
+@pytest.mark.parametrize("decision", ["cancel", "deny"])
+async def test_a_question_refused(tmp_path: Path, decision: Any) -> None:
+    events: list[Any] = []
+    async with fake_claude(tmp_path) as s:
+        async for ev in s.turn("ask"):
+            events.append(ev)
+            if isinstance(ev, SessionEvent) and isinstance(ev.event.body, UserQuestion):
+                with pytest.raises(normalize.UsageError, match="allow-always"):
+                    await s.respond(ev.event.body.request_id, "allow-always")
+                await s.respond(ev.event.body.request_id, decision)
+    events.extend([ev async for ev in s])
+    (resolved,) = bodies(events, RequestResolved)
+    assert (resolved.outcome, resolved.decision) == ("cancelled", "cancel")
+    assert bodies(events, AssistantMessage)[-1].text == "You chose nothing."
+    assert_replays(events, tmp_path)

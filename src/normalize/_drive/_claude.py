@@ -119,9 +119,10 @@ class ClaudeBackend(Backend):
             error = {"subtype": "error", "request_id": request_id, "error": "cancelled by the host"}
             await wire.send({"type": "control_response", "response": error})
             return
-        if isinstance(request.body, UserQuestion) and decision is None:
+        if isinstance(request.body, UserQuestion) and decision in (None, "answered", "allow"):
+            # the CLI reads the answers from the input it is given back: question text -> answer
             response = {"behavior": "allow", "updatedInput": {**tool_input, "answers": answers or {}}}
-        elif decision in ("allow", "allow-always", "answered"):
+        elif isinstance(request.body, PermissionRequest) and decision in ("allow", "allow-always"):
             response = {"behavior": "allow", "updatedInput": tool_input}
             rules = [s for s in asked.get("permission_suggestions") or () if _kept(s)]
             if decision == "allow-always" and rules:
@@ -129,7 +130,7 @@ class ClaudeBackend(Backend):
         elif decision in ("deny", "deny-always"):
             response = {"behavior": "deny", "message": DENIED}
         else:
-            raise UsageError(f"claude: no answer for decision {decision!r} to {type(request.body).__name__}")
+            raise UsageError(f"claude: no answer for decision {decision!r} to a {request.kind}")
         success = {"subtype": "success", "request_id": request_id, "response": response}
         await wire.send({"type": "control_response", "response": success})
 
