@@ -7,6 +7,7 @@ convert`` of its recording, as the fake-CLI tests do.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from normalize import (
     TurnComplete,
     UserMessage,
 )
+from normalize._cli import main
 
 CLAUDE = find_claude()
 
@@ -35,9 +37,14 @@ pytestmark = [
     pytest.mark.agents,
     pytest.mark.anyio,
     pytest.mark.skipif(CLAUDE is None, reason=WHY_MISSING),
-    # one event loop is enough here: the fake CLI's tests run both
-    pytest.mark.parametrize("anyio_backend", ["asyncio"]),
 ]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """One event loop is enough here: the fake CLI's tests run both."""
+    return "asyncio"
+
 
 #: Seconds a real session may take (the CLI starts in 1-2 s; a slow machine takes longer).
 LIMIT = 120
@@ -142,3 +149,29 @@ async def test_a_prompt_during_a_turn_is_queued(tmp_path: Path) -> None:
     assert said == [("scenario drive-queue: first", None), ("second, while the first runs", True)]
     assert [b.text for b in bodies(events, AssistantMessage)] == ["A slow first answer.", "The queued answer."]
     assert_replays(events, tmp_path)
+
+
+def test_normalize_run_two_turns_with_an_approval_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert CLAUDE is not None
+    steps = [
+        Step(blocks=(Tool("Bash", {"command": "touch one.txt", "description": "Create one.txt"}),)),
+        Step(blocks=(Text("Created one.txt."),)),
+        Step(blocks=(Tool("Bash", {"command": "touch two.txt", "description": "Create two.txt"}),)),
+        Step(blocks=(Text("Created two.txt."),)),
+    ]
+    work, out, rec = tmp_path / "work", tmp_path / "events.jsonl", tmp_path / "run.tap.jsonl"
+    work.mkdir()
+    with fake_anthropic(tmp_path, {"scenario drive-run": steps}) as server:
+        for name, value in server.env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("PATH", f"{CLAUDE.parent}:{os.environ['PATH']}")  # `claude` as a user has it
+        argv = ["run", "claude", "--approve", "allow", "--cwd", str(work), "-o", str(out), "--record", str(rec)]
+        code = main([*argv, "--prompt", "scenario drive-run: create one.txt", "--prompt", "now two.txt"])
+    assert code == 0
+    assert (work / "one.txt").exists()
+    assert (work / "two.txt").exists()
+    written = [normalize.decode(line) for line in out.read_bytes().splitlines()[1:]]
+    assert [b.decision for b in bodies(written, RequestResolved)] == ["allow", "allow"]
+    assert [b.reason for b in bodies(written, TurnComplete)] == ["ok", "ok"]
+    converted = [normalize.encode(e) for e in normalize.events(normalize.read_records([rec]))]
+    assert out.read_bytes().splitlines()[1:] == converted
