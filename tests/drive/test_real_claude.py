@@ -7,6 +7,7 @@ convert`` of its recording, as the fake-CLI tests do.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -175,3 +176,28 @@ def test_normalize_run_two_turns_with_an_approval_each(tmp_path: Path, monkeypat
     assert [b.reason for b in bodies(written, TurnComplete)] == ["ok", "ok"]
     converted = [normalize.encode(e) for e in normalize.events(normalize.read_records([rec]))]
     assert out.read_bytes().splitlines()[1:] == converted
+
+
+async def test_resume_a_session(tmp_path: Path) -> None:
+    steps = [Step(blocks=(Text("Hello, first run."),)), Step(blocks=(Text("Hello again, resumed."),))]
+    with fake_anthropic(tmp_path, {"scenario drive-resume": steps}) as server:
+        with anyio.fail_after(LIMIT):
+            async with real_claude(tmp_path, server) as s:
+                first = [ev async for ev in s.turn("scenario drive-resume: hello")]
+            (created,) = [e for e in first if isinstance(e, normalize.SessionCreated)]
+            native = created.record.native_session_id
+            assert native
+            async with normalize.drive(
+                "claude", cwd=tmp_path / "work", command=[str(CLAUDE)], env=server.env(), resume=native
+            ) as again:
+                events = [ev async for ev in again.turn("and again")]
+                assert again.turns == ["ok"]
+    assert bodies(events, AssistantMessage)[-1].text == "Hello again, resumed."
+    (created,) = [e for e in events if isinstance(e, normalize.SessionCreated)]
+    assert created.record.native_session_id == native
+    # the model saw the first run's conversation: the resumed session's request starts with it
+    asked = [json.loads(line)["body"] for line in server.requests.read_text().splitlines()]
+    last = [b for b in asked if b and b.get("tools")][-1]
+    said = json.dumps(last["messages"])
+    assert "scenario drive-resume: hello" in said
+    assert "Hello, first run." in said
