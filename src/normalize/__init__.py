@@ -36,6 +36,21 @@ from ._version import __version__
 
 if _TYPE_CHECKING:
     from ._aio import ByteSource, EventStream, aevents
+    from ._drive import (
+        AgentExited,
+        AgentNotFound,
+        AgentRequestFailed,
+        AuthenticationRequired,
+        DriveBackend,
+        DriveError,
+        DriveOptions,
+        DriveSession,
+        ImageData,
+        NotSupported,
+        TurnRunning,
+        UnknownRequest,
+        drive,
+    )
     from ._follow import FileChanged, follow
     from ._replay import Pacer, replay
     from ._tap import AgentTap, Wiretap, exit_status, relay, tap, tap_line
@@ -56,6 +71,19 @@ _LAZY = {
     "relay": "_tap",
     "tap": "_tap",
     "tap_line": "_tap",
+    "AgentExited": "_drive",
+    "AgentNotFound": "_drive",
+    "AgentRequestFailed": "_drive",
+    "AuthenticationRequired": "_drive",
+    "DriveBackend": "_drive",
+    "DriveError": "_drive",
+    "DriveOptions": "_drive",
+    "DriveSession": "_drive",
+    "ImageData": "_drive",
+    "NotSupported": "_drive",
+    "TurnRunning": "_drive",
+    "UnknownRequest": "_drive",
+    "drive": "_drive",
 }
 
 
@@ -71,6 +99,19 @@ def __getattr__(name: str) -> _Any:
 
 
 __all__ = [
+    "AgentExited",
+    "AgentNotFound",
+    "AgentRequestFailed",
+    "AuthenticationRequired",
+    "DriveBackend",
+    "DriveError",
+    "DriveOptions",
+    "DriveSession",
+    "ImageData",
+    "NotSupported",
+    "TurnRunning",
+    "UnknownRequest",
+    "drive",
     "DEFAULT_MAX_LINE",
     "SCHEMA_VERSION",
     "Adapter",
