@@ -33,6 +33,7 @@ import math
 import mimetypes
 import os
 import shutil
+import signal
 import subprocess
 from collections import deque
 from collections.abc import Callable, Coroutine, Hashable, Mapping, Sequence
@@ -259,6 +260,15 @@ class Wire:
         """One JSON line to the agent's stdin: recorded and normalized first, as ``tap`` does."""
         line = msg if isinstance(msg, bytes) else _encode(msg)
         await self._session._send(line + b"\n")
+
+    def signal(self, signum: signal.Signals) -> None:
+        """Send a signal to the agent: the interrupt of a protocol that has no message for it (agy's SIGINT)."""
+        proc = self._session._process
+        if proc is None:
+            raise UsageError("the session is not running")
+        if self._session._exited:
+            raise self._session._exit_error()
+        proc.send_signal(signum)
 
     def next_id(self) -> int:
         self._next_id += 1
