@@ -570,6 +570,7 @@ class DriveSession:
         command = self.backend.command()
         program = command[0]
         if os.sep not in program and shutil.which(program) is None:
+            self._close_record()
             raise AgentNotFound(f"{program}: not found on PATH (is {self.backend.name} installed?)")
         env = {**os.environ, **self.backend.environment(), **self.options.env}
         out = AgentOutput()
@@ -584,9 +585,11 @@ class DriveSession:
             )
         except FileNotFoundError as exc:
             out.close()
+            self._close_record()
             raise AgentNotFound(f"{program}: not found ({exc.strerror})") from exc
         except BaseException:
             out.close()
+            self._close_record()
             raise
         out.started(self._process)
         self._out = out
@@ -624,8 +627,13 @@ class DriveSession:
         # the reader ends with the agent; the task group is left outside the shield (scopes nest)
         await group.__aexit__(None, None, None)
         self._group = None
+        self._close_record()
+
+    def _close_record(self) -> None:
+        """Close the recording file the session opened (also when the agent never started)."""
         if self._owned is not None:
             self._owned.close()
+            self._owned = None
 
     # ------------------------------------------------------------ the reading side
 
