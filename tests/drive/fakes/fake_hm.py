@@ -24,7 +24,9 @@ Standard library only, so it starts fast.
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import queue
 import signal
 import sys
@@ -47,6 +49,15 @@ class Interrupted(Exception):
 
 def _interrupted(signum: int, frame: object) -> None:
     raise Interrupted
+
+
+def _is_picture(data: str) -> bool:
+    """PNG, JPEG, GIF or WebP, told apart by their bytes."""
+    try:
+        head = base64.b64decode(data, validate=True)[:12]
+    except ValueError:
+        return False
+    return head.startswith((b"\x89PNG", b"\xff\xd8\xff", b"GIF8")) or (head[:4] == b"RIFF" and head[8:] == b"WEBP")
 
 
 class Fake:
@@ -127,6 +138,10 @@ class Fake:
             if self.running:
                 self.respond(cmd, "prompt", False, "a turn is running; steer it or queue a follow-up")
                 return False
+            for n, image in enumerate(cmd.get("images") or [], 1):
+                if not _is_picture(str(image.get("data", ""))):
+                    self.respond(cmd, "prompt", False, f"image {n} is not a PNG, JPEG, GIF or WebP picture")
+                    return False
             return True
         if kind in ("approve", "answer"):
             if self.waiting != (kind, cmd.get("call_id")):
@@ -234,7 +249,7 @@ class Fake:
         except Interrupted:
             self.write("turn_end", error="aborted")
             self.write("session_end", answer="", exit_code=130, refused=[], usage=self.usage)
-            sys.exit(130)
+            os._exit(130)
         else:
             self.write("turn_end")
         finally:
@@ -303,7 +318,7 @@ class Fake:
             self.write("text_delta", text="Start")
             sys.stderr.write("fake hm: the model connection broke\n")
             sys.stderr.flush()
-            sys.exit(1)
+            os._exit(1)  # at once: the stdin reader thread would hold up an orderly exit
         else:
             self.reply(f"You said: {text}")
 
@@ -320,7 +335,7 @@ class Fake:
                     self.turn(cmd)
         except Interrupted:
             self.write("session_end", answer=self.answer, exit_code=130, refused=[], usage=self.usage)
-            return 130
+            os._exit(130)
         self.write("session_end", answer=self.answer, exit_code=0, refused=[], usage=self.usage)
         return 0
 
