@@ -20,6 +20,7 @@ The "model" is chosen by the prompt's text:
   runs (NAME is created in the working directory), else it is soft-denied
   (``denied_actions``), as headless agy does with shell commands by default;
 * ``slow``: a reply that streams, then waits (up to 30 s) for SIGINT;
+* ``pause``: one reply after a second (time to send another prompt during the turn);
 * ``crash``: starts a reply, then exits 1 in the middle of the turn;
 * anything else: one reply, ``You said: TEXT``.
 
@@ -48,6 +49,14 @@ class Fake:
         self.turns = 0
         self.total = {"input_tokens": 0, "output_tokens": 0, "thinking_tokens": 0, "cache_read_tokens": 0}
         self.started = False
+        self.in_turn = False
+        self.interrupted = False
+
+    def on_sigint(self, signum: int, frame: object) -> None:
+        """SIGINT: the running turn ends with result ERROR "interrupted", then agy exits 130."""
+        if not self.in_turn:
+            os._exit(130)
+        self.interrupted = True
 
     def write(self, line: dict[str, Any]) -> None:
         OUT.write(json.dumps(line, separators=(",", ":")) + "\n")
@@ -142,14 +151,19 @@ class Fake:
             index = self.step
             self.step += 1
             self.update("ACTIVE", "agent_response", index, text_delta="Working")
-            try:
-                time.sleep(30)
-            except KeyboardInterrupt:
+            deadline = time.monotonic() + 30
+            while not self.interrupted and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if self.interrupted:
                 self.usage(100, 1)
                 self.result("ERROR", "", error="interrupted")
-                sys.exit(130)
+                return
             self.update("DONE", "agent_response", index, text_delta=" done.", usage=self.usage(100, 2))
             self.result("SUCCESS", "Working done.\n")
+        elif text == "pause":
+            time.sleep(1.0)
+            self.reply("Paused.")
+            self.result("SUCCESS", "Paused.\n")
         elif text == "crash":
             self.update("ACTIVE", "agent_response", text_delta="Start")
             sys.stderr.write("error: the model connection broke\n")
@@ -180,7 +194,11 @@ class Fake:
             content = (line.get("message") or {}).get("content")
             if isinstance(content, list):
                 content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
+            self.in_turn = True
             self.turn(str(content or ""))
+            self.in_turn = False
+            if self.interrupted:
+                return 130
         return 0
 
 
@@ -205,12 +223,9 @@ def main() -> int:
         return 2
     conversation = opts.get("--conversation", "5f0c7a2e-0000-4000-8000-00000000fa4e")
     fake = Fake(conversation, opts.get("--model"), "--dangerously-skip-permissions" in opts)
-    try:
-        return fake.run()
-    except KeyboardInterrupt:
-        return 130
+    signal.signal(signal.SIGINT, fake.on_sigint)
+    return fake.run()
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.exit(main())
