@@ -21,7 +21,9 @@ from fakes.wire import without_made_up_ts
 from normalize import (
     AgentExited,
     AgentNotFound,
+    AgentRequestFailed,
     AssistantMessage,
+    AuthenticationRequired,
     MessageCompleted,
     NotSupported,
     PermissionAuto,
@@ -176,6 +178,31 @@ async def test_what_agy_cannot_do_raises_not_supported(tmp_path: Path) -> None:
         with pytest.raises(NotSupported):
             await s.set_model("gemini-other")
     assert sent(tmp_path) == []  # nothing reached agy
+
+
+async def test_cancel_with_no_turn_running_sends_nothing(tmp_path: Path) -> None:
+    async with agy(tmp_path) as s:
+        await s.cancel()  # SIGINT would end an idle agy
+        events = [ev async for ev in s.turn("hello")]
+        assert s.turns == ["ok"]
+    assert s.returncode == 0
+    assert [b.text for b in bodies(events, AssistantMessage)] == ["You said: hello"]
+
+
+async def test_no_login_is_authentication_required(tmp_path: Path) -> None:
+    async with agy(tmp_path, env={"FAKE_AGY_NO_LOGIN": "1"}) as s:
+        with pytest.raises(AuthenticationRequired, match="authentication required"):
+            await s.prompt("hello")
+        assert not s.turn_running
+
+
+async def test_a_prompt_agy_refuses_before_the_turn(tmp_path: Path) -> None:
+    async with agy(tmp_path, model="no-such-model") as s:
+        with pytest.raises(AgentRequestFailed, match="invalid model selection") as info:
+            await s.prompt("hello")
+    assert info.value.method == "prompt"
+    events = [ev async for ev in s]
+    assert_replays(events, tmp_path)
 
 
 async def test_agy_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,11 +28,24 @@ from __future__ import annotations
 
 import contextlib
 import signal
+from collections import deque
+from collections.abc import Hashable
 from typing import Any, ClassVar
 
 import anyio
+import msgspec
 
-from ._core import AgentExited, Backend, DriveOptions, ImageData, NotSupported, Wire
+from ._core import (
+    AgentExited,
+    AgentRequestFailed,
+    AuthenticationRequired,
+    Backend,
+    DriveError,
+    DriveOptions,
+    ImageData,
+    NotSupported,
+    Wire,
+)
 
 __all__ = ["AgyBackend"]
 
@@ -69,7 +82,9 @@ class AgyBackend(Backend):
         #: agy's ``conversation_id`` once it said it (``init``, ``result``): what ``resume=`` takes
         self.conversation_id: str | None = options.resume
         self._sent = 0  # prompts written
-        self._results = 0  # turns ended (one result per prompt, in order)
+        self._taken = 0  # prompts agy took (user_input steps), or refused with a result
+        self._results = 0  # results: one per prompt, in order
+        self._waiting: deque[Hashable] = deque()  # the prompts not taken yet, oldest first
 
     async def start(self, wire: Wire) -> None:
         return None  # agy may write init only once it has read the first prompt
@@ -77,8 +92,19 @@ class AgyBackend(Backend):
     async def prompt(self, wire: Wire, text: str, images: list[ImageData]) -> None:
         if images:
             raise NotSupported("agy's stream-json input takes text only, not images")
-        await wire.send({"event": "user", "message": {"role": "user", "content": text}})
+        key = ("agy", "prompt", self._sent + 1)
+        waiter = wire.expect(key)
+        self._waiting.append(key)
+        try:
+            await wire.send({"event": "user", "message": {"role": "user", "content": text}})
+        except BaseException:
+            self._waiting.remove(key)
+            wire.resolve(key, None)
+            raise
         self._sent += 1
+        # taken (its user_input step), which for a queued prompt is when the turn before ended;
+        # a result instead of it is a failure before the turn (login, model, input)
+        await waiter.wait()
 
     async def cancel(self, wire: Wire) -> None:
         if self._results >= self._sent:
@@ -92,16 +118,52 @@ class AgyBackend(Backend):
         wire.resolve(key, None)  # still running after EXIT_WAIT: it kept the session; stop waiting
 
     async def on_message(self, wire: Wire, msg: Any) -> None:
-        if not isinstance(msg, dict):
-            return
-        event = msg.get("event")
-        if event == "init":
-            cid = msg.get("conversation_id")
-        elif event == "result":
+        try:
+            view = msgspec.convert(msg, _Line)
+        except msgspec.ValidationError:
+            return  # not an agy line of the documented shape: the adapter reports it
+        if view.event == "init":
+            self._conversation(view.conversation_id)
+        elif view.step_update is not None and view.step_update.step_type == "user_input":
+            self._taken += 1
+            if self._waiting:
+                wire.resolve(self._waiting.popleft(), None)
+        elif view.result is not None:
+            self._conversation(view.result.conversation_id)
             self._results += 1
-            result = msg.get("result")
-            cid = result.get("conversation_id") if isinstance(result, dict) else None
-        else:
-            return
-        if isinstance(cid, str) and cid:
+            if self._results > self._taken:
+                # no turn was running: agy refused the oldest prompt before taking it
+                self._taken += 1
+                if self._waiting:
+                    wire.fail(self._waiting.popleft(), _refusal(view.result))
+
+    def _conversation(self, cid: str | None) -> None:
+        if cid:
             self.conversation_id = cid
+
+
+class _Step(msgspec.Struct):
+    step_type: str | None = None
+
+
+class _Result(msgspec.Struct):
+    conversation_id: str | None = None
+    status: str | None = None
+    error: str | None = None
+
+
+class _Line(msgspec.Struct):
+    """The fields of an agy line the backend reads (the adapter reads the rest)."""
+
+    event: str | None = None
+    conversation_id: str | None = None
+    step_update: _Step | None = None
+    result: _Result | None = None
+
+
+def _refusal(result: _Result) -> DriveError:
+    """What a result for a prompt agy never took means to the host."""
+    error = result.error or f"agy ended the turn with status {result.status}"
+    if "authentication" in error.lower():
+        return AuthenticationRequired(f"agy: {error} (sign in with agy first)")
+    return AgentRequestFailed("prompt", None, error)

@@ -11,6 +11,8 @@ is a ``user_input`` step, ``step_update`` lines with a conversation-wide ``step_
 ``result`` with the conversation's cumulative usage.  A line without ``event`` ends the run
 with a ``result`` ERROR and exit 1; an unknown ``event`` is ignored with a warning on stderr;
 stdin EOF exits 0.  SIGINT during a turn writes ``result`` ERROR ``interrupted`` and exits 130.
+Without a login (``$FAKE_AGY_NO_LOGIN`` set) or with a ``--model`` not starting with
+``gemini-``, the first prompt gets a lone ``result`` ERROR (no ``init``) and exit 1.
 ``--input-format stream-json`` without ``--output-format stream-json``, or an unknown flag,
 exits 2 with no output.
 
@@ -57,6 +59,14 @@ class Fake:
         if not self.in_turn:
             os._exit(130)
         self.interrupted = True
+
+    def preflight(self) -> str | None:
+        """Why agy cannot start a turn: no login ($FAKE_AGY_NO_LOGIN), a model it does not know."""
+        if os.environ.get("FAKE_AGY_NO_LOGIN"):
+            return "authentication required"
+        if self.model is not None and not self.model.startswith("gemini-"):
+            return f'invalid model selection (--model "{self.model}" --effort ""): unknown model'
+        return None
 
     def write(self, line: dict[str, Any]) -> None:
         OUT.write(json.dumps(line, separators=(",", ":")) + "\n")
@@ -180,6 +190,12 @@ class Fake:
                 continue
             if not self.started:
                 self.started = True
+                failure = self.preflight()
+                if failure:
+                    # before the turn: a lone result (no init), exit 1
+                    self.conversation = ""
+                    self.result("ERROR", "", error=failure)
+                    return 1
                 self.init()
             try:
                 line = json.loads(raw)
