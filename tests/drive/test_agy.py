@@ -224,3 +224,10 @@ async def test_agy_exiting_mid_turn(tmp_path: Path) -> None:
     assert [e for e in events if isinstance(e, SessionFailed)]
     assert [t.reason for t in bodies(events, TurnComplete)] == ["interrupt"]
     assert_replays(events, tmp_path)
+
+
+async def test_bad_flags_fail_the_first_prompt(tmp_path: Path) -> None:
+    async with agy(tmp_path, args=["--no-such-flag"]) as s:
+        with pytest.raises(AgentExited, match="unknown flag") as info:
+            await s.prompt("hello")
+    assert info.value.returncode == 2

@@ -152,6 +152,24 @@ async def test_a_shell_command_denied_does_not_run(tmp_path: Path, decision: Any
     assert_replays(events, tmp_path)
 
 
+@pytest.mark.parametrize("prompt", ["run: touch never.txt", "ask: Which database?"])
+async def test_respond_cancel_aborts_the_turn(tmp_path: Path, prompt: str) -> None:
+    events: list[Any] = []
+    async with hm(tmp_path) as s:
+        with anyio.fail_after(20):
+            async for ev in s.turn(prompt):
+                events.append(ev)
+                if isinstance(ev, SessionEvent) and isinstance(ev.event.body, PermissionRequest | UserQuestion):
+                    await s.respond(ev.event.body.request_id, "cancel")
+        assert s.turns == ["interrupt"]
+        events.extend([ev async for ev in rest(s)])
+    assert not (tmp_path / "never.txt").exists()
+    assert [c["type"] for c in sent(tmp_path)] == ["prompt", "abort"]
+    (resolved,) = bodies(events, RequestResolved)
+    assert resolved.decision == "cancel"
+    assert_replays(events, tmp_path)
+
+
 async def test_a_question_answered(tmp_path: Path) -> None:
     events: list[Any] = []
     async with hm(tmp_path) as s:
