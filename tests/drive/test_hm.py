@@ -170,6 +170,13 @@ async def test_respond_cancel_aborts_the_turn(tmp_path: Path, prompt: str) -> No
     assert_replays(events, tmp_path)
 
 
+async def test_resume_opens_the_saved_session(tmp_path: Path) -> None:
+    async with hm(tmp_path, resume="20261101-saved") as s:
+        events = [ev async for ev in s.turn("hello")]
+    resumed = [e for e in events if isinstance(e, normalize.SessionResumed)]
+    assert [r.record.native_session_id for r in resumed] == ["20261101-saved"]
+
+
 async def test_a_question_answered(tmp_path: Path) -> None:
     events: list[Any] = []
     async with hm(tmp_path) as s:
