@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -35,6 +36,7 @@ from normalize import (
     UnknownRequest,
     UserMessage,
 )
+from normalize._cli import main
 from normalize._drive import DriveSession, ImageData
 from normalize._drive._agy import AgyBackend
 
@@ -231,3 +233,19 @@ async def test_bad_flags_fail_the_first_prompt(tmp_path: Path) -> None:
         with pytest.raises(AgentExited, match="unknown flag") as info:
             await s.prompt("hello")
     assert info.value.returncode == 2
+
+
+@pytest.mark.parametrize(("agy_args", "created"), [([], False), (["--", "--dangerously-skip-permissions"], True)])
+def test_normalize_run_agy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agy_args: list[str], created: bool) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "agy").write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
+    (bin_dir / "agy").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    work, out, rec = tmp_path / "work", tmp_path / "events.jsonl", tmp_path / "run.tap.jsonl"
+    work.mkdir()
+    argv = ["run", "agy", "--prompt", "hello", "--prompt", "run: touch notes.txt"]
+    assert main([*argv, "--cwd", str(work), "-o", str(out), "--record", str(rec), *agy_args]) == 0
+    assert (work / "notes.txt").exists() is created
+    converted = [normalize.encode(e) for e in normalize.events(normalize.read_records([rec]))]
+    assert out.read_bytes().splitlines()[1:] == converted

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -36,6 +37,7 @@ from normalize import (
     UserMessage,
     UserQuestion,
 )
+from normalize._cli import main
 from normalize._drive import DriveSession, ImageData
 
 FAKE = Path(__file__).parent / "fakes" / "fake_hm.py"
@@ -325,3 +327,19 @@ async def test_bad_flags_exit_before_the_session(tmp_path: Path) -> None:
         async with hm(tmp_path, args=["--no-such-flag"]):
             pass
     assert info.value.returncode == 2
+
+
+@pytest.mark.parametrize(("policy", "created"), [("allow", True), ("deny", False)])
+def test_normalize_run_hm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str, created: bool) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "hm").write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
+    (bin_dir / "hm").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    work, out, rec = tmp_path / "work", tmp_path / "events.jsonl", tmp_path / "run.tap.jsonl"
+    work.mkdir()
+    argv = ["run", "hm", "--approve", policy, "--prompt", "hello", "--prompt", "run: touch notes.txt"]
+    assert main([*argv, "--cwd", str(work), "-o", str(out), "--record", str(rec)]) == 0
+    assert (work / "notes.txt").exists() is created
+    converted = [normalize.encode(e) for e in normalize.events(normalize.read_records([rec]))]
+    assert out.read_bytes().splitlines()[1:] == converted

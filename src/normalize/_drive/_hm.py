@@ -135,14 +135,10 @@ class HmBackend(Backend):
             return
         if not answers:
             raise UsageError("an hm question takes answers={question: text}")
-        question = body.questions[0] if body.questions else None
-        text = None
-        if question is not None:
-            text = answers.get(question.id, answers.get(question.prompt))
+        # hm asks one free-text question, whose id is the call id (DriveSession keys answers by id)
+        text = answers.get(body.request_id)
         if text is None:
-            if len(answers) != 1:
-                raise UsageError(f"no answer for the question {question.prompt if question else body.request_id!r}")
-            (text,) = answers.values()
+            raise UsageError(f"no answer for the question of call {body.request_id}")
         await self._settle(wire, "answer", body.request_id, call_id=body.request_id, text=text)
 
     async def _settle(self, wire: Wire, type_: str, request_id: str, **fields: Any) -> None:
