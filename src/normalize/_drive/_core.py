@@ -33,6 +33,7 @@ import math
 import mimetypes
 import os
 import shutil
+import signal
 import subprocess
 from collections import deque
 from collections.abc import Callable, Coroutine, Hashable, Mapping, Sequence
@@ -272,6 +273,15 @@ class Wire:
         """One JSON line to the agent's stdin: recorded and normalized first, as ``tap`` does."""
         line = msg if isinstance(msg, bytes) else _encode(msg)
         await self._session._send(line + b"\n")
+
+    def signal(self, signum: signal.Signals) -> None:
+        """Send a signal to the agent: the interrupt of a protocol that has no message for it (agy's SIGINT)."""
+        proc = self._session._process
+        if proc is None:
+            raise UsageError("the session is not running")
+        if self._session._exited:
+            raise self._session._exit_error()
+        proc.send_signal(signum)
 
     def next_id(self) -> int:
         self._next_id += 1
@@ -578,6 +588,7 @@ class DriveSession:
         command = self.backend.command()
         program = command[0]
         if os.sep not in program and shutil.which(program) is None:
+            self._close_record()
             raise AgentNotFound(f"{program}: not found on PATH (is {self.backend.name} installed?)")
         env = {**os.environ, **self.backend.environment(), **self.options.env}
         out = AgentOutput()
@@ -592,9 +603,11 @@ class DriveSession:
             )
         except FileNotFoundError as exc:
             out.close()
+            self._close_record()
             raise AgentNotFound(f"{program}: not found ({exc.strerror})") from exc
         except BaseException:
             out.close()
+            self._close_record()
             raise
         out.started(self._process)
         self._out = out
@@ -632,8 +645,13 @@ class DriveSession:
         # the reader ends with the agent; the task group is left outside the shield (scopes nest)
         await group.__aexit__(None, None, None)
         self._group = None
+        self._close_record()
+
+    def _close_record(self) -> None:
+        """Close the recording file the session opened (also when the agent never started)."""
         if self._owned is not None:
             self._owned.close()
+            self._owned = None
 
     # ------------------------------------------------------------ the reading side
 
