@@ -33,6 +33,7 @@ import math
 import mimetypes
 import os
 import shutil
+import signal
 import subprocess
 from collections import deque
 from collections.abc import Callable, Coroutine, Hashable, Mapping, Sequence
@@ -198,6 +199,19 @@ def option_for(body: PermissionRequest, decision: Decision) -> PermissionOption 
     return None
 
 
+def _by_question_id(body: UserQuestion, answers: dict[str, str]) -> dict[str, str]:
+    """Answers keyed by question id; a key may also be the question's prompt, as a person reads it."""
+    by_prompt = {q.prompt: q.id for q in body.questions}
+    ids = {q.id for q in body.questions}
+    out: dict[str, str] = {}
+    for key, value in answers.items():
+        qid = key if key in ids else by_prompt.get(key)
+        if qid is None:
+            raise UsageError(f"no question {key!r} in request {body.request_id} (ids: {', '.join(sorted(ids))})")
+        out[qid] = value
+    return out
+
+
 class Waiter:
     """One answer a backend waits for: :meth:`Wire.resolve` gives it, the agent's exit fails it."""
 
@@ -260,6 +274,15 @@ class Wire:
         """One JSON line to the agent's stdin: recorded and normalized first, as ``tap`` does."""
         line = msg if isinstance(msg, bytes) else _encode(msg)
         await self._session._send(line + b"\n")
+
+    def signal(self, signum: signal.Signals) -> None:
+        """Send a signal to the agent: the interrupt of a protocol that has no message for it (agy's SIGINT)."""
+        proc = self._session._process
+        if proc is None:
+            raise UsageError("the session is not running")
+        if self._session._exited:
+            raise self._session._exit_error()
+        proc.send_signal(signum)
 
     def next_id(self) -> int:
         self._next_id += 1
@@ -522,7 +545,10 @@ class DriveSession:
         *,
         answers: dict[str, str] | None = None,
     ) -> None:
-        """Answer a ``permission-request`` (a decision) or a ``user-question`` (``answers``: question -> answer)."""
+        """Answer a ``permission-request`` (a decision) or a ``user-question`` (``answers``: question -> answer).
+
+        A question is named by its ``id`` or its ``prompt``; backends get the answers keyed by id.
+        """
         self._check_alive()
         request = self._requests.get(request_id)
         if request is None:
@@ -532,6 +558,8 @@ class DriveSession:
             raise UsageError("a permission request needs a decision: allow, allow-always, deny, deny-always or cancel")
         if isinstance(request.body, UserQuestion) and decision is None and answers is None:
             raise UsageError("a question needs answers (or decision='cancel')")
+        if answers is not None and isinstance(request.body, UserQuestion):
+            answers = _by_question_id(request.body, answers)
         await self.backend.respond(self.wire, request, decision, answers)
         if self._requests.pop(request_id, None) is not None:
             self._resolved.add(request_id)
@@ -564,6 +592,7 @@ class DriveSession:
         command = self.backend.command()
         program = command[0]
         if os.sep not in program and shutil.which(program) is None:
+            self._close_record()
             raise AgentNotFound(f"{program}: not found on PATH (is {self.backend.name} installed?)")
         env = {**os.environ, **self.backend.environment(), **self.options.env}
         out = AgentOutput()
@@ -578,9 +607,11 @@ class DriveSession:
             )
         except FileNotFoundError as exc:
             out.close()
+            self._close_record()
             raise AgentNotFound(f"{program}: not found ({exc.strerror})") from exc
         except BaseException:
             out.close()
+            self._close_record()
             raise
         out.started(self._process)
         self._out = out
@@ -618,8 +649,13 @@ class DriveSession:
         # the reader ends with the agent; the task group is left outside the shield (scopes nest)
         await group.__aexit__(None, None, None)
         self._group = None
+        self._close_record()
+
+    def _close_record(self) -> None:
+        """Close the recording file the session opened (also when the agent never started)."""
         if self._owned is not None:
             self._owned.close()
+            self._owned = None
 
     # ------------------------------------------------------------ the reading side
 
@@ -668,12 +704,14 @@ class DriveSession:
             raise UsageError("the session is not started (use `async with normalize.drive(...)`)")
         if self._exited:
             raise self._exit_error()
-        async with self._send_lock:
-            self._queue(self.wiretap.feed(line, "client"))  # before the agent can answer
-            try:
-                await proc.stdin.send(line)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                raise self._exit_error() from exc
+        # shielded: a line is written whole or not at all, whatever cancels the caller
+        with anyio.CancelScope(shield=True):
+            async with self._send_lock:
+                self._queue(self.wiretap.feed(line, "client"))  # before the agent can answer
+                try:
+                    await proc.stdin.send(line)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                    raise self._exit_error() from exc
 
     # ------------------------------------------------------------ state from the events
 
@@ -757,7 +795,8 @@ class Turn:
     async def __anext__(self) -> _Core:
         s = self.session
         if self._done is None:
-            self._done = len(s._turns)
+            # a prompt queued behind a running turn (agents that queue) has its turn after that one
+            self._done = len(s._turns) + (1 if s._turn_running else 0)
             self.message_id = await s.prompt(self.text, images=self.images)
         if self._over:
             raise StopAsyncIteration
