@@ -445,6 +445,7 @@ class _Decision(_V, frozen=True, kw_only=True):
     decision: Raw = ci.NULL
     action: str | None = None
     scope: str | None = None  # item/permissions/requestApproval: "turn" | "session"
+    permissions: Raw = ci.NULL  # item/permissions/requestApproval: what is granted
 
 
 def _decoder(t: type[Any]) -> msgspec.json.Decoder[Any]:
@@ -619,6 +620,12 @@ def _decision_name(raw: Raw) -> str:
     if isinstance(value, dict) and len(value) == 1:
         return str(next(iter(value)))
     return "other"
+
+
+def _grants(raw: Raw) -> bool:
+    """Whether a permissions answer grants anything (``{}`` or only nulls grants nothing: a refusal)."""
+    value = _ANY.decode(raw) if ci.present(raw) else None
+    return isinstance(value, dict) and any(v not in (None, {}, []) for v in value.values())
 
 
 # ----------------------------------------------------------------- state
@@ -1278,6 +1285,7 @@ class CodexAppServerAdapter(Adapter):
         options = [
             PermissionOption(id="turn", kind="allow_once", label="Grant for this turn"),
             PermissionOption(id="session", kind="allow_always", label="Grant for this session"),
+            PermissionOption(id="decline", kind="reject_once", label="Grant nothing"),
         ]
         detail = PermissionDetail(cwd=p.cwd, reason=p.reason)
         return [PermissionRequest(request_id=key, tool_call=ref, options=options, detail=detail)]
@@ -1329,7 +1337,7 @@ class CodexAppServerAdapter(Adapter):
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
         if method == "item/permissions/requestApproval":
-            return answer.scope or "turn"
+            return (answer.scope or "turn") if _grants(answer.permissions) else "decline"
         decision = ci.raw_or_none(answer.decision)
         return None if decision is None else _decision_name(decision)
 
