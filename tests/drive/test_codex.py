@@ -143,6 +143,28 @@ async def test_a_command_approval_answered(tmp_path: Path, decision: Any, native
     assert_same_as_converted(events, tmp_path / "run.tap.jsonl")
 
 
+@pytest.mark.parametrize(
+    ("decision", "answer"),
+    [
+        ("allow", {"permissions": {"network": {"enabled": True}, "fileSystem": None}, "scope": "turn"}),
+        ("allow-always", {"permissions": {"network": {"enabled": True}, "fileSystem": None}, "scope": "session"}),
+        ("deny", {"permissions": {}, "scope": "turn"}),
+    ],
+)
+async def test_a_permissions_request_answered(tmp_path: Path, decision: Any, answer: dict[str, Any]) -> None:
+    events: list[Any] = []
+    async with codex(tmp_path) as s:
+        async for ev in s.turn("grant me network access"):
+            events.append(ev)
+            if isinstance(ev, SessionEvent) and isinstance(ev.event.body, PermissionRequest):
+                await s.respond(ev.event.body.request_id, decision)
+        events.extend([ev async for ev in rest(s)])
+    (resolved,) = bodies(events, RequestResolved)
+    assert plain(resolved.answer) == answer
+    assert resolved.decision == decision  # nothing granted reads as a refusal
+    assert_same_as_converted(events, tmp_path / "run.tap.jsonl")
+
+
 async def test_a_question_answered_by_its_text(tmp_path: Path) -> None:
     events: list[Any] = []
     async with codex(tmp_path) as s:

@@ -9,6 +9,7 @@ recorded wire.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from real_codex_env import VERSION, codex_binary, codex_env, codex_version, reco
 
 import normalize
 from normalize import AssistantMessage, PermissionRequest, RequestResolved, SessionEvent, TurnComplete
+from normalize._cli import main
 
 BINARY = codex_binary()
 pytestmark = [
@@ -179,3 +181,31 @@ async def test_resume_continues_the_thread_in_a_new_process(tmp_path: Path, serv
     ]
     assert texts == [("replay", "First answer."), ("live", "Second answer, after the resume.")]
     assert_same_as_converted(again, record)
+
+
+def test_normalize_run_two_turns_with_an_approval_each(
+    tmp_path: Path, servers: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert BINARY is not None
+    steps = [
+        servers.Step(blocks=(escalated(servers, "touch one.txt"),)),
+        servers.Step(blocks=(servers.Text("Created one.txt."),)),
+        servers.Step(blocks=(escalated(servers, "touch two.txt"),)),
+        servers.Step(blocks=(servers.Text("Created two.txt."),)),
+    ]
+    out, rec = tmp_path / "events.jsonl", tmp_path / "run.tap.jsonl"
+    with codex_env(tmp_path, BINARY, {"scenario drive-run": steps}) as run:
+        for name, value in run.env.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("PATH", f"{BINARY.parent}:{os.environ['PATH']}")  # `codex` as a user has it
+        argv = ["run", "codex", "--approve", "allow", "--mode", "read-only", "--cwd", str(run.cwd)]
+        argv += ["-o", str(out), "--record", str(rec)]
+        code = main([*argv, "--prompt", "scenario drive-run: create one.txt", "--prompt", "now two.txt"])
+        assert code == 0
+        assert (run.cwd / "one.txt").exists()
+        assert (run.cwd / "two.txt").exists()
+    written = [normalize.decode(line) for line in out.read_bytes().splitlines()[1:]]
+    assert [b.decision for b in bodies(written, RequestResolved)] == ["allow", "allow"]
+    assert [b.reason for b in bodies(written, TurnComplete)] == ["ok", "ok"]
+    converted = [normalize.encode(e) for e in normalize.events(normalize.read_records([rec]))]
+    assert out.read_bytes().splitlines()[1:] == converted

@@ -12,6 +12,8 @@ word:
   creates ``made.txt`` in its working directory, declined it does not; the
   item completes ``completed`` / ``declined``, then a closing message;
 * ``ask ...``: a ``item/tool/requestUserInput`` question; the reply quotes the answer;
+* ``grant ...``: an ``item/permissions/requestApproval`` for network access; the reply
+  quotes the client's answer;
 * ``odd ...``: a server request of a method no client knows, then a message
   saying what the client answered;
 * ``story ...``: deltas every 50 ms until ``turn/interrupt`` (then the turn
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 THREAD = "01a2fake-0000-7000-8000-000000000001"
+NETWORK = {"network": {"enabled": True}, "fileSystem": None}  # what ``grant`` asks for
 
 
 class Server:
@@ -156,6 +159,10 @@ class Server:
             self.run(turn_id)
         elif word == "ask":
             self.question(turn_id)
+        elif word == "grant":
+            ask = {**self.at(turn_id), "itemId": self.item_id("perm"), "cwd": os.getcwd(), "reason": "To fetch."}
+            answer = self.ask("item/permissions/requestApproval", {**ask, "permissions": NETWORK})
+            self.message(turn_id, "Granted: ", json.dumps(answer.get("result")))
         elif word == "odd":
             answer = self.ask("item/unheardOf/request", {"threadId": self.thread, "turnId": turn_id})
             self.message(turn_id, "The client answered: ", json.dumps(answer.get("error") or answer.get("result")))
