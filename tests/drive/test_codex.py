@@ -229,6 +229,23 @@ async def test_cancel_interrupts_the_turn_and_a_prompt_meanwhile_is_refused(tmp_
     assert_same_as_converted(events, tmp_path / "run.tap.jsonl")
 
 
+async def test_leaving_during_a_turn_interrupts_it_first(tmp_path: Path) -> None:
+    events: list[Any] = []
+    async with codex(tmp_path) as s:
+        async for ev in s.turn("story please"):
+            events.append(ev)
+            if isinstance(ev, SessionEvent) and ev.event.kind == "assistant-delta":
+                break  # the host leaves while the turn runs
+    events.extend([ev async for ev in s])
+    sent = [m.get("method") for m in client_lines(tmp_path / "run.tap.jsonl")]
+    assert sent[-1] == "turn/interrupt"
+    # the turn ends as stopped, not cut: no session.failed
+    assert [b.stop_reason for b in bodies(events, TurnComplete)] == ["interrupted"]
+    assert not [e for e in events if isinstance(e, SessionFailed)]
+    assert s.returncode == 0
+    assert_same_as_converted(events, tmp_path / "run.tap.jsonl")
+
+
 async def test_the_agent_exiting_mid_turn(tmp_path: Path) -> None:
     events: list[Any] = []
     async with codex(tmp_path) as s:

@@ -150,6 +150,24 @@ async def test_cancel_mid_turn(tmp_path: Path, servers: Any) -> None:
     assert_same_as_converted(events, record)
 
 
+async def test_leaving_during_a_turn_interrupts_it(tmp_path: Path, servers: Any) -> None:
+    assert BINARY is not None
+    script = {"scenario leave": [servers.Step(blocks=(servers.Text(STORY),), delay=0.5)]}
+    record = tmp_path / "run.tap.jsonl"
+    events: list[Any] = []
+    with codex_env(tmp_path, BINARY, script) as run, anyio.fail_after(LIMIT):
+        async with normalize.drive("codex", cwd=run.cwd, command=[str(run.binary)], env=run.env, record=record) as s:
+            async for ev in s.turn("scenario leave: tell a long story"):
+                events.append(ev)
+                if isinstance(ev, SessionEvent) and ev.event.kind == "assistant-delta":
+                    break
+        events.extend([ev async for ev in s])
+    assert [b.stop_reason for b in bodies(events, TurnComplete)] == ["interrupted"]
+    assert not [e for e in events if isinstance(e, normalize.SessionFailed)]
+    assert s.returncode == 0
+    assert_same_as_converted(events, record)
+
+
 async def test_resume_continues_the_thread_in_a_new_process(tmp_path: Path, servers: Any) -> None:
     assert BINARY is not None
     script = {

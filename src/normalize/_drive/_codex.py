@@ -33,7 +33,8 @@ Facts (codex-cli 0.171.0, checked against the real binary):
   lists neither ``acceptForSession`` nor ``decline``, yet both are accepted.
 * ``turn/interrupt`` (``threadId``, ``turnId``) answers ``{}``; the turn then
   completes ``interrupted``.
-* Closing stdin ends the app-server (exit 0).
+* Closing stdin ends the app-server at once (exit 0), even during a turn: the turn
+  is cut, never completed.  ``stop`` interrupts a running turn first.
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ _ELICITATION = "mcpServer/elicitation/request"
 #: The agent's requests a host answers through ``respond`` (they become
 #: ``permission-request`` / ``user-question`` events); any other is refused at once.
 _ANSWERED_BY_HOST = _APPROVALS | {_PERMISSIONS, _USER_INPUT, _ELICITATION}
+
+#: What :meth:`CodexBackend.stop` waits for: the running turn's ``turn/completed``.
+_TURN_ENDED = ("codex", "turn/completed")
 
 #: JSON-RPC "method not found", for the agent's requests normalize does not serve.
 _METHOD_NOT_FOUND = -32601
@@ -152,6 +156,15 @@ class CodexBackend(Backend):
                 raise
             # the turn ended while the interrupt was on its way: nothing left to stop
 
+    async def stop(self, wire: Wire) -> None:
+        """A turn still running is interrupted, and its end awaited: closing stdin alone would cut it."""
+        if self.turn_id is None or wire.exited:
+            return
+        ended = wire.expect(_TURN_ENDED)
+        await self.cancel(wire)
+        if self.turn_id is not None:
+            await ended.wait()
+
     async def set_model(self, wire: Wire, model: str) -> None:
         self._next_turn["model"] = model
 
@@ -207,6 +220,7 @@ class CodexBackend(Backend):
             self._ended = str(turn.get("id"))
             if self._ended == self.turn_id:
                 self.turn_id = None
+                wire.resolve(_TURN_ENDED, self._ended)
 
     # ------------------------------------------------------------ helpers
 
