@@ -173,6 +173,8 @@ async def test_a_question_answered_by_its_text(tmp_path: Path) -> None:
             if isinstance(ev, SessionEvent) and isinstance(ev.event.body, UserQuestion):
                 (question,) = ev.event.body.questions
                 assert question.prompt == "Which color?"
+                with pytest.raises(normalize.UsageError, match="no question 'Which colour\\?'"):
+                    await s.respond(ev.event.body.request_id, answers={"Which colour?": "blue"})
                 await s.respond(ev.event.body.request_id, answers={"Which color?": "blue"})
         events.extend([ev async for ev in rest(s)])
     (resolved,) = bodies(events, RequestResolved)

@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from .._errors import UsageError
 from .._model import Decision, EventEnvelope
 from .._version import __version__
 from ._core import (
@@ -185,8 +186,8 @@ class CodexBackend(Backend):
         if not isinstance(msg, Mapping) or "id" not in msg or msg.get("method") not in _ANSWERED_BY_HOST:
             raise UnknownRequest(f"codex: {request.body!r} did not come from a request Codex waits an answer to")
         method = str(msg["method"])
-        params = msg.get("params") if isinstance(msg.get("params"), Mapping) else {}
-        assert isinstance(params, Mapping)
+        raw_params = msg.get("params")
+        params: Mapping[str, Any] = raw_params if isinstance(raw_params, Mapping) else {}
         if method in _APPROVALS:
             await wire.reply(msg["id"], {"decision": APPROVAL_DECISIONS[_needed(decision)]})
         elif method == _PERMISSIONS:
@@ -255,15 +256,26 @@ def _permissions_answer(params: Mapping[str, Any], decision: str) -> dict[str, A
 
 
 def _user_input_answers(params: Mapping[str, Any], answers: dict[str, str]) -> dict[str, Any]:
-    """``{questionId: {"answers": [text]}}``; a question is named by its id, its text or its header."""
+    """``{questionId: {"answers": [text]}}``; a question is named by its id, its text or its header.
+
+    An answer that names no question is refused (a typo would otherwise answer nothing).
+    """
     out: dict[str, Any] = {}
+    used: set[str] = set()
+    names: list[str] = []
     for q in params.get("questions") or []:
         if not isinstance(q, Mapping):
             continue
-        for key in (q.get("id"), q.get("question"), q.get("header")):
-            if isinstance(key, str) and key in answers:
+        keys = [k for k in (q.get("id"), q.get("question"), q.get("header")) if isinstance(k, str)]
+        names.extend(keys[:2])
+        for key in keys:
+            if key in answers:
                 out[str(q.get("id"))] = {"answers": [answers[key]]}
+                used.add(key)
                 break
+    unknown = [key for key in answers if key not in used]
+    if unknown:
+        raise UsageError(f"codex: no question {unknown[0]!r} here; the questions: {', '.join(map(repr, names))}")
     return out
 
 
