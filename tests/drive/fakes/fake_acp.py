@@ -22,43 +22,46 @@ Options: ``--auth`` answers ``session/new`` with -32000 (authentication required
 session this process made (none: a fresh process replays one scripted exchange).
 """
 
+from __future__ import annotations
+
 import json
 import os
 import sys
+from typing import Any
 
 AUTH = "--auth" in sys.argv
 IMAGES = "--no-image" not in sys.argv
 SID = "fake-acp-session-1"
-state = {"next": 0, "cwd": None, "cancelled": False, "mode": "ask", "model": "fake-small"}
-inbox = []
+state: dict[str, Any] = {"next": 0, "cwd": None, "cancelled": False, "mode": "ask", "model": "fake-small"}
+inbox: list[dict[str, Any]] = []
 
 
-def send(msg):
+def send(msg: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", **msg}) + "\n")
     sys.stdout.flush()
 
 
-def update(variant, **fields):
+def update(variant: str, **fields: Any) -> None:
     send({"method": "session/update", "params": {"sessionId": SID, "update": {"sessionUpdate": variant, **fields}}})
 
 
-def say(text, mid="m-1"):
+def say(text: str, mid: str = "m-1") -> None:
     update("agent_message_chunk", content={"type": "text", "text": text}, messageId=mid)
 
 
-def read():
+def read() -> dict[str, Any] | None:
     if inbox:
         return inbox.pop(0)
     line = sys.stdin.readline()
     return json.loads(line) if line else None
 
 
-def call(method, params):
+def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
     """A request to the client; the messages read while waiting are kept for later."""
     rid = state["next"]
     state["next"] += 1
     send({"id": rid, "method": method, "params": {"sessionId": SID, **params}})
-    kept = []
+    kept: list[dict[str, Any]] = []
     while True:
         msg = read()
         if msg is None:
@@ -72,7 +75,7 @@ def call(method, params):
             kept.append(msg)
 
 
-def permission(call_id, title, kind, raw_input):
+def permission(call_id: str, title: str, kind: str, raw_input: dict[str, Any]) -> bool:
     update("tool_call", toolCallId=call_id, title=title, kind=kind, status="pending", rawInput=raw_input)
     options = [
         {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
@@ -84,7 +87,7 @@ def permission(call_id, title, kind, raw_input):
     return outcome.get("optionId") in ("allow", "always")
 
 
-def turn(rid, text, blocks):
+def turn(rid: Any, text: str, blocks: list[dict[str, Any]]) -> None:
     word, _, rest = text.partition(" ")
     stop = "end_turn"
     if word == "write":
@@ -155,7 +158,7 @@ def turn(rid, text, blocks):
     send({"id": rid, "result": {"stopReason": stop}})
 
 
-def config():
+def config() -> list[dict[str, Any]]:
     modes = [{"value": "ask", "name": "Ask"}, {"value": "auto", "name": "Auto"}]
     models = [{"value": "fake-small", "name": "Small"}, {"value": "fake-large", "name": "Large"}]
     return [
@@ -178,7 +181,7 @@ def config():
     ]
 
 
-def main():
+def main() -> None:
     while (msg := read()) is not None:
         method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
         if method == "initialize":
