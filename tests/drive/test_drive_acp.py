@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -140,6 +141,36 @@ async def test_terminal_output_keeps_the_last_output_byte_limit_bytes(tmp_path: 
 async def test_a_failing_command_reports_its_exit_code(tmp_path: Path) -> None:
     events = await run(tmp_path, ("shell echo oops; exit 7", "allow"))
     assert said(events) == ["exit 7: oops\n"]
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def _pid_of(path: Path) -> int:
+    with anyio.fail_after(10):
+        while not path.exists() or not path.read_text().strip():
+            await anyio.sleep(0.05)
+    return int(path.read_text())
+
+
+@pytest.mark.parametrize("end", ["session closed", "agent exited"])
+async def test_terminals_are_killed_when_the_session_ends(tmp_path: Path, end: str) -> None:
+    async with normalize.drive("acp", command=FAKE, cwd=tmp_path) as s:
+        events = [ev async for ev in s.turn("spawn echo $$ > pid.txt; exec sleep 60")]
+        assert said(events) == ["started term-1"]
+        pid = await _pid_of(tmp_path / "pid.txt")
+        assert _running(pid)
+        if end == "agent exited":
+            [ev async for ev in s.turn("die")]
+            with anyio.fail_after(10):
+                while _running(pid):
+                    await anyio.sleep(0.05)
+    assert not _running(pid)
 
 
 async def test_files_outside_the_working_directory_are_refused(tmp_path: Path) -> None:

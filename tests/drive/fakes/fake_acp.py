@@ -8,6 +8,7 @@ client's).  The first word of a prompt chooses the script:
 * ``shell COMMAND``: an execute tool call, permission asked; allowed: ``terminal/create``
   (``sh -c COMMAND``), ``terminal/wait_for_exit``, ``terminal/output``, ``terminal/release``,
   and the output and exit code are said.
+* ``spawn COMMAND``: ``terminal/create`` (``sh -c COMMAND``), never waited for nor released.
 * ``read PATH``: ``fs/read_text_file`` of PATH, no permission; says the content or the error.
 * ``slow``: a message chunk, a permission request, then waits for ``session/cancel`` (and the
   client's answer to the request) and ends the turn ``cancelled``.
@@ -120,6 +121,9 @@ def turn(rid: Any, text: str, blocks: list[dict[str, Any]]) -> None:
         else:
             update("tool_call_update", toolCallId="call-s", status="failed")
             say("not run")
+    elif word == "spawn":
+        made = call("terminal/create", {"command": "sh", "args": ["-c", rest]})
+        say(f"started {made['result']['terminalId']}")
     elif word == "read":
         got = call("fs/read_text_file", {"path": rest})
         if "error" in got:
