@@ -212,6 +212,7 @@ async def test_an_unknown_agent_request_gets_method_not_found(tmp_path: Path) ->
 ANSWERS = [
     ("color", None, 'accept: {"color": "blue"}'),
     ("Which color?", None, 'accept: {"color": "blue"}'),
+    (None, "allow", "accept: null"),
     (None, "deny", "decline: null"),
     (None, "cancel", "cancel: null"),
 ]

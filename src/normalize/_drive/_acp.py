@@ -19,8 +19,8 @@ The rules this backend keeps (docs/drive-acp.md):
   the request offers no reject option for, answers ``{"outcome": "cancelled"}``;
   an allow it offers no allow option for raises :class:`NotSupported`.
 * ``elicitation/create`` is answered from ``answers`` (question id or text ->
-  value): ``accept`` with the form's ``content``; ``deny`` declines, ``cancel``
-  cancels.
+  value): ``accept`` with the form's ``content``; ``allow`` without answers accepts
+  as it is (a url to visit), ``deny`` declines, ``cancel`` cancels.
 * :meth:`cancel` sends the ``session/cancel`` notification, then answers every
   permission request still open with ``cancelled``, as the spec asks.
 * ``set_mode``: ``session/set_mode`` when the session has ``modes``, else
@@ -309,7 +309,6 @@ class AcpBackend(Backend):
         self.models: dict[str, Any] | None = None
         self.config_options: list[dict[str, Any]] = []
         self._asks: dict[Any, str] = {}  # the agent's open permission requests and questions: id -> method
-        self._prompts: set[int] = set()  # the ids of the prompts sent and not answered
         self._client: _ClientSide | None = None
 
     def command(self) -> list[str]:
@@ -400,11 +399,9 @@ class AcpBackend(Backend):
             if not _dict(self.capabilities.get("promptCapabilities")).get("image"):
                 raise NotSupported("acp: the agent takes no images (promptCapabilities.image is not set)")
             blocks += [{"type": "image", "mimeType": i.mime_type, "data": i.data} for i in images]
-        # sent, not awaited: the answer ends the turn; on_message sees it
-        rid = wire.next_id()
-        self._prompts.add(rid)
+        # sent, not awaited: its answer ends the turn (the events say how); on_message passes it by
         params = {"sessionId": self._session(), "prompt": blocks}
-        await wire.send({"jsonrpc": "2.0", "id": rid, "method": "session/prompt", "params": params})
+        await wire.send({"jsonrpc": "2.0", "id": wire.next_id(), "method": "session/prompt", "params": params})
 
     async def respond(
         self, wire: Wire, request: EventEnvelope, decision: Decision | None, answers: dict[str, str] | None
@@ -437,8 +434,10 @@ class AcpBackend(Backend):
     def _answer(body: UserQuestion, decision: Decision | None, answers: dict[str, str] | None) -> dict[str, Any]:
         if decision is not None and decision.startswith("deny"):
             return {"action": "decline"}
-        if decision == "cancel" or answers is None:
+        if decision == "cancel":
             return {"action": "cancel"}
+        if answers is None:  # allow: a form without fields (a url to visit) is accepted as it is
+            return {"action": "accept"}
         by_key = {q.id: q for q in body.questions} | {q.prompt: q for q in body.questions}
         unknown = [k for k in answers if k not in by_key]
         if unknown:
@@ -495,12 +494,8 @@ class AcpBackend(Backend):
             return
         method = msg.get("method")
         rid = msg.get("id")
-        if not isinstance(rid, int | str | None):
-            return  # not a JSON-RPC id: the event says what came; nothing to answer
-        if method is None:  # an answer to a request sent without waiting: a prompt's
-            if isinstance(rid, int):
-                self._prompts.discard(rid)
-            return
+        if not isinstance(method, str) or not isinstance(rid, int | str | None):
+            return  # a prompt's answer, or no JSON-RPC request: the events say what came
         params = _dict(msg.get("params"))
         if "id" not in msg:  # a notification
             cancelled = params.get("requestId")
