@@ -523,6 +523,10 @@ def _parser() -> argparse.ArgumentParser:
 
     add_show_command(sub)
 
+    from ._drive._cli import add_run_command
+
+    add_run_command(sub)
+
     a = sub.add_parser("adapters", help="list the registered adapters")
     a.set_defaults(func=cmd_adapters)
     return p
@@ -536,7 +540,14 @@ def _leaf(exc: BaseException) -> BaseException:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    tail: list[str] | None = None
+    if argv[:1] == ["run"] and "--" in argv:  # run's options may follow AGENT; what follows -- is the agent's
+        cut = argv.index("--")
+        argv, tail = argv[:cut], argv[cut + 1 :]
     args = _parser().parse_args(argv)
+    if tail is not None:
+        args.rest = tail
     try:
         return int(args.func(args))
     except BaseExceptionGroup as group:

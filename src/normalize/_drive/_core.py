@@ -198,6 +198,19 @@ def option_for(body: PermissionRequest, decision: Decision) -> PermissionOption 
     return None
 
 
+def _by_question_id(body: UserQuestion, answers: dict[str, str]) -> dict[str, str]:
+    """Answers keyed by question id; a key may also be the question's prompt, as a person reads it."""
+    by_prompt = {q.prompt: q.id for q in body.questions}
+    ids = {q.id for q in body.questions}
+    out: dict[str, str] = {}
+    for key, value in answers.items():
+        qid = key if key in ids else by_prompt.get(key)
+        if qid is None:
+            raise UsageError(f"no question {key!r} in request {body.request_id} (ids: {', '.join(sorted(ids))})")
+        out[qid] = value
+    return out
+
+
 class Waiter:
     """One answer a backend waits for: :meth:`Wire.resolve` gives it, the agent's exit fails it."""
 
@@ -518,7 +531,10 @@ class DriveSession:
         *,
         answers: dict[str, str] | None = None,
     ) -> None:
-        """Answer a ``permission-request`` (a decision) or a ``user-question`` (``answers``: question -> answer)."""
+        """Answer a ``permission-request`` (a decision) or a ``user-question`` (``answers``: question -> answer).
+
+        A question is named by its ``id`` or its ``prompt``; backends get the answers keyed by id.
+        """
         self._check_alive()
         request = self._requests.get(request_id)
         if request is None:
@@ -528,6 +544,8 @@ class DriveSession:
             raise UsageError("a permission request needs a decision: allow, allow-always, deny, deny-always or cancel")
         if isinstance(request.body, UserQuestion) and decision is None and answers is None:
             raise UsageError("a question needs answers (or decision='cancel')")
+        if answers is not None and isinstance(request.body, UserQuestion):
+            answers = _by_question_id(request.body, answers)
         await self.backend.respond(self.wire, request, decision, answers)
         if self._requests.pop(request_id, None) is not None:
             self._resolved.add(request_id)
