@@ -438,14 +438,14 @@ class AcpBackend(Backend):
             return {"action": "cancel"}
         if answers is None:  # allow: a form without fields (a url to visit) is accepted as it is
             return {"action": "accept"}
-        by_key = {q.id: q for q in body.questions} | {q.prompt: q for q in body.questions}
-        unknown = [k for k in answers if k not in by_key]
+        by_id = {q.id: q for q in body.questions}  # the session keys the answers by question id
+        unknown = [k for k in answers if k not in by_id]
         if unknown:
             known = ", ".join(repr(q.id) for q in body.questions)
             raise UsageError(f"acp: no question {unknown[0]!r} in request {body.request_id} (its questions: {known})")
         content: dict[str, Any] = {}
         for key, value in answers.items():
-            question = by_key[key]
+            question = by_id[key]
             if question.id == body.request_id and not question.options:
                 continue  # a form without fields (a url elicitation): accepting is the answer
             content[question.id] = [value] if question.multi_select else value
