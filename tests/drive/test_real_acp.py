@@ -100,3 +100,22 @@ async def test_a_cancel_mid_turn(agent: AcpAgent, tmp_path: Path) -> None:
                 events += [ev async for ev in s.turn("scenario cancel: and now briefly")]
             assert s.turns == ["interrupt", "ok"]
     assert [b.text for b in bodies(events, AssistantMessage)][-1] == "Briefly: done."
+
+
+async def test_a_session_loaded_by_a_new_process(agent: AcpAgent, tmp_path: Path) -> None:
+    steps = [Step(blocks=(Text("First answer."),)), Step(blocks=(Text("Second answer, after the load."),))]
+    with fake_model(agent, tmp_path, {"scenario load": steps}) as run:
+        async with normalize.drive("acp", command=run.command, cwd=run.cwd, env=run.env) as s:
+            with anyio.fail_after(TURN):
+                first = [ev async for ev in s.turn("scenario load: first question")]
+            backend: Any = s.backend
+            native = backend.session_id
+        async with normalize.drive("acp", command=run.command, cwd=run.cwd, env=run.env, resume=native) as s:
+            with anyio.fail_after(TURN):
+                second = [ev async for ev in s.turn("scenario load: and a second question")]
+            assert s.turns == ["ok"]
+    assert [b.text for b in bodies(first, AssistantMessage)][-1] == "First answer."
+    replayed = [e.event.body for e in second if isinstance(e, SessionEvent) and e.event.origin == "replay"]
+    live = [e.event.body for e in second if isinstance(e, SessionEvent) and e.event.origin == "live"]
+    assert "First answer." in [b.text for b in replayed if isinstance(b, AssistantMessage)]
+    assert [b.text for b in live if isinstance(b, AssistantMessage)][-1] == "Second answer, after the load."
