@@ -110,6 +110,8 @@ def fake_model(agent: AcpAgent, root: Path, conversations: dict[str, list[Any]])
                 "ANTHROPIC_API_KEY": "sk-ant-fake-key",
                 "IS_SANDBOX": "1",  # Claude Code as root
                 "DISABLE_AUTOUPDATER": "1",
+                # no side request suggesting the next prompt: it would play a step of the script
+                "CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION": "false",
             }
             claude = binary.parent / "claude"
             if claude.is_file():  # the Claude Code installed beside the adapter

@@ -12,6 +12,7 @@ from real_acp_env import AGENTS, AcpAgent, Step, Text, Thinking, fake_model
 
 import normalize
 from normalize import AssistantDelta, AssistantMessage, PermissionRequest, RequestResolved, SessionEvent
+from normalize._cli import main
 from normalize._model import Decision
 
 pytestmark = [pytest.mark.agents, pytest.mark.anyio]
@@ -119,3 +120,28 @@ async def test_a_session_loaded_by_a_new_process(agent: AcpAgent, tmp_path: Path
     live = [e.event.body for e in second if isinstance(e, SessionEvent) and e.event.origin == "live"]
     assert "First answer." in [b.text for b in replayed if isinstance(b, AssistantMessage)]
     assert [b.text for b in live if isinstance(b, AssistantMessage)][-1] == "Second answer, after the load."
+
+
+def test_normalize_run_acp_two_turns_with_an_approval_each(
+    agent: AcpAgent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps = [
+        Step(blocks=(Text("First file."), agent.shell("touch one.txt"))),
+        Step(blocks=(Text("Made one.txt."),)),
+        Step(blocks=(Text("Second file."), agent.shell("touch two.txt"))),
+        Step(blocks=(Text("Made two.txt."),)),
+    ]
+    out, record = tmp_path / "events.jsonl", tmp_path / "run.tap.jsonl"
+    with fake_model(agent, tmp_path, {"scenario run": steps}) as run:
+        for name, value in run.env.items():
+            monkeypatch.setenv(name, value)
+        argv = ["run", "acp", "--approve", "allow", "--mode", agent.ask_mode, "--cwd", str(run.cwd)]
+        argv += ["--prompt", "scenario run: make one.txt", "--prompt", "scenario run: now two.txt"]
+        code = main([*argv, "-o", str(out), "--record", str(record), "--", *run.command])
+        assert code == 0
+        assert (run.cwd / "one.txt").exists()
+        assert (run.cwd / "two.txt").exists()
+    events = [e for e in map(normalize.decode, out.read_bytes().splitlines()[1:]) if isinstance(e, SessionEvent)]
+    resolved = bodies(events, RequestResolved)
+    assert [r.decision for r in resolved] == ["allow", "allow"]
+    assert [b.reason for b in bodies(events, normalize.TurnComplete)] == ["ok", "ok"]
