@@ -23,6 +23,7 @@ from normalize import (
     RequestResolved,
     SessionEvent,
     UnknownRequest,
+    UsageError,
     UserQuestion,
 )
 from normalize._drive import ImageData
@@ -209,27 +210,40 @@ async def test_an_unknown_agent_request_gets_method_not_found(tmp_path: Path) ->
     assert said(events) == ["error -32601"]
 
 
-ANSWERS = [
-    ("color", None, 'accept: {"color": "blue"}'),
-    ("Which color?", None, 'accept: {"color": "blue"}'),
+ANSWERS: list[tuple[dict[str, str] | None, Decision | None, str]] = [
+    ({"color": "blue", "count": "3"}, None, 'accept: {"color": "blue", "count": 3}'),
+    ({"Which color?": "red"}, None, 'accept: {"color": "red"}'),  # by the question's text
     (None, "allow", "accept: null"),
     (None, "deny", "decline: null"),
     (None, "cancel", "cancel: null"),
 ]
 
 
-@pytest.mark.parametrize(("key", "decision", "expected"), ANSWERS)
+@pytest.mark.parametrize(("answers", "decision", "expected"), ANSWERS)
 async def test_a_question_is_answered(
-    tmp_path: Path, key: str | None, decision: Decision | None, expected: str
+    tmp_path: Path, answers: dict[str, str] | None, decision: Decision | None, expected: str
 ) -> None:
     events: list[Any] = []
     async with normalize.drive("acp", command=FAKE, cwd=tmp_path) as s:
         async for ev in s.turn("question"):
             events.append(ev)
             if isinstance(ev, SessionEvent) and isinstance(ev.event.body, UserQuestion):
-                answers = {key: "blue"} if key is not None else None
                 await s.respond(ev.event.body.request_id, decision, answers=answers)
     assert said(events) == [expected]
+
+
+async def test_an_answer_of_the_wrong_type_is_refused_and_the_question_stays_open(tmp_path: Path) -> None:
+    events: list[Any] = []
+    async with normalize.drive("acp", command=FAKE, cwd=tmp_path) as s:
+        async for ev in s.turn("question"):
+            events.append(ev)
+            if isinstance(ev, SessionEvent) and isinstance(ev.event.body, UserQuestion):
+                rid = ev.event.body.request_id
+                with pytest.raises(UsageError, match="'count' must be of type integer"):
+                    await s.respond(rid, answers={"count": "many"})
+                assert rid in s.open_requests
+                await s.respond(rid, answers={"count": "2"})
+    assert said(events) == ['accept: {"count": 2}']
 
 
 async def test_images_go_as_image_blocks_when_the_agent_takes_them(tmp_path: Path) -> None:

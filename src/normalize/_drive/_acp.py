@@ -19,7 +19,7 @@ The rules this backend keeps (docs/drive-acp.md):
   the request offers no reject option for, answers ``{"outcome": "cancelled"}``;
   an allow it offers no allow option for raises :class:`NotSupported`.
 * ``elicitation/create`` is answered from ``answers`` (question id or text ->
-  value): ``accept`` with the form's ``content``; ``allow`` without answers accepts
+  value): ``accept`` with the form's ``content``, each value of its field's JSON type; ``allow`` without answers accepts
   as it is (a url to visit), ``deny`` declines, ``cancel`` cancels.
 * :meth:`cancel` sends the ``session/cancel`` notification, then answers every
   permission request still open with ``cancelled``, as the spec asks.
@@ -277,6 +277,23 @@ class _ClientSide:
             await terminal.close()
 
 
+def _typed(value: str, field: dict[str, Any], name: str) -> Any:
+    """An answer as the form field's JSON type (``integer``, ``number``, ``boolean``); else the text."""
+    kind = field.get("type")
+    try:
+        if kind == "integer":
+            return int(value)
+        if kind == "number":
+            return float(value)
+    except ValueError as exc:
+        raise UsageError(f"acp: the answer to {name!r} must be of type {kind}, not {value!r}") from exc
+    if kind == "boolean":
+        if value.lower() not in ("true", "false", "yes", "no"):
+            raise UsageError(f"acp: the answer to {name!r} must be true or false, not {value!r}")
+        return value.lower() in ("true", "yes")
+    return value
+
+
 _Handler = Callable[[_ClientSide, dict[str, Any]], Awaitable[Any]]
 
 #: The agent's requests the client side serves, by method.
@@ -412,7 +429,8 @@ class AcpBackend(Backend):
         if isinstance(body, PermissionRequest):
             result = {"outcome": self._outcome(body, decision)}
         elif isinstance(body, UserQuestion):
-            result = self._answer(body, decision, answers)
+            schema = _dict(_dict(_dict(native.get("params")).get("requestedSchema")).get("properties"))
+            result = self._answer(body, decision, answers, schema)
         else:
             raise UsageError(f"acp: {request.kind} is not a request to answer")
         self._asks.pop(rid, None)
@@ -431,7 +449,9 @@ class AcpBackend(Backend):
         raise NotSupported(f"acp: the request offers no option for {decision!r} (its options: {kinds})")
 
     @staticmethod
-    def _answer(body: UserQuestion, decision: Decision | None, answers: dict[str, str] | None) -> dict[str, Any]:
+    def _answer(
+        body: UserQuestion, decision: Decision | None, answers: dict[str, str] | None, fields: dict[str, Any]
+    ) -> dict[str, Any]:
         if decision is not None and decision.startswith("deny"):
             return {"action": "decline"}
         if decision == "cancel":
@@ -448,7 +468,7 @@ class AcpBackend(Backend):
             question = by_id[key]
             if question.id == body.request_id and not question.options:
                 continue  # a form without fields (a url elicitation): accepting is the answer
-            content[question.id] = [value] if question.multi_select else value
+            content[question.id] = [value] if question.multi_select else _typed(value, _dict(fields.get(key)), key)
         return {"action": "accept", "content": content} if content else {"action": "accept"}
 
     async def cancel(self, wire: Wire) -> None:
@@ -501,6 +521,9 @@ class AcpBackend(Backend):
             cancelled = params.get("requestId")
             if method == "$/cancel_request" and isinstance(cancelled, int | str):
                 self._asks.pop(cancelled, None)
+            update = _dict(params.get("update"))
+            if method == "session/update" and update.get("sessionUpdate") == "config_option_update":
+                self._session_state(update)  # the options as the agent now has them
             return
         if method in _ASKS:
             self._asks[rid] = method  # answered through respond(): the host saw its event

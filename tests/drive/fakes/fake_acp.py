@@ -12,7 +12,7 @@ client's).  The first word of a prompt chooses the script:
 * ``read PATH``: ``fs/read_text_file`` of PATH, no permission; says the content or the error.
 * ``slow``: a message chunk, a permission request, then waits for ``session/cancel`` (and the
   client's answer to the request) and ends the turn ``cancelled``.
-* ``question``: ``elicitation/create`` with a form of one choice (``color``); says the answer.
+* ``question``: ``elicitation/create`` with a form (a choice ``color``, an integer ``count``); says the answer.
 * ``unknown``: a request of a method no client has (``_fake/unknown``); says the error code.
 * ``die``: a chunk, then exits 3 mid-turn.
 * ``images``: says how many image blocks the prompt had.
@@ -142,7 +142,10 @@ def turn(rid: Any, text: str, blocks: list[dict[str, Any]]) -> None:
     elif word == "question":
         schema = {
             "type": "object",
-            "properties": {"color": {"type": "string", "title": "Which color?", "enum": ["red", "blue"]}},
+            "properties": {
+                "color": {"type": "string", "title": "Which color?", "enum": ["red", "blue"]},
+                "count": {"type": "integer", "title": "How many?"},
+            },
         }
         got = call("elicitation/create", {"message": "Pick one", "mode": "form", "requestedSchema": schema})
         result = got.get("result") or {}
@@ -217,7 +220,7 @@ def main() -> None:
         elif method == "session/set_config_option":
             state[params["configId"]] = params["value"]
             update("config_option_update", configOptions=config())
-            send({"id": rid, "result": {"configOptions": config()}})
+            send({"id": rid, "result": {}})  # the options only in the update, as real agents echo a mode
         elif method == "session/prompt":
             state["cancelled"] = False
             blocks = params.get("prompt") or []
