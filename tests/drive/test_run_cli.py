@@ -74,3 +74,29 @@ def test_a_missing_agent_is_127(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_acp_needs_a_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "acp", "--prompt", "x"]) == 2
     assert "COMMAND" in capsys.readouterr().err
+
+
+def test_ctrl_c_cancels_the_turn_then_stops(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    here = Path(__file__).parent
+    launcher = (
+        f"import sys; sys.path.insert(0, {str(here)!r}); from normalize._drive import _core; "
+        f"_core.BACKENDS['tiny'] = {TINY!r}; from normalize._cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    out = tmp_path / "events.jsonl"
+    argv = [sys.executable, "-c", launcher, "run", "tiny", "--cwd", str(tmp_path), "-o", str(out)]
+    proc = subprocess.Popen([*argv, "--prompt", "slow", "--prompt", "next"], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while b"assistant-delta" not in (out.read_bytes() if out.exists() else b""):
+        assert time.monotonic() < deadline, "the turn never started"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert b"cancelling the turn" in err
+    assert proc.returncode == 1  # the turn was interrupted, not completed; the next prompt was not sent
+    bodies = [e.event.body for e in _events(out)]
+    assert [b.reason for b in bodies if isinstance(b, normalize.TurnComplete)] == ["interrupt"]

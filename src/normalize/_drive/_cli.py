@@ -10,7 +10,9 @@ usage error, 127 when the agent's program is missing.
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -26,6 +28,9 @@ from ._core import BACKENDS, AgentNotFound, DriveSession, drive
 __all__ = ["add_run_command", "cmd_run"]
 
 Policy = Literal["allow", "deny", "ask"]
+
+#: Seconds an agent is given to end a cancelled turn.
+SETTLE = 10.0
 
 _EPILOG = """\
 examples:
@@ -98,25 +103,49 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     policy: Policy = args.approve
 
-    async def run() -> int:
-        async with session:
-            for i, text in enumerate(prompts):
-                images = args.image if i == 0 else []
-                with anyio.move_on_after(args.turn_timeout if args.turn_timeout else float("inf")) as scope:
-                    async for event in session.turn(text, images=images):
-                        writer.write([event])
-                        await _answer(session, event, policy)
-                if scope.cancelled_caught:
-                    await session.cancel()
+    stopped = False
+
+    async def turns() -> None:
+        for i, text in enumerate(prompts):
+            images = args.image if i == 0 else []
+            with anyio.move_on_after(args.turn_timeout if args.turn_timeout else math.inf) as scope:
+                async for event in session.turn(text, images=images):
+                    writer.write([event])
+                    await _answer(session, event, policy)
+            if scope.cancelled_caught:
+                print(f"normalize: turn {i + 1} ran past --turn-timeout: cancelled", file=sys.stderr)
+                await session.cancel()
+                with anyio.move_on_after(SETTLE):  # the agent says how the turn ended
                     async for event in session:
                         writer.write([event])
                         if not session.turn_running:
                             break
-                if session.returncode is not None:
-                    break
+            if session.returncode is not None or len(session.turns) <= i or session.turns[i] != "ok":
+                break  # the agent is gone, or the turn did not complete: the next prompt would not follow it
+
+    async def on_signals(scope: anyio.CancelScope) -> None:
+        nonlocal stopped
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+            async for signum in received:
+                if signum == signal.SIGINT and session.turn_running and not stopped:
+                    stopped = True  # the first Ctrl-C cancels the turn; a second one stops
+                    print("normalize: cancelling the turn (Ctrl-C again to stop)", file=sys.stderr)
+                    await session.cancel()
+                    continue
+                stopped = True
+                scope.cancel()
+                return
+
+    async def run() -> int:
+        async with session, anyio.create_task_group() as tg:
+            tg.start_soon(on_signals, tg.cancel_scope)
+            await turns()
+            tg.cancel_scope.cancel()
         writer.write([event async for event in session])
         writer.finish()
         done = session.turns
+        if stopped and session.turn_running:
+            return 130
         return 0 if len(done) == len(prompts) and all(r == "ok" for r in done) else 1
 
     try:

@@ -682,12 +682,14 @@ class DriveSession:
             raise UsageError("the session is not started (use `async with normalize.drive(...)`)")
         if self._exited:
             raise self._exit_error()
-        async with self._send_lock:
-            self._queue(self.wiretap.feed(line, "client"))  # before the agent can answer
-            try:
-                await proc.stdin.send(line)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                raise self._exit_error() from exc
+        # shielded: a line is written whole or not at all, whatever cancels the caller
+        with anyio.CancelScope(shield=True):
+            async with self._send_lock:
+                self._queue(self.wiretap.feed(line, "client"))  # before the agent can answer
+                try:
+                    await proc.stdin.send(line)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                    raise self._exit_error() from exc
 
     # ------------------------------------------------------------ state from the events
 
