@@ -17,10 +17,10 @@ here knows any native protocol.  Rules (docs/events.md, "Envelope rules"):
 * origin: the Session's default (``live``, or ``replay`` for stored formats),
   unless the adapter says otherwise for an event.
 * ts: the native timestamp, else the capture's receive time, else the clock; except that
-  an event normalize made up (``protocol: "core"``) inside stored history (origin
-  ``replay``) takes the nearest time before it (the last native or receive time of this
-  Session), and the clock only when there has been none yet: a session stored in 2025
-  and converted today keeps its 2025 times.
+  an event normalize made up (``protocol: "core"``) takes the nearest time before it (the
+  last native or receive time of this Session), and the clock only when there has been
+  none yet: a session stored in 2025 and converted today keeps its 2025 times, and a live
+  stream says the same times as the conversion of its recording.
 * native: the message an event came from, unchanged; ``protocol: "core"`` for
   events the library synthesizes.
 * Nothing is lost: a native message that produced no event becomes a
@@ -500,7 +500,7 @@ class Session:
             session_id=sid,
             agent=self.adapter.agent,
             seq=self._seq,
-            ts=self._time(ts, (synthetic or message is None) and (origin or self.origin) == "replay"),
+            ts=self._time(ts, synthetic or message is None),
             origin=origin or self.origin,
             native=native,
             body=cast(AnyBody, body),

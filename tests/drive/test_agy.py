@@ -16,9 +16,9 @@ from typing import Any
 
 import anyio
 import pytest
+import replays
 
 import normalize
-from fakes.wire import without_made_up_ts
 from normalize import (
     AgentExited,
     AgentNotFound,
@@ -66,11 +66,8 @@ def sent(tmp_path: Path, record: str = "agy.tap.jsonl") -> list[Any]:
 
 
 def assert_replays(driven: list[Any], tmp_path: Path, record: str = "agy.tap.jsonl") -> None:
-    """The driven events are those of converting the recording (made-up events' ``ts`` aside)."""
-    converted = list(normalize.events(normalize.read_records([tmp_path / record])))
-    assert [normalize.encode(e) for e in without_made_up_ts(driven)] == [
-        normalize.encode(e) for e in without_made_up_ts(converted)
-    ]
+    """The driven events are exactly those of converting the recording."""
+    replays.assert_replays(driven, tmp_path / record)
 
 
 async def test_two_prompts_in_one_process(tmp_path: Path) -> None:

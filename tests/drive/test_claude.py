@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 import pytest
+import replays
 
 import normalize
 from normalize import (
@@ -53,25 +54,8 @@ def bodies(events: list[Any], kind: type) -> list[Any]:
 
 
 def assert_replays(events: list[Any], tmp_path: Path) -> None:
-    """The driven events are exactly those of converting the recorded wire.
-
-    Only the time of what the end of the input settles (a turn the agent left open) may differ:
-    no line of the recording carries it, so live and converted each take their clock's.
-    """
-    converted = list(normalize.events(normalize.read_records([tmp_path / "run.tap.jsonl"])))
-    assert [normalize.encode(e) for e in at_close_untimed(events)] == [
-        normalize.encode(e) for e in at_close_untimed(converted)
-    ]
-
-
-def at_close_untimed(events: list[Any]) -> list[Any]:
-    def settled_at_close(e: Any) -> bool:
-        return isinstance(e, SessionEvent) and (e.event.native.protocol, e.event.native.method) == ("core", "close")
-
-    return [
-        msgspec.structs.replace(e, event=msgspec.structs.replace(e.event, ts="")) if settled_at_close(e) else e
-        for e in events
-    ]
+    """The driven events are exactly those of converting the recorded wire."""
+    replays.assert_replays(events, tmp_path / "run.tap.jsonl")
 
 
 def answer_of(resolved: RequestResolved) -> Any:

@@ -16,9 +16,9 @@ from typing import Any
 
 import anyio
 import pytest
+import replays
 
 import normalize
-from fakes.wire import without_made_up_ts
 from normalize import (
     AgentExited,
     AgentNotFound,
@@ -69,16 +69,8 @@ def sent(tmp_path: Path) -> list[dict[str, Any]]:
 
 
 def assert_replays(driven: list[Any], tmp_path: Path) -> None:
-    """The driven events are those of converting the recording.
-
-    Made-up events (``native.protocol: "core"``, such as the cut-off of a turn the agent never
-    ended) take the clock's time live and the last recorded time converted: only their ``ts``
-    may differ.
-    """
-    converted = list(normalize.events(normalize.read_records([tmp_path / "hm.tap.jsonl"])))
-    assert [normalize.encode(e) for e in without_made_up_ts(driven)] == [
-        normalize.encode(e) for e in without_made_up_ts(converted)
-    ]
+    """The driven events are exactly those of converting the recording."""
+    replays.assert_replays(driven, tmp_path / "hm.tap.jsonl")
 
 
 async def test_two_prompts_two_turns_and_the_events_of_normalize_convert(tmp_path: Path) -> None:
