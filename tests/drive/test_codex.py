@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from replays import assert_replays
 
 import normalize
-from fakes.wire import without_made_up_ts
 from normalize import (
     AgentExited,
     AgentNotFound,
@@ -63,15 +63,6 @@ async def rest(s: DriveSession) -> AsyncIterator[Any]:
         yield ev
 
 
-def assert_same_as_converted(driven: list[Any], record: Path, *, cut: bool = False) -> None:
-    """``cut``: the agent died; the events normalize makes up at the end are stamped with the time
-    live, with the last recorded line's time when converted (the only difference)."""
-    converted = list(normalize.events(normalize.read_records([record])))  # protocol detected
-    if cut:
-        driven, converted = without_made_up_ts(driven), without_made_up_ts(converted)
-    assert [normalize.encode(e) for e in driven] == [normalize.encode(e) for e in converted]
-
-
 def codex(tmp_path: Path, *args: str, **kw: Any) -> DriveSession:
     record = tmp_path / "run.tap.jsonl"
     return normalize.drive("codex", cwd=tmp_path, command=FAKE_CODEX, args=args, record=record, **kw)
@@ -111,7 +102,7 @@ async def test_two_prompts_are_two_turns_on_one_thread(tmp_path: Path) -> None:
     assert all("jsonrpc" not in m for m in sent)  # Codex's dialect: the recording reads as Codex's own
     assert sent[3]["params"] == {"cwd": str(tmp_path.resolve())}
     assert sent[4]["params"]["input"] == [{"type": "text", "text": "hello one", "text_elements": []}]
-    assert_same_as_converted(events, tmp_path / "run.tap.jsonl")
+    assert_replays(events, tmp_path / "run.tap.jsonl")
 
 
 @pytest.mark.parametrize(
@@ -140,7 +131,7 @@ async def test_a_command_approval_answered(tmp_path: Path, decision: Any, native
     # what normalize reads back from Codex's word: deny-always was sent as a plain decline
     assert resolved.decision == {"deny-always": "deny", "cancel": "deny"}.get(decision, decision)
     assert bodies(events, AssistantMessage)[-1].text == f"The decision was {native}."
-    assert_same_as_converted(events, tmp_path / "run.tap.jsonl")
+    assert_replays(events, tmp_path / "run.tap.jsonl")
 
 
 @pytest.mark.parametrize(
@@ -162,7 +153,7 @@ async def test_a_permissions_request_answered(tmp_path: Path, decision: Any, ans
     (resolved,) = bodies(events, RequestResolved)
     assert plain(resolved.answer) == answer
     assert resolved.decision == decision  # nothing granted reads as a refusal
-    assert_same_as_converted(events, tmp_path / "run.tap.jsonl")
+    assert_replays(events, tmp_path / "run.tap.jsonl")
 
 
 async def test_a_question_answered_by_its_text(tmp_path: Path) -> None:
@@ -181,7 +172,7 @@ async def test_a_question_answered_by_its_text(tmp_path: Path) -> None:
     assert plain(resolved.answer) == {"answers": {"color": {"answers": ["blue"]}}}
     assert resolved.decision == "answered"
     assert bodies(events, AssistantMessage)[-1].text == "You said blue."
-    assert_same_as_converted(events, tmp_path / "run.tap.jsonl")
+    assert_replays(events, tmp_path / "run.tap.jsonl")
 
 
 async def test_unknown_and_resolved_requests_are_refused_and_nothing_is_sent(tmp_path: Path) -> None:
@@ -208,7 +199,7 @@ async def test_an_agent_request_nobody_serves_gets_an_error_at_once(tmp_path: Pa
     text = bodies(events, AssistantMessage)[-1].text
     assert "-32601" in text
     assert "item/unheardOf/request" in text
-    assert_same_as_converted(events, tmp_path / "run.tap.jsonl")
+    assert_replays(events, tmp_path / "run.tap.jsonl")
 
 
 async def test_cancel_interrupts_the_turn_and_a_prompt_meanwhile_is_refused(tmp_path: Path) -> None:
@@ -228,7 +219,7 @@ async def test_cancel_interrupts_the_turn_and_a_prompt_meanwhile_is_refused(tmp_
     (interrupt,) = [m for m in client_lines(tmp_path / "run.tap.jsonl") if m.get("method") == "turn/interrupt"]
     assert interrupt["params"] == {"threadId": THREAD, "turnId": story.message_id}
     assert [b.stop_reason for b in bodies(events, TurnComplete)] == ["interrupted", "completed"]
-    assert_same_as_converted(events, tmp_path / "run.tap.jsonl")
+    assert_replays(events, tmp_path / "run.tap.jsonl")
 
 
 async def test_leaving_during_a_turn_interrupts_it_first(tmp_path: Path) -> None:
@@ -245,7 +236,7 @@ async def test_leaving_during_a_turn_interrupts_it_first(tmp_path: Path) -> None
     assert [b.stop_reason for b in bodies(events, TurnComplete)] == ["interrupted"]
     assert not [e for e in events if isinstance(e, SessionFailed)]
     assert s.returncode == 0
-    assert_same_as_converted(events, tmp_path / "run.tap.jsonl")
+    assert_replays(events, tmp_path / "run.tap.jsonl")
 
 
 async def test_the_agent_exiting_mid_turn(tmp_path: Path) -> None:
@@ -260,7 +251,7 @@ async def test_the_agent_exiting_mid_turn(tmp_path: Path) -> None:
     (failed,) = [e for e in events if isinstance(e, SessionFailed)]
     assert "ended during turn:1" in failed.error.message
     assert [b.reason for b in bodies(events, TurnComplete)] == ["interrupt"]  # the cut turn, settled
-    assert_same_as_converted(events, tmp_path / "run.tap.jsonl", cut=True)
+    assert_replays(events, tmp_path / "run.tap.jsonl")
 
 
 async def test_a_missing_binary(tmp_path: Path) -> None:

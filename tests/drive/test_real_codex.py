@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from real_codex_env import VERSION, codex_binary, codex_env, codex_version, record_module
+from replays import assert_replays
 
 import normalize
 from normalize import AssistantMessage, PermissionRequest, RequestResolved, SessionEvent, TurnComplete
@@ -49,11 +50,6 @@ def servers() -> Any:
 
 def bodies(events: list[Any], kind: type) -> list[Any]:
     return [e.event.body for e in events if isinstance(e, SessionEvent) and isinstance(e.event.body, kind)]
-
-
-def assert_same_as_converted(driven: list[Any], record: Path) -> None:
-    converted = list(normalize.events(normalize.read_records([record])))  # protocol detected
-    assert [normalize.encode(e) for e in driven] == [normalize.encode(e) for e in converted]
 
 
 def escalated(servers: Any, cmd: str) -> Any:
@@ -90,7 +86,7 @@ async def test_two_prompts(tmp_path: Path, servers: Any) -> None:
             events.extend(await rest(s))
     assert [b.text for b in bodies(events, AssistantMessage)] == ["First answer.", "Second answer."]
     assert [b.reason for b in bodies(events, TurnComplete)] == ["ok", "ok"]
-    assert_same_as_converted(events, record)
+    assert_replays(events, record)
 
 
 @pytest.mark.parametrize(("decision", "made"), [("allow", True), ("deny", False)])
@@ -121,7 +117,7 @@ async def test_a_shell_command_allowed_or_denied(tmp_path: Path, servers: Any, d
     (resolved,) = bodies(events, RequestResolved)
     assert resolved.decision == decision
     assert json.loads(bytes(resolved.answer)) == {"decision": "accept" if made else "decline"}
-    assert_same_as_converted(events, record)
+    assert_replays(events, record)
 
 
 async def test_cancel_mid_turn(tmp_path: Path, servers: Any) -> None:
@@ -147,7 +143,7 @@ async def test_cancel_mid_turn(tmp_path: Path, servers: Any) -> None:
             events.extend(await rest(s))
     assert [b.stop_reason for b in bodies(events, TurnComplete)] == ["interrupted", "completed"]
     assert bodies(events, AssistantMessage)[-1].text == "Briefly: done."
-    assert_same_as_converted(events, record)
+    assert_replays(events, record)
 
 
 async def test_leaving_during_a_turn_interrupts_it(tmp_path: Path, servers: Any) -> None:
@@ -165,7 +161,7 @@ async def test_leaving_during_a_turn_interrupts_it(tmp_path: Path, servers: Any)
     assert [b.stop_reason for b in bodies(events, TurnComplete)] == ["interrupted"]
     assert not [e for e in events if isinstance(e, normalize.SessionFailed)]
     assert s.returncode == 0
-    assert_same_as_converted(events, record)
+    assert_replays(events, record)
 
 
 async def test_resume_continues_the_thread_in_a_new_process(tmp_path: Path, servers: Any) -> None:
@@ -198,7 +194,7 @@ async def test_resume_continues_the_thread_in_a_new_process(tmp_path: Path, serv
         if isinstance(e, SessionEvent) and isinstance(e.event.body, AssistantMessage)
     ]
     assert texts == [("replay", "First answer."), ("live", "Second answer, after the resume.")]
-    assert_same_as_converted(again, record)
+    assert_replays(again, record)
 
 
 def test_normalize_run_two_turns_with_an_approval_each(
