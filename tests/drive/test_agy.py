@@ -10,13 +10,13 @@ import base64
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import drivekit
 import pytest
-import replays
+from drivekit import bodies, rest
 
 import normalize
 from normalize import (
@@ -50,16 +50,6 @@ def agy(tmp_path: Path, record: str = "agy.tap.jsonl", **kw: Any) -> DriveSessio
     return normalize.drive("agy", cwd=tmp_path, record=tmp_path / record, **kw)
 
 
-def bodies(events: list[Any], kind: type) -> list[Any]:
-    return [e.event.body for e in events if isinstance(e, SessionEvent) and isinstance(e.event.body, kind)]
-
-
-async def rest(s: DriveSession) -> AsyncIterator[Any]:
-    await s.close()
-    async for ev in s:
-        yield ev
-
-
 def sent(tmp_path: Path, record: str = "agy.tap.jsonl") -> list[Any]:
     lines = [json.loads(x) for x in (tmp_path / record).read_text().splitlines()]
     return [x["msg"] for x in lines if x["from"] == "client"]
@@ -67,7 +57,7 @@ def sent(tmp_path: Path, record: str = "agy.tap.jsonl") -> list[Any]:
 
 def assert_replays(driven: list[Any], tmp_path: Path, record: str = "agy.tap.jsonl") -> None:
     """The driven events are exactly those of converting the recording."""
-    replays.assert_replays(driven, tmp_path / record)
+    drivekit.assert_replays(driven, tmp_path / record)
 
 
 async def test_two_prompts_in_one_process(tmp_path: Path) -> None:

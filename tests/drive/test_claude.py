@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import drivekit
 import msgspec
 import pytest
-import replays
+from drivekit import bodies
 
 import normalize
 from normalize import (
@@ -49,13 +50,9 @@ def fake_claude(tmp_path: Path, *args: str, **kw: Any) -> normalize.DriveSession
     )
 
 
-def bodies(events: list[Any], kind: type) -> list[Any]:
-    return [e.event.body for e in events if isinstance(e, SessionEvent) and isinstance(e.event.body, kind)]
-
-
 def assert_replays(events: list[Any], tmp_path: Path) -> None:
     """The driven events are exactly those of converting the recorded wire."""
-    replays.assert_replays(events, tmp_path / "run.tap.jsonl")
+    drivekit.assert_replays(events, tmp_path / "run.tap.jsonl")
 
 
 def answer_of(resolved: RequestResolved) -> Any:

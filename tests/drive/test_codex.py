@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from replays import assert_replays
+from drivekit import assert_replays, bodies, rest
 
 import normalize
 from normalize import (
@@ -42,10 +41,6 @@ THREAD = "01a2fake-0000-7000-8000-000000000001"  # the fake's thread id
 pytestmark = pytest.mark.anyio
 
 
-def bodies(events: list[Any], kind: type) -> list[Any]:
-    return [e.event.body for e in events if isinstance(e, SessionEvent) and isinstance(e.event.body, kind)]
-
-
 def plain(raw: Any) -> Any:
     """A payload kept as raw JSON, decoded."""
     return json.loads(bytes(raw))
@@ -54,13 +49,6 @@ def plain(raw: Any) -> Any:
 def client_lines(record: Path) -> list[dict[str, Any]]:
     lines = [json.loads(line) for line in record.read_text().splitlines()]
     return [line["msg"] for line in lines if line["from"] == "client"]
-
-
-async def rest(s: DriveSession) -> AsyncIterator[Any]:
-    """The events after the last turn: the session's end (the agent exits when its stdin closes)."""
-    await s.close()
-    async for ev in s:
-        yield ev
 
 
 def codex(tmp_path: Path, *args: str, **kw: Any) -> DriveSession:

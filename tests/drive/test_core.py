@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
+from drivekit import bodies
 from tiny import TinyAcp
 
 import normalize
@@ -25,10 +26,6 @@ from normalize._drive import option_for
 from normalize._model import PermissionOption, ToolCallRef
 
 pytestmark = pytest.mark.anyio
-
-
-def bodies(events: list[Any], kind: type) -> list[Any]:
-    return [e.event.body for e in events if isinstance(e, SessionEvent) and isinstance(e.event.body, kind)]
 
 
 async def test_two_prompts_two_turns(tmp_path: Path) -> None:

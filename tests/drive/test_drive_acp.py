@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+from drivekit import bodies
 
 import normalize
 from normalize import (
@@ -32,10 +33,6 @@ from normalize._model import Decision
 FAKES = Path(__file__).parent / "fakes"
 FAKE = [sys.executable, str(FAKES / "fake_acp.py")]
 pytestmark = pytest.mark.anyio
-
-
-def bodies(events: Sequence[Any], kind: type) -> list[Any]:
-    return [e.event.body for e in events if isinstance(e, SessionEvent) and isinstance(e.event.body, kind)]
 
 
 def said(events: Sequence[Any]) -> list[str]:

@@ -10,13 +10,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import drivekit
 import pytest
-import replays
+from drivekit import bodies, rest
 
 import normalize
 from normalize import (
@@ -51,17 +51,6 @@ def hm(tmp_path: Path, **kw: Any) -> DriveSession:
     return normalize.drive("hm", cwd=tmp_path, record=tmp_path / "hm.tap.jsonl", **kw)
 
 
-def bodies(events: list[Any], kind: type) -> list[Any]:
-    return [e.event.body for e in events if isinstance(e, SessionEvent) and isinstance(e.event.body, kind)]
-
-
-async def rest(s: DriveSession) -> AsyncIterator[Any]:
-    """The session's remaining events, to its end."""
-    await s.close()
-    async for ev in s:
-        yield ev
-
-
 def sent(tmp_path: Path) -> list[dict[str, Any]]:
     """The commands the backend wrote on hm's stdin, from the recording."""
     lines = [json.loads(x) for x in (tmp_path / "hm.tap.jsonl").read_text().splitlines()]
@@ -70,7 +59,7 @@ def sent(tmp_path: Path) -> list[dict[str, Any]]:
 
 def assert_replays(driven: list[Any], tmp_path: Path) -> None:
     """The driven events are exactly those of converting the recording."""
-    replays.assert_replays(driven, tmp_path / "hm.tap.jsonl")
+    drivekit.assert_replays(driven, tmp_path / "hm.tap.jsonl")
 
 
 async def test_two_prompts_two_turns_and_the_events_of_normalize_convert(tmp_path: Path) -> None:

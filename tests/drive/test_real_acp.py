@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from drivekit import bodies
 from real_acp_env import AGENTS, AcpAgent, Step, Text, Thinking, fake_model
 
 import normalize
@@ -28,10 +28,6 @@ def anyio_backend() -> str:
 @pytest.fixture(params=sorted(AGENTS))
 def agent(request: pytest.FixtureRequest) -> AcpAgent:
     return AGENTS[str(request.param)]
-
-
-def bodies(events: Sequence[Any], kind: type) -> list[Any]:
-    return [e.event.body for e in events if isinstance(e, SessionEvent) and isinstance(e.event.body, kind)]
 
 
 async def answered(s: normalize.DriveSession, text: str, decision: Decision) -> list[Any]:

@@ -14,8 +14,9 @@ from typing import Any
 
 import anyio
 import pytest
+from drivekit import bodies
 from real_claude_env import WHY_MISSING, FakeAnthropic, Step, Text, Tool, fake_anthropic, find_claude
-from test_claude import assert_replays, bodies
+from test_claude import assert_replays
 
 import normalize
 from normalize import (

@@ -15,8 +15,8 @@ from typing import Any
 
 import anyio
 import pytest
+from drivekit import assert_replays, bodies
 from real_codex_env import VERSION, codex_binary, codex_env, codex_version, record_module
-from replays import assert_replays
 
 import normalize
 from normalize import AssistantMessage, PermissionRequest, RequestResolved, SessionEvent, TurnComplete
@@ -46,10 +46,6 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 def servers() -> Any:
     return record_module("servers")
-
-
-def bodies(events: list[Any], kind: type) -> list[Any]:
-    return [e.event.body for e in events if isinstance(e, SessionEvent) and isinstance(e.event.body, kind)]
 
 
 def escalated(servers: Any, cmd: str) -> Any:
