@@ -541,6 +541,7 @@ def _leaf(exc: BaseException) -> BaseException:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    given = list(argv)
     tail: list[str] | None = None
     if argv[:1] == ["run"] and "--" in argv:  # run's options may follow AGENT; what follows -- is the agent's
         cut = argv.index("--")
@@ -548,6 +549,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if tail is not None:
         args.rest = tail
+    args.argv = given  # as typed (run --show runs itself again without --show)
     try:
         return int(args.func(args))
     except BaseExceptionGroup as group:

@@ -100,3 +100,37 @@ def test_ctrl_c_cancels_the_turn_then_stops(tmp_path: Path) -> None:
     assert proc.returncode == 1  # the turn was interrupted, not completed; the next prompt was not sent
     bodies = [e.event.body for e in _events(out)]
     assert [b.reason for b in bodies if isinstance(b, normalize.TurnComplete)] == ["interrupt"]
+
+
+def test_show_serves_the_run_live(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+    import urllib.request
+
+    pytest.importorskip("markdown_it")
+    here = Path(__file__).parent
+    launcher = (
+        f"import sys; sys.path.insert(0, {str(here)!r}); from normalize._drive import _core, _cli; "
+        f"_core.BACKENDS['tiny'] = {TINY!r}; "
+        "_cli._self_command = lambda: [sys.executable, '-c', LAUNCHER]; "
+        "from normalize._cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    launcher = f"LAUNCHER = {launcher!r}; " + launcher  # the child runs the same launcher
+    out = tmp_path / "events.jsonl"
+    argv = [sys.executable, "-c", launcher, "run", "tiny", "--show", "--cwd", str(tmp_path), "-o", str(out)]
+    with subprocess.Popen([*argv, "--prompt", "one"], stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stderr is not None
+            line = proc.stderr.readline()
+            url = line[line.index("http://") :].split()[0]
+            assert "the agent exited (0)" in proc.stderr.readline()
+            with urllib.request.urlopen(url + "events", timeout=20) as stream:
+                raw = ""
+                while not raw.startswith("data: "):
+                    raw = stream.readline().decode()
+            assert "echo: one" in json.loads(raw[6:])
+        finally:
+            proc.terminate()
+            assert proc.wait(timeout=10) == 0  # the run's own exit status: every turn completed
+    assert b"echo: one" in out.read_bytes()  # the events still went where -o said

@@ -13,7 +13,9 @@ import argparse
 import math
 import shlex
 import signal
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
@@ -23,7 +25,7 @@ import anyio.to_thread
 from .._errors import UsageError
 from .._model import PermissionRequest, SessionEvent, UserQuestion, _Core
 from .._term import printable
-from ._core import BACKENDS, AgentNotFound, DriveSession, drive
+from ._core import BACKENDS, AgentNotFound, DriveSession, backend_class, drive
 
 __all__ = ["add_run_command", "cmd_run"]
 
@@ -39,8 +41,8 @@ examples:
   normalize run acp --prompt "hello" -- claude-agent-acp
   echo "explain this repo" | normalize run hm -o events.jsonl
 
-Without --prompt, each line of standard input is a prompt.  Watch a run live with
-`normalize show --follow run.tap.jsonl` on its --record file.
+Without --prompt, each line of standard input is a prompt.  --show serves the run's page
+live on 127.0.0.1.
 """
 
 
@@ -72,11 +74,43 @@ def add_run_command(sub: Any) -> None:
     r.add_argument("--record", metavar="FILE.tap.jsonl", help="write the tap recording of the wire")
     r.add_argument("-o", "--output", metavar="FILE", help="write the events there (default: standard output)")
     r.add_argument("--turn-timeout", type=float, metavar="SECONDS", help="cancel a turn that runs longer")
+    r.add_argument(
+        "--show",
+        action="store_true",
+        help="also serve the live page of the session on 127.0.0.1 (normalize show --follow; needs the show extra)",
+    )
+    r.add_argument("--port", type=int, default=0, help="with --show: the port (default: any free one)")
     r.set_defaults(func=cmd_run, rest=[], split_at_dashes=True)
+
+
+def _self_command() -> list[str]:
+    """How this program runs itself (a child ``normalize run`` under ``--show``)."""
+    return [sys.executable, "-m", "normalize"]
+
+
+def _show(args: argparse.Namespace) -> int:
+    """``run --show``: the run in a child process recording the wire, its page served live here."""
+    from .._show._cli import _need
+    from .._show._live import serve
+
+    _need("markdown_it")
+    argv = [a for a in args.argv if a not in ("--show",)]
+    with tempfile.TemporaryDirectory(prefix="normalize-run-") as tmp:
+        record = Path(args.record) if args.record else Path(tmp) / "session.tap.jsonl"
+        record.touch()  # followed from the start; the child writes into it
+        if not args.record:
+            cut = argv.index("--") if "--" in argv else len(argv)
+            argv[cut:cut] = ["--record", str(record)]
+        child = subprocess.Popen([*_self_command(), *argv])
+        protocol = backend_class(args.agent).protocol
+        return serve(record, protocol=protocol, port=args.port, child=child)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .._cli_live import _EventWriter
+
+    if args.show:
+        return _show(args)
 
     rest: list[str] = args.rest
     if args.agent == "acp" and not rest:
