@@ -644,7 +644,7 @@ def _acp_set(prefix: str, agent: str, shell: str, edit: list[Step], cancel_delay
     ]
 
 
-ACP_CLAUDE = _acp_set(
+_ACP_CLAUDE_SET = _acp_set(
     "claude",
     "claude",
     "Bash",
@@ -662,6 +662,39 @@ ACP_CLAUDE = _acp_set(
     ],
     0.7,
 )
+#: claude-agent-acp only: a sub-agent (its events carry ``_meta.claudeCode.parentToolUseId``)
+_ACP_CLAUDE_SUBAGENT = Scenario(
+    "claude-h-subagent",
+    [],
+    lambda: Script(
+        {
+            "scenario subagent": [
+                Step(
+                    blocks=(
+                        Text("Delegating."),
+                        Tool(
+                            "Agent",
+                            {
+                                "description": "List the files",
+                                "prompt": "SUBTASK: list the files",
+                                "subagent_type": "general-purpose",
+                                "run_in_background": False,
+                            },
+                        ),
+                    )
+                ),
+                Step(blocks=(Text("The sub-agent found hello.txt."),)),
+            ],
+            "SUBTASK: list the files": [
+                Step(blocks=(Tool("Bash", {"command": "ls", "description": "List files"}),)),
+                Step(blocks=(Text("hello.txt"),)),
+            ],
+        }
+    ),
+    drive=_acp("scenario subagent: delegate the listing", mode="default", choose=("allow_once", "allow_once")),
+    about="a foreground sub-agent (Agent tool) running a shell command",
+)
+ACP_CLAUDE = [*_ACP_CLAUDE_SET, _ACP_CLAUDE_SUBAGENT]
 ACP_CODEX = _acp_set(
     "codex",
     "codex",
