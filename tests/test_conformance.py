@@ -171,6 +171,11 @@ def subagent(f: Facts) -> None:
         assert e.turn_id is not None, "inside the parent's turn"
         ends = [s for s in subs if s.body.subagent_id == body.subagent_id and s.body.phase == "completed"]  # type: ignore[union-attr]
         assert ends, f"sub-agent {body.subagent_id} completed"
+        inner = [i for i in f.envelopes if i.subagent_id == body.subagent_id and not isinstance(i.body, Subagent)]
+        if not inner or body.background:
+            continue  # its events are elsewhere (antigravity), or it may run past its parent's turn
+        assert {i.turn_id for i in inner} == {e.turn_id}, "a foreground sub-agent runs inside its parent's turn"
+        assert e.seq < min(i.seq for i in inner) and max(i.seq for i in inner) < ends[0].seq, "between start and end"
 
 
 def interrupted(f: Facts) -> None:
@@ -289,6 +294,7 @@ SCENARIOS: dict[str, tuple[Callable[[Facts], None], list[str]]] = {
         [
             "claude-stream-json/captures/claude-code-2.1.332/24-subagent-with-tool.jsonl",
             "claude-transcript/captures/claude-code-2.1.332/24-subagent-with-tool",
+            "acp/captures/claude-agent-acp-0.101.0/claude-h-subagent.tap.jsonl",
             "antigravity-stream-json/captures/agy-handwritten/03-subagent.jsonl",
             "hm-json/captures/hm-handwritten/05_background_subagent.jsonl",
         ],

@@ -37,6 +37,7 @@ from normalize import (
 )
 from normalize import Error as ErrorBody
 from normalize import Warning as WarningBody
+from normalize._convert import merge_records
 from normalize._lifecycle import DECISION_WORDS, Calls, Requests, decision_of
 
 REF = ToolCallRef(call_id="c1", tool="Bash", title="ls")
@@ -441,3 +442,43 @@ def test_an_acp_elicitation_is_a_user_question_and_its_answer_resolves_it() -> N
     for action in ("decline", "cancel"):
         (resolved,) = [e.body for e in _elicit({"action": action}) if isinstance(e.body, RequestResolved)]
         assert resolved.decision == "cancel"
+
+
+# --------------------------------------------------------------------------
+# A session's files read in time order (``Adapter.interleave``)
+
+
+def _line(ts: str | None, n: int) -> Message:
+    body: dict[str, Any] = {"n": n} if ts is None else {"n": n, "timestamp": ts}
+    return Message(data=json.dumps(body).encode(), from_="agent", line=n)
+
+
+def test_a_sessions_files_are_merged_in_time_order_each_keeping_its_own() -> None:
+    main = [_line("2026-01-01T00:00:01.000Z", 1), _line(None, 2), _line("2026-01-01T00:00:05.000Z", 3)]
+    # a companion's untimed head goes with its first timed line; a time going back stays in place
+    sub = [_line(None, 10), _line("2026-01-01T00:00:02.000Z", 11), _line("2026-01-01T00:00:01.500Z", 12)]
+    merged = [json.loads(r.data)["n"] for r in merge_records([main, sub], "claude-transcript")]
+    assert merged == [1, 2, 10, 11, 12, 3]
+    # a tie goes to the session's own file
+    tie = [_line("2026-01-01T00:00:01.000Z", 20)]
+    assert [json.loads(r.data)["n"] for r in merge_records([tie, main[:1]], "claude-transcript")] == [20, 1]
+    # an adapter that does not interleave reads one file after the other
+    assert [json.loads(r.data)["n"] for r in merge_records([main, sub], "hm-json")] == [1, 2, 3, 10, 11, 12]
+
+
+def test_a_stored_sub_agent_is_placed_inside_its_parents_turn_as_live() -> None:
+    """The transcript and the live stream of one session say the same about its sub-agent."""
+    base = "claude-code-2.1.332/24-subagent-with-tool"
+    (stored,) = sorted((ADAPTERS / "claude-transcript/captures" / base).glob("*.jsonl"))
+
+    def shape(rel: Path) -> list[tuple[str | None, str | None, str]]:
+        envs = [e.event for e in convert_capture(rel) if isinstance(e, SessionEvent)]
+        return [(e.turn_id, e.subagent_id, type(e.body).__name__) for e in envs if e.subagent_id is not None]
+
+    live = shape(ADAPTERS / "claude-stream-json/captures" / f"{base}.jsonl")
+    from_file = shape(stored)
+    assert from_file and all(turn == "turn:1" for turn, _, _ in from_file)
+    # the calls the sub-agent made, in the same turn and order (stream-json leaves out the
+    # sub-agent's text and usage, the file its task progress)
+    calls = {"UserMessage", "ToolCall", "PermissionAuto", "CommandOutput"}
+    assert [x for x in live if x[2] in calls] == [x for x in from_file if x[2] in calls]
