@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from normalize import (
     PermissionAuto,
     PermissionOption,
     PermissionRequest,
+    Record,
     RequestResolved,
     Session,
     SessionEvent,
@@ -453,17 +455,20 @@ def _line(ts: str | None, n: int) -> Message:
     return Message(data=json.dumps(body).encode(), from_="agent", line=n)
 
 
+def _ns(records: Iterable[Record]) -> list[int]:
+    return [json.loads(r.data)["n"] for r in records if isinstance(r, Message)]
+
+
 def test_a_sessions_files_are_merged_in_time_order_each_keeping_its_own() -> None:
     main = [_line("2026-01-01T00:00:01.000Z", 1), _line(None, 2), _line("2026-01-01T00:00:05.000Z", 3)]
     # a companion's untimed head goes with its first timed line; a time going back stays in place
     sub = [_line(None, 10), _line("2026-01-01T00:00:02.000Z", 11), _line("2026-01-01T00:00:01.500Z", 12)]
-    merged = [json.loads(r.data)["n"] for r in merge_records([main, sub], "claude-transcript")]
-    assert merged == [1, 2, 10, 11, 12, 3]
+    assert _ns(merge_records([main, sub], "claude-transcript")) == [1, 2, 10, 11, 12, 3]
     # a tie goes to the session's own file
     tie = [_line("2026-01-01T00:00:01.000Z", 20)]
-    assert [json.loads(r.data)["n"] for r in merge_records([tie, main[:1]], "claude-transcript")] == [20, 1]
+    assert _ns(merge_records([tie, main[:1]], "claude-transcript")) == [20, 1]
     # an adapter that does not interleave reads one file after the other
-    assert [json.loads(r.data)["n"] for r in merge_records([main, sub], "hm-json")] == [1, 2, 3, 10, 11, 12]
+    assert _ns(merge_records([main, sub], "hm-json")) == [1, 2, 3, 10, 11, 12]
 
 
 def test_a_stored_sub_agent_is_placed_inside_its_parents_turn_as_live() -> None:

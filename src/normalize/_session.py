@@ -80,7 +80,7 @@ from ._model import (
 from ._model import Error as ErrorBody
 from ._model import Warning as WarningBody
 
-__all__ = ["HOLD_LIMIT", "MAX_PENDING", "Clock", "Session", "format_ts"]
+__all__ = ["HOLD_LIMIT", "MAX_PENDING", "Clock", "Session", "format_ts", "session_id_for"]
 
 #: How many messages a Session holds back waiting for its adapter to announce the
 #: session (``Adapter.announces_session``).  Agents announce in their first few
@@ -130,6 +130,12 @@ def format_ts(seconds: float) -> str:
 
 
 _validator = msgspec.json.Decoder(msgspec.Raw)
+
+
+def session_id_for(agent: str, native_session_id: str) -> str:
+    """The ``sessionId`` of an agent's native session (docs/events.md, "Identity"): an
+    adapter names a related session by it (a sub-agent's ``parentId``, a fork's ``forkOf``)."""
+    return "s-" + hashlib.sha256(f"{agent}\0{native_session_id}".encode()).hexdigest()[:16]
 
 
 def _is_json(message: bytes) -> bool:
@@ -221,6 +227,9 @@ class Session:
         self._held: list[tuple[list[Item], bytes | None, str | None]] = []
         #: the last native or receive time an event carried (made-up events take it)
         self._last_ts: str | None = None
+        #: a session another one spawned (a sub-agent's thread): its record, announced at once
+        self._spawned: SessionCreated | None = None
+        self._subagent: str | None = None  # the subagentId every event of a spawned session carries
 
     # ------------------------------------------------------------------ public
 
@@ -307,6 +316,14 @@ class Session:
         self._set_state(out, "failed" if self._failed else "ended")
         return out
 
+    def spawned_by(self, parent_id: str | None, native_id: str) -> None:
+        """This session is a sub-agent's (its native id ``native_id``) that session
+        ``parent_id`` spawned: its record says ``parentId``, every event ``subagentId``
+        (the id the parent's ``subagent`` events give it), and it is announced at once."""
+        record = SessionRecord(id="", agent="", protocol="", native_session_id=native_id, parent_id=parent_id)
+        self._spawned = SessionCreated(session_id="", record=record)
+        self._subagent = native_id
+
     # ----------------------------------------------------------------- private
 
     def _dispatch(self, items: list[Item], message: bytes | None, t: str | None) -> list[_Core]:
@@ -314,6 +331,8 @@ class Session:
         if self._created:
             return self._run(items, message, t)
         announced = next((i for i in items if isinstance(i, SessionCreated | SessionResumed)), None)
+        if announced is None and self._spawned is not None:
+            announced = self._spawned
         holding = type(self.adapter).announces_session and not self._closed and len(self._held) < HOLD_LIMIT
         if announced is None and holding:
             if self.strict:
@@ -341,10 +360,9 @@ class Session:
         native = announced.record.native_session_id if announced is not None else None
         if native:
             agent = announced.record.agent if announced is not None and announced.record.agent else self.adapter.agent
-            seed = f"{agent}\0{native}".encode()
-        else:
-            assert self._first is not None
-            seed = self._first + (b"\0" + message if announced is not None and message is not None else b"")
+            return session_id_for(agent, native)
+        assert self._first is not None
+        seed = self._first + (b"\0" + message if announced is not None and message is not None else b"")
         return "s-" + hashlib.sha256(seed).hexdigest()[:16]
 
     def _raise_early(self, items: list[Item], message: bytes | None) -> None:
@@ -430,7 +448,10 @@ class Session:
             id=rec.id or sid,
             agent=rec.agent or self.adapter.agent,
             protocol=rec.protocol or self._protocol,
+            parent_id=rec.parent_id or (self._spawned.record.parent_id if self._spawned is not None else None),
         )
+        if rec.parent_id is not None and self._subagent is None and isinstance(item, SessionCreated):
+            self._subagent = rec.native_session_id  # a sub-agent's session: its events are the sub-agent's
         return structs.replace(item, session_id=sid, record=rec)
 
     def _native(self, message: bytes | None, method: str | None, text: bool = False) -> Native:
@@ -458,6 +479,8 @@ class Session:
         # The turn state machine: see the module docstring.  Bodies are never
         # subclassed (docs/events.md), so their exact type says their role.
         role = _ROLES.get(type(body), _OTHER)
+        if subagent_id is None:
+            subagent_id = self._subagent  # a spawned session's events are its sub-agent's
         if role == _START:
             if self._turn_id is not None:
                 self._synth(out, TurnComplete(reason="interrupt"), "turn-start-while-open")
@@ -471,7 +494,9 @@ class Session:
                     reason = f"tool call {call_id} ({call.tool}) was still open when {self._turn_id} ended"
                     self._settle_call(out, call_id, call.tool, call.category, None, reason)
         elif role == _CALL:
-            why = self._calls.refuse(cast(ToolCall, body), subagent_id, self._turn_id)
+            # a spawned session's own calls are its main thread's (settled at its turn end)
+            owner = None if subagent_id == self._subagent else subagent_id
+            why = self._calls.refuse(cast(ToolCall, body), owner, self._turn_id)
             if why is not None:  # a duplicate or late phase: reported, not counted twice
                 if self.strict:
                     raise ProtocolViolation(why)

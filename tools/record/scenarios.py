@@ -482,6 +482,34 @@ APP_SERVER: list[Scenario] = [
         drive=_app_simple("scenario http500: hello"),
         about="HTTP 500 on every model request: retry notice, failed turn",
     ),
+    Scenario(
+        "i_collab_agent",
+        [*APP_ARGS, "--enable", "multi_agent_v2"],
+        lambda: Script(
+            {
+                "SUBTASK: list the files": [
+                    Step(blocks=(Tool("exec_command", {"cmd": "ls", "workdir": "{cwd}"}),)),
+                    Step(blocks=(Text("hello.txt"),)),
+                ],
+                "scenario collab": [
+                    Step(
+                        blocks=(
+                            Text("Delegating."),
+                            Tool(
+                                "spawn_agent",
+                                {"task_name": "lister", "message": "SUBTASK: list the files", "fork_turns": "none"},
+                                namespace="collaboration",
+                            ),
+                        )
+                    ),
+                    Step(blocks=(Tool("wait_agent", {"timeout_ms": 60000}, namespace="collaboration"),)),
+                    Step(blocks=(Text("The sub-agent found hello.txt."),)),
+                ],
+            }
+        ),
+        drive=_app_simple("scenario collab: delegate the listing"),
+        about="multi_agent_v2: spawn_agent (a sub-agent thread running a command), wait_agent, the answer",
+    ),
 ]
 
 # ---------------------------------------------------------------- ACP adapters
@@ -725,7 +753,8 @@ def with_cwd(script: Script, cwd: str) -> Script:
         convs[marker] = [
             Step(
                 blocks=tuple(
-                    Tool(b.name, fill(b.input, cwd), b.custom) if isinstance(b, Tool) else b for b in s.blocks
+                    Tool(b.name, fill(b.input, cwd), b.custom, b.namespace) if isinstance(b, Tool) else b
+                    for b in s.blocks
                 ),
                 status=s.status,
                 error_type=s.error_type,
