@@ -53,6 +53,10 @@ class Facts:
         """Bodies of one type (on the main thread only, unless ``main=False``)."""
         return [e.body for e in self.envelopes if type(e.body) is kind and not (main and e.subagent_id)]
 
+    def sessions_of(self, subagent_id: str) -> list[SessionRecord]:
+        """The sessions of their own a sub-agent has (a Codex thread): named by its native id."""
+        return [r for r in self.records.values() if r.parent_id is not None and r.native_session_id == subagent_id]
+
     def live(self) -> list[EventEnvelope]:
         return [e for e in self.envelopes if e.origin == "live"]
 
@@ -178,11 +182,10 @@ def subagent(f: Facts) -> None:
         assert e.turn_id is not None, "inside the parent's turn"
         ends = [s for s in subs if s.body.subagent_id == body.subagent_id and s.body.phase == "completed"]  # type: ignore[union-attr]
         assert ends, f"sub-agent {body.subagent_id} completed"
-        everywhere = [i for i in f.envelopes if i.subagent_id == body.subagent_id and not isinstance(i.body, Subagent)]
-        inner = [i for i in everywhere if i.session_id == e.session_id]
+        inner = [i for i in f.envelopes if i.subagent_id == body.subagent_id and not isinstance(i.body, Subagent)]
         # a sub-agent with a session of its own (a Codex thread) names its parent there
-        for other in {i.session_id for i in everywhere} - {e.session_id}:
-            assert f.records[other].parent_id == e.session_id, "a sub-agent's session is linked to its parent"
+        for own in f.sessions_of(body.subagent_id):
+            assert own.parent_id == e.session_id, "a sub-agent's session is linked to its parent"
         if not inner or body.background:
             continue  # its events are elsewhere (antigravity, its own session), or it may outlive the turn
         assert {i.turn_id for i in inner} == {e.turn_id}, "a foreground sub-agent runs inside its parent's turn"
@@ -419,11 +422,16 @@ SUBAGENT_EVENTS = [
 
 
 @pytest.mark.parametrize("rel", SUBAGENT_EVENTS, ids=[r.split("/")[0] for r in SUBAGENT_EVENTS])
-def test_a_sub_agents_calls_carry_its_id_whatever_the_agent(rel: str) -> None:
+def test_a_sub_agents_calls_are_told_apart_whatever_the_agent(rel: str) -> None:
+    """Inside the parent's session with its subagentId (Claude), or in its own session linked to
+    the parent (a Codex thread): either way a consumer finds the sub-agent's own calls."""
     f = _facts(rel)
     started = {b.subagent_id for b in f.bodies(Subagent) if isinstance(b, Subagent) and b.phase == "started"}
-    calls = [e for e in f.envelopes if isinstance(e.body, ToolCall) and e.subagent_id in started]
-    assert calls, "the sub-agent's own tool call is reported, with its subagentId"
+    own = {r.id for sid in started for r in f.sessions_of(sid)}
+    calls = [
+        e for e in f.envelopes if isinstance(e.body, ToolCall) and (e.subagent_id in started or e.session_id in own)
+    ]
+    assert calls, "the sub-agent's own tool call is reported, and says whose it is"
     assert {e.body.phase for e in calls if isinstance(e.body, ToolCall)} >= {"started", "completed"}
 
 

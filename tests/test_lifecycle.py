@@ -26,16 +26,20 @@ from normalize import (
     Record,
     RequestResolved,
     Session,
+    SessionCreated,
     SessionEvent,
+    SessionStateChanged,
     Subagent,
     ToolCall,
     ToolCalled,
     ToolCallRef,
     ToolFinished,
     TurnComplete,
+    TurnStart,
     UserQuestion,
     adapter_class,
     events,
+    session_id_for,
 )
 from normalize import Error as ErrorBody
 from normalize import Warning as WarningBody
@@ -487,3 +491,21 @@ def test_a_stored_sub_agent_is_placed_inside_its_parents_turn_as_live() -> None:
     # sub-agent's text and usage, the file its task progress)
     calls = {"UserMessage", "ToolCall", "PermissionAuto", "CommandOutput"}
     assert [x for x in live if x[2] in calls] == [x for x in from_file if x[2] in calls]
+
+
+def test_an_hm_fork_is_a_new_session_linked_to_the_one_it_forks() -> None:
+    evs = convert_capture(ADAPTERS / "hm-json/captures/hm-handwritten/08_rpc_session.tap.jsonl")
+    created = [e for e in evs if isinstance(e, SessionCreated)]
+    assert [c.record.native_session_id for c in created] == ["20261112-m4q8zt", "20261112-w2n6hs"]
+    parent, fork = created
+    assert fork.session_id != parent.session_id
+    assert fork.record.fork_of == parent.session_id
+    assert fork.session_id == session_id_for("hm", "20261112-w2n6hs")  # the fork read alone has the same id
+    for c in created:
+        envs = [e.event for e in evs if isinstance(e, SessionEvent) and e.session_id == c.session_id]
+        assert [e.seq for e in envs] == list(range(1, len(envs) + 1))
+        turns = [e.turn_id for e in envs if isinstance(e.body, TurnStart)]
+        assert turns == [f"turn:{n}" for n in range(1, len(turns) + 1)]
+    # the forked session ends where the fork begins
+    states = [(e.session_id, e.state) for e in evs if isinstance(e, SessionStateChanged)]
+    assert (parent.session_id, "ended") in states

@@ -229,7 +229,6 @@ class Session:
         self._last_ts: str | None = None
         #: a session another one spawned (a sub-agent's thread): its record, announced at once
         self._spawned: SessionCreated | None = None
-        self._subagent: str | None = None  # the subagentId every event of a spawned session carries
 
     # ------------------------------------------------------------------ public
 
@@ -290,23 +289,7 @@ class Session:
         out = self._dispatch(self.adapter.close(), None, None)
         sid = self.session_id
         assert sid is not None
-        for request_id, subagent_id in self._pending.open_requests():
-            reason = f"request {request_id} was never answered: the input ended first"
-            self._event(
-                out,
-                WarningBody(message=reason, source="normalize"),
-                None,
-                "open-request",
-                None,
-                None,
-                subagent_id,
-                True,
-            )
-            cancelled = RequestResolved(request_id=request_id, outcome="cancelled")
-            self._event(out, cancelled, None, "open-request", None, None, subagent_id, True)
-        for call_id, call in self._calls.open_calls():
-            reason = f"tool call {call_id} ({call.tool}) never finished: the input ended first"
-            self._settle_call(out, call_id, call.tool, call.category, call.subagent_id, reason)
+        self._settle_open(out, "the input ended first")
         if self._turn_id is not None:
             reason = f"the stream ended during {self._turn_id}"
             self._synth(out, ErrorBody(message=reason, error_type="cut-off", recoverable=False), "close")
@@ -317,12 +300,11 @@ class Session:
         return out
 
     def spawned_by(self, parent_id: str | None, native_id: str) -> None:
-        """This session is a sub-agent's (its native id ``native_id``) that session
-        ``parent_id`` spawned: its record says ``parentId``, every event ``subagentId``
-        (the id the parent's ``subagent`` events give it), and it is announced at once."""
+        """This session is a sub-agent's (its native id ``native_id``, the id the parent's
+        ``subagent`` events give it) that session ``parent_id`` spawned: its record says
+        ``parentId``, and it is announced at once (its own messages may never name it)."""
         record = SessionRecord(id="", agent="", protocol="", native_session_id=native_id, parent_id=parent_id)
         self._spawned = SessionCreated(session_id="", record=record)
-        self._subagent = native_id
 
     # ----------------------------------------------------------------- private
 
@@ -342,7 +324,13 @@ class Session:
         self._created = True
         if self.session_id is None:
             self.session_id = self._derive_id(announced, message)
-        out: list[_Core] = [self._fill_record(announced or self._default_created())]
+        first = announced or self._default_created()
+        if first.record.fork_of is not None:  # the adapter names the parent by its native id
+            agent = first.record.agent or self.adapter.agent
+            first = structs.replace(
+                first, record=structs.replace(first.record, fork_of=session_id_for(agent, first.record.fork_of))
+            )
+        out: list[_Core] = [self._fill_record(first)]
         held, self._held = self._held, []
         for h_items, h_message, h_t in held:
             out += self._run(h_items, h_message, h_t)
@@ -413,6 +401,9 @@ class Session:
                     out, err, message, method, native_ts or t, item.origin, item.subagent_id, False, text_payload=text
                 )
                 accounted = True
+            elif isinstance(item, SessionCreated) and item.record.fork_of is not None:
+                self._fork(out, item)
+                sid = self.session_id
             elif isinstance(item, SessionCreated | SessionResumed):
                 out.append(self._fill_record(item))
             else:
@@ -450,8 +441,6 @@ class Session:
             protocol=rec.protocol or self._protocol,
             parent_id=rec.parent_id or (self._spawned.record.parent_id if self._spawned is not None else None),
         )
-        if rec.parent_id is not None and self._subagent is None and isinstance(item, SessionCreated):
-            self._subagent = rec.native_session_id  # a sub-agent's session: its events are the sub-agent's
         return structs.replace(item, session_id=sid, record=rec)
 
     def _native(self, message: bytes | None, method: str | None, text: bool = False) -> Native:
@@ -479,8 +468,6 @@ class Session:
         # The turn state machine: see the module docstring.  Bodies are never
         # subclassed (docs/events.md), so their exact type says their role.
         role = _ROLES.get(type(body), _OTHER)
-        if subagent_id is None:
-            subagent_id = self._subagent  # a spawned session's events are its sub-agent's
         if role == _START:
             if self._turn_id is not None:
                 self._synth(out, TurnComplete(reason="interrupt"), "turn-start-while-open")
@@ -494,9 +481,7 @@ class Session:
                     reason = f"tool call {call_id} ({call.tool}) was still open when {self._turn_id} ended"
                     self._settle_call(out, call_id, call.tool, call.category, None, reason)
         elif role == _CALL:
-            # a spawned session's own calls are its main thread's (settled at its turn end)
-            owner = None if subagent_id == self._subagent else subagent_id
-            why = self._calls.refuse(cast(ToolCall, body), owner, self._turn_id)
+            why = self._calls.refuse(cast(ToolCall, body), subagent_id, self._turn_id)
             if why is not None:  # a duplicate or late phase: reported, not counted twice
                 if self.strict:
                     raise ProtocolViolation(why)
@@ -549,6 +534,40 @@ class Session:
         else:  # _RESOLVED
             if not self._pending:
                 self._set_state(out, "running" if self._turn_id is not None else "idle")
+
+    def _settle_open(self, out: list[_Core], why: str) -> None:
+        """The session stops here (the input ended, or it was forked): requests and calls left open."""
+        for request_id, subagent_id in self._pending.open_requests():
+            reason = f"request {request_id} was never answered: {why}"
+            warning = WarningBody(message=reason, source="normalize")
+            self._event(out, warning, None, "open-request", None, None, subagent_id, True)
+            cancelled = RequestResolved(request_id=request_id, outcome="cancelled")
+            self._event(out, cancelled, None, "open-request", None, None, subagent_id, True)
+        for call_id, call in self._calls.open_calls():
+            reason = f"tool call {call_id} ({call.tool}) never finished: {why}"
+            self._settle_call(out, call_id, call.tool, call.category, call.subagent_id, reason)
+
+    def _fork(self, out: list[_Core], item: SessionCreated) -> None:
+        """A later ``session.created`` with ``forkOf``: the input goes on in a new session,
+        forked from this one (hm's ``fork``).  This one ends here; the fork has its own id,
+        seq from 1 and turns, and ``forkOf`` names this session's id."""
+        self._settle_open(out, "the session was forked first")
+        if self._turn_id is not None:
+            self._synth(out, TurnComplete(reason="interrupt"), "fork")
+        self._set_state(out, "ended")
+        parent = self.session_id
+        assert parent is not None
+        rec = item.record
+        agent = rec.agent or self.adapter.agent
+        native = rec.native_session_id
+        self.session_id = session_id_for(agent, native) if native else session_id_for(agent, f"{parent}\0fork")
+        self._seq = self._turns = 0
+        self._turn_id = None
+        self._state = "starting"
+        self._mcp_open.clear()
+        self._calls = Calls(OPEN_CALLS, SEEN_CALLS)
+        self._pending = Requests(MAX_PENDING)
+        out.append(self._fill_record(structs.replace(item, record=structs.replace(rec, fork_of=parent))))
 
     def _settle_call(
         self,
