@@ -15,6 +15,7 @@ from normalize import (
     AccountExhausted,
     Adapter,
     ContextDegraded,
+    ConversationReset,
     Direction,
     Emit,
     EventEnvelope,
@@ -509,3 +510,16 @@ def test_an_hm_fork_is_a_new_session_linked_to_the_one_it_forks() -> None:
     # the forked session ends where the fork begins
     states = [(e.session_id, e.state) for e in evs if isinstance(e, SessionStateChanged)]
     assert (parent.session_id, "ended") in states
+
+
+def test_a_transcript_that_starts_with_clear_says_conversation_reset() -> None:
+    """Claude Code writes ``/clear`` at the head of the new conversation's file."""
+    capture = ADAPTERS / "claude-transcript/captures/external-jnarowski__agentcmd/full-session-two.jsonl"
+    envs = [e.event for e in convert_capture(capture) if isinstance(e, SessionEvent)]
+    resets = [e for e in envs if isinstance(e.body, ConversationReset)]
+    assert [(r.body.agent_session_id, r.body.trigger) for r in resets if isinstance(r.body, ConversationReset)] == [
+        ("8a2518dd-ff41-4d5f-83a1-407b03598cc6", "clear")
+    ]
+    assert resets[0].turn_id is None and envs.index(resets[0]) < min(
+        i for i, e in enumerate(envs) if isinstance(e.body, TurnStart)
+    )

@@ -106,6 +106,7 @@ from normalize import (
     Body,
     Compaction,
     ContextUpdated,
+    ConversationReset,
     Cost,
     Direction,
     Emit,
@@ -268,6 +269,7 @@ _CONTINUES = frozenset({"tool_use", "pause_turn"})
 _META_PREFIXES = ("<local-command-", "<command-name>", "<command-message>")
 #: a slash command the user typed (the CLI writes its expansion next, as an ``isMeta`` line)
 _COMMAND_PREFIXES = ("<command-name>", "<command-message>")
+_CLEAR = "<command-name>/clear</command-name>"
 #: what a local command printed: the CLI's own answer, no model reply follows
 _LOCAL_OUTPUT_PREFIXES = ("<local-command-stdout>", "<local-command-stderr>")
 _TAG = re.compile(r"<(task-id|tool-use-id|status|summary|result)>(.*?)</\1>", re.S)
@@ -644,6 +646,8 @@ class ClaudeTranscriptAdapter(Adapter):
             self._reply_due = False  # the CLI answered a local command (/clear, /cost) itself
             items.append(Passthrough(method="user/meta"))
         elif thread is None and not line.isMeta and text.startswith(_COMMAND_PREFIXES):
+            if _CLEAR in text:
+                self._cleared(line, items)
             self._start_turn(line, text, items)  # a slash command is the user's prompt
             self._command = True
         elif thread is None and line.isMeta and after_command and self._in_turn:
@@ -663,6 +667,16 @@ class ClaudeTranscriptAdapter(Adapter):
                 items.append(Passthrough(method="user/interrupt"))
         else:
             self._start_turn(line, text, items)
+
+    def _cleared(self, line: _Line, items: list[Item]) -> None:
+        """``/clear``: Claude Code writes it at the head of the new conversation's file, under
+        the new session id; the conversation it cleared is named only when its lines are in
+        the same file (else ``previousAgentSessionId`` is empty: the file does not say it)."""
+        self._infer_turn_end(items)
+        first = self._record.native_session_id
+        new = line.sessionId or first or ""
+        previous = first if first is not None and first != new else ""
+        items.append(ConversationReset(agent_session_id=new, previous_agent_session_id=previous, trigger="clear"))
 
     def _start_turn(self, line: _Line, text: str, items: list[Item]) -> None:
         """A prompt of the main thread: it starts a turn (and may end the open one, see Turn inference)."""
