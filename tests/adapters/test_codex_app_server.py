@@ -36,9 +36,8 @@ from normalize import (
     UserMessage,
     read_records,
 )
-from normalize import Session as NSession
-from normalize._connection import Connection
 from normalize import Warning as WarningBody
+from normalize._connection import Connection
 from normalize._model import _Core
 from normalize.adapters.codex_app_server import CodexAppServerAdapter
 
