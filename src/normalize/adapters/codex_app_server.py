@@ -979,7 +979,7 @@ class CodexAppServerAdapter(Adapter):
         head = _ITEM_HEAD.decode(raw)
         v = _GENERIC_TOOL.decode(raw)
         tool = v.tool or head.type
-        return [ToolCall(call_id=v.id, tool=tool, phase="started", category="other", input=v.arguments)]
+        return [ToolCall(call_id=v.id, tool=tool, phase="started", category="other", input=ci.raw_or_none(v.arguments))]
 
     def _started_subagent(self, raw: Raw, op: _Open | None) -> list[Body]:
         """multi_agent_v2 reports a spawn as a ``subAgentActivity`` item (id: the model's
@@ -1112,7 +1112,7 @@ class CodexAppServerAdapter(Adapter):
                 tool=v.tool or head.type,
                 phase=phase if phase != "started" else "completed",
                 category="other",
-                input=v.arguments,
+                input=ci.raw_or_none(v.arguments),  # a collab call has no arguments: absent, never null
                 output=output,
             )
         ]
