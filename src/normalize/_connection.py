@@ -23,6 +23,10 @@ Rules (docs/adapters.md, "Several sessions on one connection"):
   fed them first, so each session says the same as if converted alone.
 * Any other message (a notification about the connection, a line that is not
   JSON) goes to the Session last routed to.
+* A session that another one says it spawned (``Routing.spawned_in``: a Codex
+  sub-agent's thread, named in its parent's ``item/started``) is a new Session
+  when its first message comes, linked to the spawning one (``parentId``) and
+  announced at once (:meth:`Session.spawned_by`).
 * Memory: the requests awaiting a response are bounded (:data:`PENDING`, the
   oldest forgotten in O(1); its response then goes to the last Session), and so
   is the handshake (:data:`HANDSHAKE` messages).
