@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ from normalize import (
 )
 from normalize import events as _events
 from normalize._codec import encode_header
-from normalize._convert import is_store, store_inputs, store_records
+from normalize._convert import is_store, merge_records, store_inputs, store_records
 from normalize._model import _Core
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,12 +93,20 @@ def file_bytes(path: Path) -> bytes:
     return path.read_bytes()
 
 
-def records_of(paths: list[Path], cuts_per_file: int = 0, seed: int = 0) -> Iterator[Record]:
+def records_of(
+    paths: list[Path], cuts_per_file: int = 0, seed: int = 0, protocol: str | None = None
+) -> Iterator[Record]:
+    """The records of a session's files, each parsed in pieces; merged in time order as
+    ``SessionInput.records()`` merges them when ``protocol``'s adapter interleaves them."""
     rng = random.Random(seed)
+    files: list[list[Record]] = []
     for p in paths:
         data = file_bytes(p)
         cuts = [rng.randrange(len(data) + 1) for _ in range(cuts_per_file)] if data else []
-        yield from records_chunked(data, cuts)
+        files.append(list(records_chunked(data, cuts)))
+    if protocol is None:
+        return itertools.chain.from_iterable(files)
+    return merge_records(files, protocol)
 
 
 def convert_records(records: Iterable[Record], protocol: str, **kw: object) -> list[_Core]:
@@ -111,7 +120,8 @@ def to_jsonl(events: Iterable[_Core], *, input: str | None = None, protocol: str
 
 
 def convert_capture(capture: Path, cuts_per_file: int = 0, seed: int = 0) -> list[_Core]:
-    return convert_records(records_of(companions(capture), cuts_per_file, seed), protocol_of(capture))
+    protocol = protocol_of(capture)
+    return convert_records(records_of(companions(capture), cuts_per_file, seed, protocol), protocol)
 
 
 def golden_text(capture: Path) -> str:

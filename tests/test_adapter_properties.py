@@ -101,18 +101,20 @@ def check_no_loss(messages: list[bytes], out: list[_Core]) -> None:
 
 
 def check_envelopes(out: list[_Core]) -> None:
-    envs = [e.event for e in out if isinstance(e, SessionEvent)]
-    assert [e.seq for e in envs] == list(range(1, len(envs) + 1))
-    open_turn: str | None = None
-    turns = 0
-    for e in envs:
-        if e.kind == "turn-start":
-            turns += 1
-            open_turn = f"turn:{turns}"
-        assert e.turn_id == open_turn, (e.seq, e.kind)
-        if e.kind == "turn-complete":
-            open_turn = None
-    assert open_turn is None
+    every = [e.event for e in out if isinstance(e, SessionEvent)]
+    for sid in {e.session_id for e in every}:  # each session of the input (a fork is one) on its own
+        envs = [e for e in every if e.session_id == sid]
+        assert [e.seq for e in envs] == list(range(1, len(envs) + 1))
+        open_turn: str | None = None
+        turns = 0
+        for e in envs:
+            if e.kind == "turn-start":
+                turns += 1
+                open_turn = f"turn:{turns}"
+            assert e.turn_id == open_turn, (e.seq, e.kind)
+            if e.kind == "turn-complete":
+                open_turn = None
+        assert open_turn is None
     for core in out:  # every event encodes to JSON that decodes back to the same JSON
         line = normalize.encode(core)
         back = msgspec.json.decode(normalize.encode(normalize.decode(line)))

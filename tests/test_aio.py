@@ -73,7 +73,7 @@ async def _chunks(data: bytes, size: int) -> AsyncIterator[bytes]:
 async def test_async_gives_the_sync_events_for_every_capture(capture: Path) -> None:
     (inp,) = find_inputs([capture], protocol=capture.relative_to(ADAPTERS).parts[0])
     assert not isinstance(inp, DetectionError)
-    want = _outcome(lambda: convert_records(records_of(inp.paths), inp.protocol))
+    want = _outcome(lambda: convert_records(records_of(inp.paths, protocol=inp.protocol), inp.protocol))
     # the session on disk (main file and companions), read as files
     assert await _aoutcome(aevents(inp, clock=fixed_clock)) == want
     # the same bytes as a stream cut in odd pieces (a pipe), main file only (a database: its rows)

@@ -21,7 +21,9 @@ from normalize import (
     PermissionAuto,
     PermissionRequest,
     RequestResolved,
+    SessionCreated,
     SessionEvent,
+    SessionRecord,
     SessionResumed,
     Subagent,
     ToolCall,
@@ -41,13 +43,19 @@ class Facts:
 
     events: list[_Core]
     envelopes: list[EventEnvelope] = field(default_factory=list)
+    records: dict[str, SessionRecord] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.envelopes = [e.event for e in self.events if isinstance(e, SessionEvent)]
+        self.records = {e.session_id: e.record for e in self.events if isinstance(e, SessionCreated | SessionResumed)}
 
     def bodies(self, kind: type, *, main: bool = True) -> list[object]:
         """Bodies of one type (on the main thread only, unless ``main=False``)."""
         return [e.body for e in self.envelopes if type(e.body) is kind and not (main and e.subagent_id)]
+
+    def sessions_of(self, subagent_id: str) -> list[SessionRecord]:
+        """The sessions of their own a sub-agent has (a Codex thread): named by its native id."""
+        return [r for r in self.records.values() if r.parent_id is not None and r.native_session_id == subagent_id]
 
     def live(self) -> list[EventEnvelope]:
         return [e for e in self.envelopes if e.origin == "live"]
@@ -83,19 +91,22 @@ def _facts(rel: str) -> Facts:
 
 
 def every_turn_closed_in_order(f: Facts) -> None:
-    """Each turn-start has its turn-complete, before the next starts; turn ids count up."""
-    open_turn: str | None = None
-    seen: list[str] = []
-    for e in f.envelopes:
-        if isinstance(e.body, TurnStart):
-            assert open_turn is None, f"{e.turn_id} started while {open_turn} was open"
-            open_turn = e.turn_id
-            assert e.turn_id is not None
-            seen.append(e.turn_id)
-        elif isinstance(e.body, TurnComplete):
-            assert e.turn_id == open_turn
-            open_turn = None
-    assert seen == [f"turn:{n}" for n in range(1, len(seen) + 1)]
+    """Each turn-start has its turn-complete, before the next starts; turn ids count up (per session)."""
+    for sid in {e.session_id for e in f.envelopes}:
+        open_turn: str | None = None
+        seen: list[str] = []
+        for e in f.envelopes:
+            if e.session_id != sid:
+                continue
+            if isinstance(e.body, TurnStart):
+                assert open_turn is None, f"{e.turn_id} started while {open_turn} was open"
+                open_turn = e.turn_id
+                assert e.turn_id is not None
+                seen.append(e.turn_id)
+            elif isinstance(e.body, TurnComplete):
+                assert e.turn_id == open_turn
+                open_turn = None
+        assert seen == [f"turn:{n}" for n in range(1, len(seen) + 1)]
 
 
 def text_turn(f: Facts) -> None:
@@ -171,6 +182,14 @@ def subagent(f: Facts) -> None:
         assert e.turn_id is not None, "inside the parent's turn"
         ends = [s for s in subs if s.body.subagent_id == body.subagent_id and s.body.phase == "completed"]  # type: ignore[union-attr]
         assert ends, f"sub-agent {body.subagent_id} completed"
+        inner = [i for i in f.envelopes if i.subagent_id == body.subagent_id and not isinstance(i.body, Subagent)]
+        # a sub-agent with a session of its own (a Codex thread) names its parent there
+        for own in f.sessions_of(body.subagent_id):
+            assert own.parent_id == e.session_id, "a sub-agent's session is linked to its parent"
+        if not inner or body.background:
+            continue  # its events are elsewhere (antigravity, its own session), or it may outlive the turn
+        assert {i.turn_id for i in inner} == {e.turn_id}, "a foreground sub-agent runs inside its parent's turn"
+        assert e.seq < min(i.seq for i in inner) and max(i.seq for i in inner) < ends[0].seq, "between start and end"
 
 
 def interrupted(f: Facts) -> None:
@@ -289,6 +308,9 @@ SCENARIOS: dict[str, tuple[Callable[[Facts], None], list[str]]] = {
         [
             "claude-stream-json/captures/claude-code-2.1.332/24-subagent-with-tool.jsonl",
             "claude-transcript/captures/claude-code-2.1.332/24-subagent-with-tool",
+            "acp/captures/claude-agent-acp-0.101.0/claude-h-subagent.tap.jsonl",
+            "codex-app-server/captures/codex-0.171.0/i_collab_agent.tap.jsonl",
+            "codex-rollout/captures/codex-0.171.0/app-server-i_collab_agent.jsonl",
             "antigravity-stream-json/captures/agy-handwritten/03-subagent.jsonl",
             "hm-json/captures/hm-handwritten/05_background_subagent.jsonl",
         ],
@@ -387,3 +409,36 @@ def test_a_resumed_session_keeps_its_id(before: str, after: str) -> None:
     ids_before = {e.session_id for e in _facts(before).events}
     ids_after = {e.session_id for e in _facts(after).events}
     assert ids_before == ids_after and len(ids_before) == 1
+
+
+#: Captures whose protocol carries a sub-agent's own events (the others keep them elsewhere:
+#: antigravity's sub-agent log, hm's background agent): each event says its sub-agent.
+SUBAGENT_EVENTS = [
+    "claude-stream-json/captures/claude-code-2.1.332/24-subagent-with-tool.jsonl",
+    "claude-transcript/captures/claude-code-2.1.332/24-subagent-with-tool",
+    "acp/captures/claude-agent-acp-0.101.0/claude-h-subagent.tap.jsonl",
+    "codex-app-server/captures/codex-0.171.0/i_collab_agent.tap.jsonl",
+]
+
+
+@pytest.mark.parametrize("rel", SUBAGENT_EVENTS, ids=[r.split("/")[0] for r in SUBAGENT_EVENTS])
+def test_a_sub_agents_calls_are_told_apart_whatever_the_agent(rel: str) -> None:
+    """Inside the parent's session with its subagentId (Claude), or in its own session linked to
+    the parent (a Codex thread): either way a consumer finds the sub-agent's own calls."""
+    f = _facts(rel)
+    started = {b.subagent_id for b in f.bodies(Subagent) if isinstance(b, Subagent) and b.phase == "started"}
+    own = {r.id for sid in started for r in f.sessions_of(sid)}
+    calls = [
+        e for e in f.envelopes if isinstance(e.body, ToolCall) and (e.subagent_id in started or e.session_id in own)
+    ]
+    assert calls, "the sub-agent's own tool call is reported, and says whose it is"
+    assert {e.body.phase for e in calls if isinstance(e.body, ToolCall)} >= {"started", "completed"}
+
+
+def test_a_codex_sub_agent_thread_is_the_same_session_live_and_stored() -> None:
+    live = _facts("codex-app-server/captures/codex-0.171.0/i_collab_agent.tap.jsonl")
+    stored = _facts("codex-rollout/captures/codex-0.171.0/app-server-i_collab_agent-2.jsonl")
+    (child,) = [r for r in live.records.values() if r.parent_id is not None]
+    (alone,) = stored.records.values()
+    assert (alone.id, alone.parent_id) == (child.id, child.parent_id)
+    assert child.parent_id in live.records

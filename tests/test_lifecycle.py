@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from normalize import (
     AccountExhausted,
     Adapter,
     ContextDegraded,
+    ConversationReset,
     Direction,
     Emit,
     EventEnvelope,
@@ -22,21 +24,27 @@ from normalize import (
     PermissionAuto,
     PermissionOption,
     PermissionRequest,
+    Record,
     RequestResolved,
     Session,
+    SessionCreated,
     SessionEvent,
+    SessionStateChanged,
     Subagent,
     ToolCall,
     ToolCalled,
     ToolCallRef,
     ToolFinished,
     TurnComplete,
+    TurnStart,
     UserQuestion,
     adapter_class,
     events,
+    session_id_for,
 )
 from normalize import Error as ErrorBody
 from normalize import Warning as WarningBody
+from normalize._convert import merge_records
 from normalize._lifecycle import DECISION_WORDS, Calls, Requests, decision_of
 
 REF = ToolCallRef(call_id="c1", tool="Bash", title="ls")
@@ -441,3 +449,77 @@ def test_an_acp_elicitation_is_a_user_question_and_its_answer_resolves_it() -> N
     for action in ("decline", "cancel"):
         (resolved,) = [e.body for e in _elicit({"action": action}) if isinstance(e.body, RequestResolved)]
         assert resolved.decision == "cancel"
+
+
+# --------------------------------------------------------------------------
+# A session's files read in time order (``Adapter.interleave``)
+
+
+def _line(ts: str | None, n: int) -> Message:
+    body: dict[str, Any] = {"n": n} if ts is None else {"n": n, "timestamp": ts}
+    return Message(data=json.dumps(body).encode(), from_="agent", line=n)
+
+
+def _ns(records: Iterable[Record]) -> list[int]:
+    return [json.loads(r.data)["n"] for r in records if isinstance(r, Message)]
+
+
+def test_a_sessions_files_are_merged_in_time_order_each_keeping_its_own() -> None:
+    main = [_line("2026-01-01T00:00:01.000Z", 1), _line(None, 2), _line("2026-01-01T00:00:05.000Z", 3)]
+    # a companion's untimed head goes with its first timed line; a time going back stays in place
+    sub = [_line(None, 10), _line("2026-01-01T00:00:02.000Z", 11), _line("2026-01-01T00:00:01.500Z", 12)]
+    assert _ns(merge_records([main, sub], "claude-transcript")) == [1, 2, 10, 11, 12, 3]
+    # a tie goes to the session's own file
+    tie = [_line("2026-01-01T00:00:01.000Z", 20)]
+    assert _ns(merge_records([tie, main[:1]], "claude-transcript")) == [20, 1]
+    # an adapter that does not interleave reads one file after the other
+    assert _ns(merge_records([main, sub], "hm-json")) == [1, 2, 3, 10, 11, 12]
+
+
+def test_a_stored_sub_agent_is_placed_inside_its_parents_turn_as_live() -> None:
+    """The transcript and the live stream of one session say the same about its sub-agent."""
+    base = "claude-code-2.1.332/24-subagent-with-tool"
+    (stored,) = sorted((ADAPTERS / "claude-transcript/captures" / base).glob("*.jsonl"))
+
+    def shape(rel: Path) -> list[tuple[str | None, str | None, str]]:
+        envs = [e.event for e in convert_capture(rel) if isinstance(e, SessionEvent)]
+        return [(e.turn_id, e.subagent_id, type(e.body).__name__) for e in envs if e.subagent_id is not None]
+
+    live = shape(ADAPTERS / "claude-stream-json/captures" / f"{base}.jsonl")
+    from_file = shape(stored)
+    assert from_file and all(turn == "turn:1" for turn, _, _ in from_file)
+    # the calls the sub-agent made, in the same turn and order (stream-json leaves out the
+    # sub-agent's text and usage, the file its task progress)
+    calls = {"UserMessage", "ToolCall", "PermissionAuto", "CommandOutput"}
+    assert [x for x in live if x[2] in calls] == [x for x in from_file if x[2] in calls]
+
+
+def test_an_hm_fork_is_a_new_session_linked_to_the_one_it_forks() -> None:
+    evs = convert_capture(ADAPTERS / "hm-json/captures/hm-handwritten/08_rpc_session.tap.jsonl")
+    created = [e for e in evs if isinstance(e, SessionCreated)]
+    assert [c.record.native_session_id for c in created] == ["20261112-m4q8zt", "20261112-w2n6hs"]
+    parent, fork = created
+    assert fork.session_id != parent.session_id
+    assert fork.record.fork_of == parent.session_id
+    assert fork.session_id == session_id_for("hm", "20261112-w2n6hs")  # the fork read alone has the same id
+    for c in created:
+        envs = [e.event for e in evs if isinstance(e, SessionEvent) and e.session_id == c.session_id]
+        assert [e.seq for e in envs] == list(range(1, len(envs) + 1))
+        turns = [e.turn_id for e in envs if isinstance(e.body, TurnStart)]
+        assert turns == [f"turn:{n}" for n in range(1, len(turns) + 1)]
+    # the forked session ends where the fork begins
+    states = [(e.session_id, e.state) for e in evs if isinstance(e, SessionStateChanged)]
+    assert (parent.session_id, "ended") in states
+
+
+def test_a_transcript_that_starts_with_clear_says_conversation_reset() -> None:
+    """Claude Code writes ``/clear`` at the head of the new conversation's file."""
+    capture = ADAPTERS / "claude-transcript/captures/external-jnarowski__agentcmd/full-session-two.jsonl"
+    envs = [e.event for e in convert_capture(capture) if isinstance(e, SessionEvent)]
+    resets = [e for e in envs if isinstance(e.body, ConversationReset)]
+    assert [(r.body.agent_session_id, r.body.trigger) for r in resets if isinstance(r.body, ConversationReset)] == [
+        ("8a2518dd-ff41-4d5f-83a1-407b03598cc6", "clear")
+    ]
+    assert resets[0].turn_id is None and envs.index(resets[0]) < min(
+        i for i, e in enumerate(envs) if isinstance(e.body, TurnStart)
+    )

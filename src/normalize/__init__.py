@@ -31,7 +31,7 @@ from ._model import Warning as Warning  # noqa: A004
 from ._model import __all__ as _model_all
 from ._redact import Redactor
 from ._registry import adapter_class, available, detect_protocol, register, unregister
-from ._session import Clock, Session, format_ts
+from ._session import Clock, Session, format_ts, session_id_for
 from ._version import __version__
 
 if _TYPE_CHECKING:
@@ -164,6 +164,7 @@ __all__ = [
     "format_ts",
     "iter_records",
     "read_records",
+    "session_id_for",
     "register",
     "relay",
     "replay",

@@ -8,7 +8,9 @@ trio.  Rules:
 * pull, never push: nothing is read until the consumer asks for an event and
   every event of the last chunk was taken.  A slow consumer slows the reader;
   no event is dropped; memory is one chunk (:data:`CHUNK`) plus one line
-  (``max_line``), plus the detection sample before the protocol is known;
+  (``max_line``), plus the detection sample before the protocol is known (a
+  session whose files are merged in time order: a batch of records, :data:`BATCH`,
+  and one line per file);
 * the same input gives the same events as the sync :func:`~normalize.events`;
 * the end of input is explicit: the Session's ``close()`` runs, open turns are
   reported.  Stopping early (``aclose()``, leaving ``async with``, cancellation)
@@ -18,9 +20,10 @@ trio.  Rules:
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Literal, Protocol, Union
 
@@ -325,6 +328,20 @@ def aevents(
         protocol = protocol or source.protocol
         paths = []
         source = _store_lines(source)
+    elif isinstance(source, SessionInput) and source.companions and adapter_class(source.protocol).interleave:
+        # a session whose files are read merged in time order: records from a worker thread
+        return _records_stream(
+            Converter(
+                protocol=protocol or source.protocol,
+                adapter=adapter,
+                session_id=session_id,
+                origin=origin,
+                clock=clock,
+                strict=strict,
+                eager=bool(eager),
+            ),
+            source.records(max_line=max_line),
+        )
     elif isinstance(source, SessionInput):
         paths = [os.fspath(p) for p in source.paths]
         protocol = protocol or source.protocol
@@ -345,6 +362,60 @@ def aevents(
         assert not isinstance(source, str | os.PathLike | SessionInput)
         return EventStream(CaptureFeeder(conv, max_line=max_line, fmt=fmt), _receiver(source))
     return _files_stream(_FilesFeeder(conv, max_line, fmt), paths)
+
+
+#: Records handed over per worker-thread call when records are read in a thread.
+BATCH = 512
+
+
+class _RecordsFeeder:
+    """Records read in a worker thread (a session's files merged in time order) -> CoreEvents.
+
+    The stream's ``receive`` leaves each batch in :attr:`batch` and returns a marker
+    chunk; :meth:`feed` converts the batch (the marker's bytes are no input).
+    """
+
+    def __init__(self, converter: Converter) -> None:
+        self.converter = converter
+        self.batch: list[Record] = []
+
+    @property
+    def session(self) -> Session | Connection | None:
+        return self.converter.session
+
+    def feed(self, data: bytes) -> list[_Core]:
+        batch, self.batch = self.batch, []
+        return self.converter.feed(batch)
+
+    def close(self) -> list[_Core]:
+        return self.converter.close()
+
+    def abort(self) -> list[_Core]:
+        return self.converter.abort()
+
+    def problem(self, error: InputError) -> list[_Core]:
+        return self.converter.feed([LineProblem(error)])
+
+
+def _records_stream(converter: Converter, records: Iterator[Record]) -> EventStream:
+    feeder = _RecordsFeeder(converter)
+
+    def take() -> list[Record]:
+        return list(itertools.islice(records, BATCH))
+
+    async def receive() -> bytes:
+        batch = await anyio.to_thread.run_sync(take)
+        if not batch:
+            return b""
+        feeder.batch = batch
+        return b"records"
+
+    async def close(early: bool) -> None:
+        close_records = getattr(records, "close", None)
+        if close_records is not None:
+            close_records()
+
+    return EventStream(feeder, receive, close)
 
 
 class _FilesFeeder(CaptureFeeder):

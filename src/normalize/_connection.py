@@ -23,6 +23,10 @@ Rules (docs/adapters.md, "Several sessions on one connection"):
   fed them first, so each session says the same as if converted alone.
 * Any other message (a notification about the connection, a line that is not
   JSON) goes to the Session last routed to.
+* A session that another one says it spawned (``Routing.spawned_in``: a Codex
+  sub-agent's thread, named in its parent's ``item/started``) is a new Session
+  when its first message comes, linked to the spawning one (``parentId``) and
+  announced at once (:meth:`Session.spawned_by`).
 * Memory: the requests awaiting a response are bounded (:data:`PENDING`, the
   oldest forgotten in O(1); its response then goes to the last Session), and so
   is the handshake (:data:`HANDSHAKE` messages).
@@ -113,7 +117,11 @@ class Connection:
         self._closed = False
         self._key = b'"' + routing.key.encode() + b'"'
         self._openers = [b'"' + m.encode() + b'"' for m in routing.opened_by]
+        #: the member naming a spawned session, per notification that can spawn one
+        self._spawn_marks = {m: b'"' + path[-1].encode() + b'"' for m, path in routing.spawned_in.items()}
         self._announcers = [b'"' + m.encode() + b'"' for m in routing.named_in]
+        self._announcers += list(set(self._spawn_marks.values()))
+        self._spawned: OrderedDict[str, Session] = OrderedDict()  # spawned session id -> its parent
         self._named = b""
         self._only: Session | None = None
         self._changed = False  # sessions, bindings or openers changed: recheck the fast path
@@ -150,6 +158,9 @@ class Connection:
             return self._last.feed(message, from_, t=t)  # the Session reports it
         out: list[_Core] = []
         target = self._route(view, message, from_, out)
+        mark = self._spawn_marks.get(view.method) if view.method is not None else None
+        if mark is not None and mark in message:
+            self._note_spawn(view.method, message, target)
         if self._in_handshake and len(self._handshake) < HANDSHAKE:
             self._handshake.append((message, from_, t))
         self._last = target
@@ -233,7 +244,10 @@ class Connection:
                 # a session being opened may be named before the opener's response
                 # (Codex sends thread notifications first): it is that session
                 opening = [s for s in self.sessions if id(s) in self._opening and id(s) not in self._bound]
-                session = opening[-1] if opening else self._unbound(out, opener=False)
+                if key in self._spawned or not opening:
+                    session = self._unbound(out, opener=False, key=key)
+                else:
+                    session = opening[-1]
                 self._bind(session, key)
         elif method in routing.opened_by:
             if self._in_handshake:
@@ -248,14 +262,29 @@ class Connection:
                 self._requests.popitem(last=False)
         return session
 
-    def _unbound(self, out: list[_Core], *, opener: bool) -> Session:
-        """The first Session while it is free, else a new one fed the handshake."""
+    def _note_spawn(self, method: str, message: bytes, parent: Session) -> None:
+        """A session says it spawned another one: remember which, until that one is named."""
+        child = _at(message, ("params", *self._routing.spawned_in[method]))
+        if child is None or child in self._by_key or child in self._spawned:
+            return
+        self._spawned[child] = parent
+        if len(self._spawned) > PENDING:
+            self._spawned.popitem(last=False)
+
+    def _unbound(self, out: list[_Core], *, opener: bool, key: str | None = None) -> Session:
+        """The first Session while it is free, else a new one fed the handshake.
+
+        A session another one spawned (``key`` noted by :meth:`_note_spawn`) is always a
+        new Session, linked to its parent."""
         first = self.sessions[0]
-        if id(first) not in self._bound and id(first) not in self._opening:
+        parent = self._spawned.pop(key, None) if key is not None else None
+        if parent is None and id(first) not in self._bound and id(first) not in self._opening:
             session = first
         else:
             origin, clock, strict = self._opts
             session = Session(self._factory(), origin=origin, clock=clock, strict=strict)
+            if parent is not None and key is not None:
+                session.spawned_by(parent.session_id, key)
             self.sessions.append(session)
             for message, from_, t in self._handshake:
                 out += session.feed(message, from_, t=t)

@@ -101,12 +101,16 @@ class Routing(Struct, frozen=True, kw_only=True):
       ``threadId``);
     * ``opened_by``: the requests that open a session, each with the path, in the
       response's ``result``, of the new session's id;
-    * ``named_in``: notifications that name their session elsewhere in ``params``.
+    * ``named_in``: notifications that name their session elsewhere in ``params``;
+    * ``spawned_in``: notifications by which a session says it spawned another one (a
+      sub-agent's thread), with the path in ``params`` of the new session's id: that
+      session is linked to its parent (``parentId``, and its events' ``subagentId``).
     """
 
     key: str
     opened_by: dict[str, tuple[str, ...]]
     named_in: dict[str, tuple[str, ...]] = {}
+    spawned_in: dict[str, tuple[str, ...]] = {}
 
 
 class Adapter:
@@ -132,6 +136,10 @@ class Adapter:
     * ``owned``: glob patterns of files in a session file's folder that belong to
       the session :meth:`owner_of` names (Claude Code 2.0.x ``agent-*.jsonl``
       beside every session of a project); read after the ``companions``;
+    * ``interleave``: the session's files (main, companions, owned) are read
+      merged in time order (:meth:`time_of`), each file's own order kept, so
+      that a sub-agent's lines come inside the parent's turn, where they happened,
+      as the live stream says them;
     * ``default_paths``: where the agent keeps its stored sessions (``~`` for
       the home folder), read by the commands given no path.
     """
@@ -143,11 +151,18 @@ class Adapter:
     announces_session: ClassVar[bool] = False
     companions: ClassVar[tuple[str, ...]] = ()
     owned: ClassVar[tuple[str, ...]] = ()
+    interleave: ClassVar[bool] = False
     default_paths: ClassVar[tuple[str, ...]] = ()
     agent: str = "unknown"
 
     def __init__(self) -> None:
         self._closed = False
+
+    @classmethod
+    def time_of(cls, message: bytes) -> str | None:
+        """The native time of a message, for ``interleave``: RFC 3339 UTC as the agent
+        writes it (compared as text), or None when the message has none."""
+        return None
 
     @classmethod
     def owner_of(cls, path: Path) -> str | None:

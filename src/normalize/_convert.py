@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import fnmatch
+import heapq
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -17,7 +18,7 @@ from ._places import is_agent_file
 from ._registry import adapter_class, detect_protocol, is_stream_header
 from ._session import Clock, Session
 
-__all__ = ["DETECT_SAMPLE", "SessionInput", "events", "find_inputs", "iter_records", "read_records"]
+__all__ = ["DETECT_SAMPLE", "SessionInput", "events", "find_inputs", "iter_records", "merge_records", "read_records"]
 
 #: How many messages detection looks at.
 DETECT_SAMPLE = 20
@@ -41,13 +42,64 @@ def read_records(paths: Sequence[Path], *, max_line: int = DEFAULT_MAX_LINE) -> 
     with ``filename`` set to the file, so whoever reports it can name it.
     """
     for path in paths:
-        try:
-            with path.open("rb") as f:
-                yield from iter_records(f, max_line=max_line)
-        except OSError as exc:
-            if exc.filename is None:
-                exc.filename = str(path)
-            raise
+        yield from _file_records(path, max_line)
+
+
+#: How many untimed records at the head of a file wait for its first time (``interleave``).
+LOOKAHEAD = 64
+
+#: A record keyed for the merge: (time, file index, position in the file, record).
+_Keyed = tuple[str, int, int, Record]
+
+
+def _timed(index: int, records: Iterator[Record], time_of: Callable[[bytes], str | None]) -> Iterator[_Keyed]:
+    """A file's records keyed for the merge: the latest time seen in the file so far.
+
+    Records before the file's first time take that first time (looked for within
+    :data:`LOOKAHEAD` records), so a companion's untimed head stays with its lines;
+    the key never decreases, so the file's own order is kept.
+    """
+    last = ""
+    head: list[tuple[int, Record]] = []
+    for n, rec in enumerate(records):
+        t = time_of(rec.data) if isinstance(rec, Message) else None
+        if t is not None and t > last:
+            last = t
+        if not last and len(head) < LOOKAHEAD:
+            head.append((n, rec))
+            continue
+        for m, early in head:
+            yield (last, index, m, early)
+        head = []
+        yield (last, index, n, rec)
+    for m, early in head:
+        yield (last, index, m, early)
+
+
+def merge_records(files: Sequence[Iterable[Record]], protocol: str) -> Iterator[Record]:
+    """The records of one session's files, one iterable per file.
+
+    Merged in time order when the protocol's adapter sets ``interleave`` (each file's
+    own order kept; a tie goes to the earlier file, the session's own first), else one
+    file after the other.
+    """
+    cls = adapter_class(protocol)
+    if not cls.interleave or len(files) < 2:
+        yield from itertools.chain.from_iterable(files)
+        return
+    keyed = [_timed(i, iter(f), cls.time_of) for i, f in enumerate(files)]
+    for *_, rec in heapq.merge(*keyed):
+        yield rec
+
+
+def _file_records(path: Path, max_line: int) -> Iterator[Record]:
+    try:
+        with path.open("rb") as f:
+            yield from iter_records(f, max_line=max_line)
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise
 
 
 def _sample(records: Iterator[Record], n: int) -> tuple[list[Record], list[Sample]]:
@@ -127,10 +179,13 @@ class SessionInput:
         return [self.main, *self.companions]
 
     def records(self, *, max_line: int = DEFAULT_MAX_LINE) -> Iterator[Record]:
-        """The session's records: its files' lines, or its rows in a database."""
-        if self.key is None:
-            return read_records(self.paths, max_line=max_line)
-        return store_records(self.main, self.key)
+        """The session's records: its files' lines (merged in time order when the
+        adapter interleaves them), or its rows in a database."""
+        if self.key is not None:
+            return store_records(self.main, self.key)
+        if self.companions and adapter_class(self.protocol).interleave:
+            return merge_records([_file_records(p, max_line) for p in self.paths], self.protocol)
+        return read_records(self.paths, max_line=max_line)
 
     def __repr__(self) -> str:
         key = f", key={self.key!r}" if self.key is not None else ""

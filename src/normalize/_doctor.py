@@ -37,7 +37,7 @@ from typing import BinaryIO, TextIO
 import msgspec
 from msgspec import Raw, Struct
 
-from ._convert import SessionInput, events, find_inputs, iter_records
+from ._convert import SessionInput, events, find_inputs, iter_records, merge_records
 from ._errors import DetectionError, NotASession, UnreadableInput
 from ._lines import DEFAULT_MAX_LINE, Message, Record
 from ._model import (
@@ -188,28 +188,37 @@ class _Cursor:
         self._seen: OrderedDict[int, tuple[str, int]] = OrderedDict()
 
     def records(self) -> Iterator[Record]:
-        for path, recs in self._sources():
+        for path, rec in self._tagged():
             self.path = path
-            for rec in recs:
-                self.line = rec.line
-                if isinstance(rec, Message):
-                    self.messages += 1
-                    self._remember(rec.data)
-                    if not rec.data.isascii():  # what an error event carries of a line not UTF-8: its text
-                        self._remember(rec.data.decode("utf-8", errors="replace").encode())
-                else:  # a line that never became a message: its event carries the kept head
-                    self._remember((rec.error.kept or "").encode())
-                yield rec
+            self.line = rec.line
+            if isinstance(rec, Message):
+                self.messages += 1
+                self._remember(rec.data)
+                if not rec.data.isascii():  # what an error event carries of a line not UTF-8: its text
+                    self._remember(rec.data.decode("utf-8", errors="replace").encode())
+            else:  # a line that never became a message: its event carries the kept head
+                self._remember((rec.error.kept or "").encode())
+            yield rec
         self.path, self.line = str(self.inp.main), None
 
-    def _sources(self) -> Iterator[tuple[str, Iterator[Record]]]:
-        """Per file, its records; a session of a database: its rows, counted as lines."""
+    def _tagged(self) -> Iterator[tuple[str, Record]]:
+        """Each record with the file it was read from, in the order ``convert`` reads them
+        (a session's files merged in time order where the adapter interleaves them); a
+        session of a database: its rows, counted as lines."""
         if self.inp.key is not None:
-            yield f"{self.inp.main}#{self.inp.key}", self.inp.records()
+            where = f"{self.inp.main}#{self.inp.key}"
+            yield from ((where, rec) for rec in self.inp.records())
             return
-        for path in self.inp.paths:
+        source: dict[int, str] = {}  # a record read ahead by the merge -> its file
+
+        def read(path: Path) -> Iterator[Record]:
             with path.open("rb") as f:
-                yield str(path), self._read(f, path)
+                for rec in self._read(f, path):
+                    source[id(rec)] = str(path)
+                    yield rec
+
+        for rec in merge_records([read(p) for p in self.inp.paths], self.inp.protocol):
+            yield source.pop(id(rec)), rec
 
     def _read(self, f: BinaryIO, path: Path) -> Iterator[Record]:
         """The file's records; an OS error while reading names the file."""

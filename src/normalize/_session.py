@@ -80,7 +80,7 @@ from ._model import (
 from ._model import Error as ErrorBody
 from ._model import Warning as WarningBody
 
-__all__ = ["HOLD_LIMIT", "MAX_PENDING", "Clock", "Session", "format_ts"]
+__all__ = ["HOLD_LIMIT", "MAX_PENDING", "Clock", "Session", "format_ts", "session_id_for"]
 
 #: How many messages a Session holds back waiting for its adapter to announce the
 #: session (``Adapter.announces_session``).  Agents announce in their first few
@@ -130,6 +130,12 @@ def format_ts(seconds: float) -> str:
 
 
 _validator = msgspec.json.Decoder(msgspec.Raw)
+
+
+def session_id_for(agent: str, native_session_id: str) -> str:
+    """The ``sessionId`` of an agent's native session (docs/events.md, "Identity"): an
+    adapter names a related session by it (a sub-agent's ``parentId``, a fork's ``forkOf``)."""
+    return "s-" + hashlib.sha256(f"{agent}\0{native_session_id}".encode()).hexdigest()[:16]
 
 
 def _is_json(message: bytes) -> bool:
@@ -221,6 +227,8 @@ class Session:
         self._held: list[tuple[list[Item], bytes | None, str | None]] = []
         #: the last native or receive time an event carried (made-up events take it)
         self._last_ts: str | None = None
+        #: a session another one spawned (a sub-agent's thread): its record, announced at once
+        self._spawned: SessionCreated | None = None
 
     # ------------------------------------------------------------------ public
 
@@ -281,23 +289,7 @@ class Session:
         out = self._dispatch(self.adapter.close(), None, None)
         sid = self.session_id
         assert sid is not None
-        for request_id, subagent_id in self._pending.open_requests():
-            reason = f"request {request_id} was never answered: the input ended first"
-            self._event(
-                out,
-                WarningBody(message=reason, source="normalize"),
-                None,
-                "open-request",
-                None,
-                None,
-                subagent_id,
-                True,
-            )
-            cancelled = RequestResolved(request_id=request_id, outcome="cancelled")
-            self._event(out, cancelled, None, "open-request", None, None, subagent_id, True)
-        for call_id, call in self._calls.open_calls():
-            reason = f"tool call {call_id} ({call.tool}) never finished: the input ended first"
-            self._settle_call(out, call_id, call.tool, call.category, call.subagent_id, reason)
+        self._settle_open(out, "the input ended first")
         if self._turn_id is not None:
             reason = f"the stream ended during {self._turn_id}"
             self._synth(out, ErrorBody(message=reason, error_type="cut-off", recoverable=False), "close")
@@ -307,6 +299,13 @@ class Session:
         self._set_state(out, "failed" if self._failed else "ended")
         return out
 
+    def spawned_by(self, parent_id: str | None, native_id: str) -> None:
+        """This session is a sub-agent's (its native id ``native_id``, the id the parent's
+        ``subagent`` events give it) that session ``parent_id`` spawned: its record says
+        ``parentId``, and it is announced at once (its own messages may never name it)."""
+        record = SessionRecord(id="", agent="", protocol="", native_session_id=native_id, parent_id=parent_id)
+        self._spawned = SessionCreated(session_id="", record=record)
+
     # ----------------------------------------------------------------- private
 
     def _dispatch(self, items: list[Item], message: bytes | None, t: str | None) -> list[_Core]:
@@ -314,6 +313,8 @@ class Session:
         if self._created:
             return self._run(items, message, t)
         announced = next((i for i in items if isinstance(i, SessionCreated | SessionResumed)), None)
+        if announced is None and self._spawned is not None:
+            announced = self._spawned
         holding = type(self.adapter).announces_session and not self._closed and len(self._held) < HOLD_LIMIT
         if announced is None and holding:
             if self.strict:
@@ -323,7 +324,13 @@ class Session:
         self._created = True
         if self.session_id is None:
             self.session_id = self._derive_id(announced, message)
-        out: list[_Core] = [self._fill_record(announced or self._default_created())]
+        first = announced or self._default_created()
+        if first.record.fork_of is not None:  # the adapter names the parent by its native id
+            agent = first.record.agent or self.adapter.agent
+            first = structs.replace(
+                first, record=structs.replace(first.record, fork_of=session_id_for(agent, first.record.fork_of))
+            )
+        out: list[_Core] = [self._fill_record(first)]
         held, self._held = self._held, []
         for h_items, h_message, h_t in held:
             out += self._run(h_items, h_message, h_t)
@@ -341,10 +348,9 @@ class Session:
         native = announced.record.native_session_id if announced is not None else None
         if native:
             agent = announced.record.agent if announced is not None and announced.record.agent else self.adapter.agent
-            seed = f"{agent}\0{native}".encode()
-        else:
-            assert self._first is not None
-            seed = self._first + (b"\0" + message if announced is not None and message is not None else b"")
+            return session_id_for(agent, native)
+        assert self._first is not None
+        seed = self._first + (b"\0" + message if announced is not None and message is not None else b"")
         return "s-" + hashlib.sha256(seed).hexdigest()[:16]
 
     def _raise_early(self, items: list[Item], message: bytes | None) -> None:
@@ -395,6 +401,9 @@ class Session:
                     out, err, message, method, native_ts or t, item.origin, item.subagent_id, False, text_payload=text
                 )
                 accounted = True
+            elif isinstance(item, SessionCreated) and item.record.fork_of is not None:
+                self._fork(out, item)
+                sid = self.session_id
             elif isinstance(item, SessionCreated | SessionResumed):
                 out.append(self._fill_record(item))
             else:
@@ -430,6 +439,7 @@ class Session:
             id=rec.id or sid,
             agent=rec.agent or self.adapter.agent,
             protocol=rec.protocol or self._protocol,
+            parent_id=rec.parent_id or (self._spawned.record.parent_id if self._spawned is not None else None),
         )
         return structs.replace(item, session_id=sid, record=rec)
 
@@ -524,6 +534,40 @@ class Session:
         else:  # _RESOLVED
             if not self._pending:
                 self._set_state(out, "running" if self._turn_id is not None else "idle")
+
+    def _settle_open(self, out: list[_Core], why: str) -> None:
+        """The session stops here (the input ended, or it was forked): requests and calls left open."""
+        for request_id, subagent_id in self._pending.open_requests():
+            reason = f"request {request_id} was never answered: {why}"
+            warning = WarningBody(message=reason, source="normalize")
+            self._event(out, warning, None, "open-request", None, None, subagent_id, True)
+            cancelled = RequestResolved(request_id=request_id, outcome="cancelled")
+            self._event(out, cancelled, None, "open-request", None, None, subagent_id, True)
+        for call_id, call in self._calls.open_calls():
+            reason = f"tool call {call_id} ({call.tool}) never finished: {why}"
+            self._settle_call(out, call_id, call.tool, call.category, call.subagent_id, reason)
+
+    def _fork(self, out: list[_Core], item: SessionCreated) -> None:
+        """A later ``session.created`` with ``forkOf``: the input goes on in a new session,
+        forked from this one (hm's ``fork``).  This one ends here; the fork has its own id,
+        seq from 1 and turns, and ``forkOf`` names this session's id."""
+        self._settle_open(out, "the session was forked first")
+        if self._turn_id is not None:
+            self._synth(out, TurnComplete(reason="interrupt"), "fork")
+        self._set_state(out, "ended")
+        parent = self.session_id
+        assert parent is not None
+        rec = item.record
+        agent = rec.agent or self.adapter.agent
+        native = rec.native_session_id
+        self.session_id = session_id_for(agent, native) if native else session_id_for(agent, f"{parent}\0fork")
+        self._seq = self._turns = 0
+        self._turn_id = None
+        self._state = "starting"
+        self._mcp_open.clear()
+        self._calls = Calls(OPEN_CALLS, SEEN_CALLS)
+        self._pending = Requests(MAX_PENDING)
+        out.append(self._fill_record(structs.replace(item, record=structs.replace(rec, fork_of=parent))))
 
     def _settle_call(
         self,

@@ -153,7 +153,7 @@ def test_every_capture_set_is_here() -> None:
         "codex-acp-2.6.0",
         "gemini-cli-0.61.0",
     }
-    assert len(CAPTURES) == 32
+    assert len(CAPTURES) == 33
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)

@@ -259,6 +259,8 @@ def test_a_permission_decided_without_asking_is_permission_auto(capture: Path) -
     lines = [json.loads(x) for x in capture.read_bytes().splitlines() if x.strip()]
     for sub in sorted((capture.parent / capture.stem / "subagents").glob("agent-*.jsonl")):
         lines += [json.loads(x) for x in sub.read_bytes().splitlines() if x.strip()]
+    # the session's files are read in time order (a sub-agent's lines inside its parent's turn)
+    lines.sort(key=lambda line: line.get("timestamp") or "")
     expected = [
         (block["tool_use_id"], "allow" if line["permissionDecision"]["decision"] == "accept" else "deny")
         for line in lines
@@ -486,6 +488,7 @@ def test_a_slash_command_and_its_expansion_are_the_prompt_of_one_turn() -> None:
         ("user-message", "Please analyze this codebase"),
         ("assistant-message", "done"),
         ("turn-complete", "ok"),
+        ("conversation-reset", None),  # /clear: a new conversation begins
         ("turn-start", None),
         ("user-message", "<command-name>/clear</command-name>"),
         ("turn-complete", "ok"),  # /clear is answered by the CLI: nothing pending

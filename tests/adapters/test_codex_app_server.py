@@ -36,8 +36,8 @@ from normalize import (
     UserMessage,
     read_records,
 )
-from normalize import Session as NSession
 from normalize import Warning as WarningBody
+from normalize._connection import Connection
 from normalize._model import _Core
 from normalize.adapters.codex_app_server import CodexAppServerAdapter
 
@@ -46,7 +46,7 @@ KIT = ADAPTERS / "codex-app-server" / "captures"
 CAPTURES = sorted(c for c in KIT.rglob("*.jsonl") if c.relative_to(KIT).parts[0] in ("codex-0.169.0", "codex-0.171.0"))
 VERSION = "0.169.0"  # of the hand-built messages below
 #: Captures per recorded Codex version (the folder names the version).
-RECORDED = {"codex-0.169.0": 7, "codex-0.171.0": 9}
+RECORDED = {"codex-0.169.0": 7, "codex-0.171.0": 10}
 
 
 def version_of(capture: Path) -> str | None:
@@ -97,7 +97,8 @@ class Fed:
 
 
 def feed_capture(capture: Path) -> tuple[list[Fed], list[_Core]]:
-    session = NSession(CodexAppServerAdapter(), clock=fixed_clock)
+    # a connection: a sub-agent's thread (i_collab_agent) is a session of its own
+    session = Connection(CodexAppServerAdapter, clock=fixed_clock)
     fed: list[Fed] = []
     for rec in read_records([capture]):
         assert isinstance(rec, Message)
@@ -189,6 +190,8 @@ def test_no_session_update_for_a_documented_method(run: tuple[Path, list[Fed], l
             or (f.from_ == "client" and "method" in f.msg and "id" in f.msg)
             or carried_by_core_event
             or (method == "item/started" and item_of(f).get("type") in CONTENTLESS_STARTS)
+            # a sub-agent's end is said at its item/started; its item/completed repeats it
+            or (method == "item/completed" and item_of(f).get("type") == "subAgentActivity")
             or (method == "item/reasoning/summaryPartAdded" and f.params.get("summaryIndex") == 0)
             or (method in SNAPSHOTS and not first_time)
             or (method == "turn/diff/updated" and f.params.get("diff") in {json.loads(s).get("diff") for _, s in seen})
@@ -202,7 +205,11 @@ def test_every_tool_item_ends_in_exactly_one_terminal_phase(run: tuple[Path, lis
         item_of(f)["id"]: item_of(f)["type"]
         for f in fed
         if f.method in ("item/started", "item/completed")
-        and item_of(f).get("type") in ("commandExecution", "fileChange", "mcpToolCall")
+        and (
+            item_of(f).get("type") in ("commandExecution", "fileChange", "mcpToolCall", "collabAgentToolCall")
+            # multi_agent_v2's spawn: the sub-agent's start is the spawn_agent call
+            or (item_of(f).get("type") == "subAgentActivity" and item_of(f).get("kind") == "started")
+        )
     }
     envs = envelopes(fed, tail)
     terminal = Counter(
@@ -301,19 +308,23 @@ def test_the_session_record_names_the_thread(run: tuple[Path, list[Fed], list[_C
 
 def test_turn_usage_adds_up_to_the_session_total(run: tuple[Path, list[Fed], list[_Core]]) -> None:
     _, fed, tail = run
-    usages = [e.body for e in envelopes(fed, tail) if isinstance(e.body, Usage) and e.body.tokens is not None]
-    session = [u for u in usages if u.scope == "session"]
-    turns = [u for u in usages if u.scope == "turn"]
-    if not session:
-        return
-    assert session[-1].tokens is not None
-    running = session[-1].tokens.total or 0
-    total = sum(u.tokens.total or 0 for u in turns if u.tokens)
-    if any(f.method == "thread/resume" for f in fed):
-        # the thread's running total also counts the turns of the process before the resume
-        assert total <= running
-    else:
-        assert total == running
+    envs = envelopes(fed, tail)
+    for sid in {e.session_id for e in envs}:  # each thread (a sub-agent's too) counts its own
+        usages = [
+            e.body for e in envs if e.session_id == sid and isinstance(e.body, Usage) and e.body.tokens is not None
+        ]
+        session = [u for u in usages if u.scope == "session"]
+        turns = [u for u in usages if u.scope == "turn"]
+        if not session:
+            continue
+        assert session[-1].tokens is not None
+        running = session[-1].tokens.total or 0
+        total = sum(u.tokens.total or 0 for u in turns if u.tokens)
+        if any(f.method == "thread/resume" for f in fed):
+            # the thread's running total also counts the turns of the process before the resume
+            assert total <= running
+        else:
+            assert total == running
 
 
 def test_every_event_carries_its_native_message(run: tuple[Path, list[Fed], list[_Core]]) -> None:

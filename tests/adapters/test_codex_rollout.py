@@ -76,6 +76,9 @@ ALLOWED_UPDATES = {
     "response_item:tool_search_call",  # deferred-tool lookup, shown by no Codex surface
     "response_item:tool_search_output",
     "turn_context",  # unchanged settings
+    "inter_agent_communication_metadata",  # whether a message between agents starts a turn (0.171)
+    "event_msg:item_completed:CollabAgentToolCall",  # a collab call (wait_agent): its function_call_output ended it
+    "response_item:agent_message",  # a message between agents (a sub-agent's task, its report): see the README
 }
 
 

@@ -456,7 +456,9 @@ def test_fork_is_a_new_session_record_with_fork_of() -> None:
         line("response", session="20261201-bbbbbb", id="f", command="fork", ok=True, data={"id": "20261201-bbbbbb"}),
     )
     created = [e for e in events if isinstance(e, SessionCreated)]
-    assert [c.record.fork_of for c in created] == [None, S]
+    # the fork is a session of its own, named after the session it forks (docs/events.md)
+    assert [c.record.fork_of for c in created] == [None, created[0].session_id]
+    assert created[1].session_id != created[0].session_id
     assert created[1].record.native_session_id == "20261201-bbbbbb"
 
 

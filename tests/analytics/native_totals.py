@@ -123,15 +123,21 @@ def codex_rollout(path: Path) -> Totals | None:
     return {"input": last["input_tokens"], "output": last["output_tokens"]}
 
 
-def codex_app_server(path: Path) -> Totals | None:
-    """The last ``thread/tokenUsage/updated``'s running total."""
-    last = None
+def codex_app_server_threads(path: Path) -> dict[str, Totals]:
+    """Per thread (a sub-agent runs on a thread of its own): its last ``thread/tokenUsage/updated``'s running total."""
+    last: dict[str, Any] = {}
     for m in messages(path):
         if m.get("method") == "thread/tokenUsage/updated":
-            last = m["params"]["tokenUsage"]["total"]
-    if last is None:
+            last[m["params"]["threadId"]] = m["params"]["tokenUsage"]["total"]
+    return {t: {"input": u["inputTokens"], "output": u["outputTokens"]} for t, u in last.items()}
+
+
+def codex_app_server(path: Path) -> Totals | None:
+    """Every thread's last running total, added up."""
+    threads = codex_app_server_threads(path)
+    if not threads:
         return None
-    return {"input": last["inputTokens"], "output": last["outputTokens"]}
+    return {"input": sum(t["input"] for t in threads.values()), "output": sum(t["output"] for t in threads.values())}
 
 
 def codex_exec_json(path: Path) -> Totals | None:

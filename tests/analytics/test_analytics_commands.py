@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from native_totals import READERS, messages
+from native_totals import READERS, codex_app_server_threads, messages
 
 from helpers import ADAPTERS, GOLDEN, protocol_of, session_captures
 from helpers import EDGE_CASES as EDGE
@@ -58,7 +58,9 @@ def _native_sessions(protocol: str) -> set[str]:
             if protocol == "hm-json" and m.get("type") == "session_start":
                 ids.add(m["session"])
             elif protocol == "codex-rollout" and m.get("type") == "session_meta":
-                ids.add(m["payload"].get("session_id") or m["payload"]["id"])
+                # each thread is a session; a sub-agent's thread (whose session_id is its root
+                # thread's) is one of its own, linked to its parent (docs/events.md, "Identity")
+                ids.add(m["payload"]["id"])
             elif protocol == "codex-rollout" and "type" not in m and "record_type" not in m and "id" in m:
                 ids.add(m["id"])  # the oldest files (about 0.2x): a bare {id, timestamp, instructions} line
             elif protocol == "claude-transcript" and capture.parent.name != "subagents" and m.get("sessionId"):
@@ -105,7 +107,7 @@ def _native_session_id(protocol: str, capture: Path) -> str | None:
         if protocol == "codex-app-server" and isinstance((m.get("params") or {}).get("threadId"), str):
             return str(m["params"]["threadId"])
         if protocol == "codex-rollout" and m.get("type") == "session_meta":
-            return str(m["payload"].get("session_id") or m["payload"]["id"])
+            return str(m["payload"]["id"])
         if protocol == "codex-exec-json" and m.get("type") == "thread.started":
             return str(m["thread_id"])
     return None
@@ -148,9 +150,12 @@ def test_live_recordings_and_stored_files_of_the_same_sessions_count_once(
                 if sid is None:
                     continue
                 seen = expected.setdefault(agent, {})
-                figure = (int(totals["input"]), int(totals["output"])) if totals else (0, 0)
-                # cumulative counters only grow: the input holding most of a session says the most
-                seen[sid] = max(seen.get(sid, (0, 0)), figure)
+                # a connection carrying sub-agent threads: each thread is a session of its own
+                per_thread = codex_app_server_threads(capture) if protocol == "codex-app-server" else {}
+                for thread, own in per_thread.items() if len(per_thread) > 1 else [(sid, totals)]:
+                    figure = (int(own["input"]), int(own["output"])) if own else (0, 0)
+                    # cumulative counters only grow: the input holding most of a session says the most
+                    seen[thread] = max(seen.get(thread, (0, 0)), figure)
     assert _run(["stats", str(tmp_path), "--json", "-j", "2"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["duplicates"] > 0

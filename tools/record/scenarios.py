@@ -482,6 +482,34 @@ APP_SERVER: list[Scenario] = [
         drive=_app_simple("scenario http500: hello"),
         about="HTTP 500 on every model request: retry notice, failed turn",
     ),
+    Scenario(
+        "i_collab_agent",
+        [*APP_ARGS, "--enable", "multi_agent_v2"],
+        lambda: Script(
+            {
+                "SUBTASK: list the files": [
+                    Step(blocks=(Tool("exec_command", {"cmd": "ls", "workdir": "{cwd}"}),)),
+                    Step(blocks=(Text("hello.txt"),)),
+                ],
+                "scenario collab": [
+                    Step(
+                        blocks=(
+                            Text("Delegating."),
+                            Tool(
+                                "spawn_agent",
+                                {"task_name": "lister", "message": "SUBTASK: list the files", "fork_turns": "none"},
+                                namespace="collaboration",
+                            ),
+                        )
+                    ),
+                    Step(blocks=(Tool("wait_agent", {"timeout_ms": 60000}, namespace="collaboration"),)),
+                    Step(blocks=(Text("The sub-agent found hello.txt."),)),
+                ],
+            }
+        ),
+        drive=_app_simple("scenario collab: delegate the listing"),
+        about="multi_agent_v2: spawn_agent (a sub-agent thread running a command), wait_agent, the answer",
+    ),
 ]
 
 # ---------------------------------------------------------------- ACP adapters
@@ -644,7 +672,7 @@ def _acp_set(prefix: str, agent: str, shell: str, edit: list[Step], cancel_delay
     ]
 
 
-ACP_CLAUDE = _acp_set(
+_ACP_CLAUDE_SET = _acp_set(
     "claude",
     "claude",
     "Bash",
@@ -662,6 +690,39 @@ ACP_CLAUDE = _acp_set(
     ],
     0.7,
 )
+#: claude-agent-acp only: a sub-agent (its events carry ``_meta.claudeCode.parentToolUseId``)
+_ACP_CLAUDE_SUBAGENT = Scenario(
+    "claude-h-subagent",
+    [],
+    lambda: Script(
+        {
+            "scenario subagent": [
+                Step(
+                    blocks=(
+                        Text("Delegating."),
+                        Tool(
+                            "Agent",
+                            {
+                                "description": "List the files",
+                                "prompt": "SUBTASK: list the files",
+                                "subagent_type": "general-purpose",
+                                "run_in_background": False,
+                            },
+                        ),
+                    )
+                ),
+                Step(blocks=(Text("The sub-agent found hello.txt."),)),
+            ],
+            "SUBTASK: list the files": [
+                Step(blocks=(Tool("Bash", {"command": "ls", "description": "List files"}),)),
+                Step(blocks=(Text("hello.txt"),)),
+            ],
+        }
+    ),
+    drive=_acp("scenario subagent: delegate the listing", mode="default", choose=("allow_once", "allow_once")),
+    about="a foreground sub-agent (Agent tool) running a shell command",
+)
+ACP_CLAUDE = [*_ACP_CLAUDE_SET, _ACP_CLAUDE_SUBAGENT]
 ACP_CODEX = _acp_set(
     "codex",
     "codex",
@@ -692,7 +753,8 @@ def with_cwd(script: Script, cwd: str) -> Script:
         convs[marker] = [
             Step(
                 blocks=tuple(
-                    Tool(b.name, fill(b.input, cwd), b.custom) if isinstance(b, Tool) else b for b in s.blocks
+                    Tool(b.name, fill(b.input, cwd), b.custom, b.namespace) if isinstance(b, Tool) else b
+                    for b in s.blocks
                 ),
                 status=s.status,
                 error_type=s.error_type,

@@ -52,6 +52,7 @@ class Tool:
     name: str
     input: dict[str, Any]
     custom: bool = False  # Codex freeform tools (apply_patch): ``input`` is {"input": "<text>"}
+    namespace: str | None = None  # a Codex tool offered inside a namespace (``collaboration``)
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,11 @@ def _user_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(_user_text(c.get("text", c.get("content", ""))) for c in content if isinstance(c, dict))
+        return "\n".join(
+            _user_text(c.get("text", c.get("content", c.get("encrypted_content", ""))))
+            for c in content
+            if isinstance(c, dict)
+        )
     return ""
 
 
@@ -366,7 +371,11 @@ class ResponsesHandler(_Handler):
             self._json(404, {"error": {"type": "not_found", "message": "fake server"}})
             return
         items = body.get("input") or []
-        users = [i for i in items if isinstance(i, dict) and i.get("role") == "user"]
+        # a sub-agent's task comes as an ``agent_message`` from its parent (multi_agent_v2), its
+        # text in ``encrypted_content`` parts (plain text: nothing encrypts it on the way here)
+        users = [
+            i for i in items if isinstance(i, dict) and (i.get("role") == "user" or i.get("type") == "agent_message")
+        ]
         # Codex puts its environment context in a user message first; the prompt is the last user text
         # of the first turn, so look at every user message for the marker.
         text = "\n".join(_user_text(u.get("content")) for u in users)
@@ -463,6 +472,8 @@ class ResponsesHandler(_Handler):
                         "name": b.name,
                         "arguments": json.dumps(b.input),
                     }
+                    if b.namespace is not None:
+                        item["namespace"] = b.namespace
                 yield (
                     "response.output_item.added",
                     {"type": "response.output_item.added", "output_index": k, "item": item},

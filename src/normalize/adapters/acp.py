@@ -106,6 +106,7 @@ from normalize import (
     SessionRecord,
     SessionResumed,
     Source,
+    Subagent,
     Tokens,
     ToolCall,
     ToolCallRef,
@@ -119,6 +120,7 @@ from normalize import (
     Warning as WarningBody,
 )
 
+from ._claude_common import SUBAGENT_TOOLS
 from ._limits import (
     BUFFER_TEXT,
     OPEN_CALLS,
@@ -165,6 +167,7 @@ class _View(Struct, frozen=True, rename="camel"):
 class _ClaudeMeta(_View, frozen=True):
     tool_name: str | None = None
     kind: str | None = None
+    parent_tool_use_id: str | None = None  # the Agent/Task call of the sub-agent that made it
 
 
 class _TermData(Struct, frozen=True):
@@ -669,12 +672,16 @@ class _Call:
         "name",
         "output",
         "prompt",
+        "spawned",
+        "subagent",
         "title",
     )
 
     def __init__(self, call_id: str, prompt: _Prompt | None) -> None:
         self.call_id = call_id
         self.prompt = prompt
+        self.subagent: str | None = None  # the sub-agent (its Agent call's id) that made this call
+        self.spawned = False  # an Agent/Task call whose sub-agent's start was reported
         self.name: str | None = None
         self.title: str | None = None
         self.category: Category | None = None
@@ -705,11 +712,12 @@ class _Call:
 class _Buffer:
     """An assistant message or reasoning being streamed."""
 
-    __slots__ = ("native_id", "parts", "size", "the_id")
+    __slots__ = ("native_id", "parts", "size", "subagent", "the_id")
 
-    def __init__(self, the_id: str, native_id: str | None) -> None:
+    def __init__(self, the_id: str, native_id: str | None, subagent: str | None) -> None:
         self.the_id = the_id
         self.native_id = native_id
+        self.subagent = subagent
         self.parts: list[str] = []
         self.size = 0  # characters streamed, kept in parts up to BUFFER_TEXT
 
@@ -807,7 +815,7 @@ class AcpAdapter(Adapter):
     def close(self) -> list[Item]:
         self._closed = True
         # calls and requests left open are settled by the core (docs/adapters.md)
-        return [Emit(body=b, synthetic=True) for b in self._flush_all()]
+        return _synthetic(self._flush_all())
 
     # ------------------------------------------------------------------ dispatch
 
@@ -855,20 +863,20 @@ class AcpAdapter(Adapter):
         self._anon += 1
         return f"acp-{kind}-{self._anon}"
 
-    def _flush(self, kind: _Kind) -> list[Body]:
+    def _flush(self, kind: _Kind) -> list[Item]:
         buf = self._buffers[kind]
         if buf is None:
             return []
         self._buffers[kind] = None
         text = "".join(buf.parts)
         if kind == "thought":
-            return [Reasoning(reasoning_id=buf.the_id, redacted=False, text=text)]
+            return _from(buf.subagent, [Reasoning(reasoning_id=buf.the_id, redacted=False, text=text)])
         active = self._active()
-        if active is not None and not self._replaying:
+        if active is not None and not self._replaying and buf.subagent is None:
             active.last_text = text
-        return [AssistantMessage(message_id=buf.the_id, text=text)]
+        return _from(buf.subagent, [AssistantMessage(message_id=buf.the_id, text=text)])
 
-    def _flush_all(self) -> list[Body]:
+    def _flush_all(self) -> list[Item]:
         return [*self._flush("thought"), *self._flush("message")]
 
     def _replayed(self, items: list[Item]) -> list[Item]:
@@ -878,7 +886,7 @@ class AcpAdapter(Adapter):
             Emit(body=i, origin="replay")
             if isinstance(i, Body)
             else msgspec.structs.replace(i, origin="replay")
-            if isinstance(i, Problem)
+            if isinstance(i, Problem) or (isinstance(i, Emit) and i.origin is None)
             else i
             for i in items
         ]
@@ -965,7 +973,7 @@ class AcpAdapter(Adapter):
         self._loads.add(rid)
         self._last_user_id = None
         self._last_variant = None
-        out: list[Item] = [Emit(body=b, synthetic=True) for b in self._flush_all()]
+        out: list[Item] = _synthetic(self._flush_all())
         record = SessionRecord(
             id="",
             agent="",
@@ -1130,7 +1138,7 @@ class AcpAdapter(Adapter):
             for call in self._calls.values():
                 if call.prompt is prompt and not call.ended:
                     call.ended = True
-                    out.append(Emit(body=call.body("failed"), synthetic=True))
+                    out.append(Emit(body=call.body("failed"), subagent_id=call.subagent, synthetic=True))
         cost = self._cost_delta(prompt)
         if tokens is not None or cost is not None:
             out.append(Usage(tokens=tokens, cost=cost, scope="turn"))
@@ -1174,34 +1182,41 @@ class AcpAdapter(Adapter):
         block = view.content
         text = _block_text(block) if block is not None else None
         meta = view.meta.claude_code if view.meta is not None else None
+        sub = meta.parent_tool_use_id if meta is not None else None
         notice = (meta is not None and meta.kind == "informational") or (
             kind == "message" and view.message_id is None and self._via in _NOTICE_WITHOUT_ID
         )
         if notice and text is not None:
             # a notice of the agent's own, not the model's text; live even inside a load
-            return [Emit(body=WarningBody(message=text, source="agent"), origin="live")]
+            return [Emit(body=WarningBody(message=text, source="agent"), subagent_id=sub, origin="live")]
         if text is None:
             return [Passthrough(method="session/update")]
         variant = "agent_message_chunk" if kind == "message" else "agent_thought_chunk"
         out: list[Item] = []
         buf = self._buffers[kind]
         if buf is not None and (
-            view.message_id != buf.native_id or (view.message_id is None and self._last_variant != variant)
+            view.message_id != buf.native_id
+            or buf.subagent != sub
+            or (view.message_id is None and self._last_variant != variant)
         ):
             out += self._flush(kind)
             buf = None
+        if sub is not None:
+            out += self._spawned(sub)
         if buf is None:
-            buf = _Buffer(view.message_id or self._new_id(kind), view.message_id)
+            buf = _Buffer(view.message_id or self._new_id(kind), view.message_id, sub)
             self._buffers[kind] = buf
         buf.size += len(text)
         if buf.size <= BUFFER_TEXT:
             buf.parts.append(text)
         elif buf.size - len(text) <= BUFFER_TEXT:  # the limit is crossed now: said once
             out.append(buffer_warning(kind, buf.the_id))
+        delta: Body
         if kind == "thought":
-            out.append(ReasoningDelta(reasoning_id=buf.the_id, text=text))
+            delta = ReasoningDelta(reasoning_id=buf.the_id, text=text)
         else:
-            out.append(AssistantDelta(message_id=buf.the_id, text=text))
+            delta = AssistantDelta(message_id=buf.the_id, text=text)
+        out.append(delta if sub is None else Emit(body=delta, subagent_id=sub))
         return out
 
     def _agent_chunk(self, raw: Raw) -> list[Item]:
@@ -1309,6 +1324,9 @@ class AcpAdapter(Adapter):
         if call is None:
             call = _Call(view.tool_call_id, None if self._replaying else self._active())
             self._calls[view.tool_call_id] = call
+        claude = view.meta.claude_code if view.meta is not None else None
+        if claude is not None and claude.parent_tool_use_id and call.subagent is None:
+            call.subagent = claude.parent_tool_use_id  # later updates may not say it again
         changed, extra = self._merge(call, view)
         if not known:
             if call.category is None:
@@ -1316,14 +1334,44 @@ class AcpAdapter(Adapter):
             out.append(call.body("started"))
         out += extra
         status = view.status
+        spawns = call.name in SUBAGENT_TOOLS
+        if spawns and not call.spawned and (status in ("completed", "failed") or _prompt_of(call.input)):
+            out.append(self._subagent_started(call))
         if status in ("completed", "failed") and not call.ended:
             call.ended = True
+            if spawns:  # the sub-agent ends, then the call that ran it returns
+                phase: Literal["completed", "failed"] = "completed" if status == "completed" else "failed"
+                out.append(Subagent(subagent_id=call.call_id, phase=phase, call_id=call.call_id))
             out.append(call.body("completed" if status == "completed" else "failed"))
         elif known and (changed or status is not None):
             out.append(call.body("updated"))
         if not out:
             return [Passthrough(method="session/update")]  # only vendor `_meta` the model has no place for
-        return out
+        if call.subagent is None:
+            return out
+        return [*self._spawned(call.subagent), *_from(call.subagent, out)]
+
+    def _subagent_started(self, call: _Call) -> Subagent:
+        """The sub-agent an Agent/Task call runs, once its input says what it is asked."""
+        call.spawned = True
+        inp = _agent_input(call.input)
+        return Subagent(
+            subagent_id=call.call_id,
+            phase="started",
+            name=inp.subagent_type,
+            description=inp.description,
+            prompt=inp.prompt,
+            background=inp.run_in_background,
+            model=inp.model,
+            call_id=call.call_id,
+        )
+
+    def _spawned(self, subagent: str) -> list[Item]:
+        """The sub-agent's start, when one of its events comes before its input was complete."""
+        call = self._calls.get(subagent)
+        if call is None or call.spawned or call.name not in SUBAGENT_TOOLS:
+            return []
+        return _from(call.subagent, [self._subagent_started(call)])
 
     # permissions --------------------------------------------------------
 
@@ -1339,7 +1387,6 @@ class AcpAdapter(Adapter):
             _, extra = self._merge(call, tc)
             out += [e for e in extra if isinstance(e, FileDiff)]
         options = [PermissionOption(id=o.option_id, kind=o.kind, label=o.name) for o in view.options]
-        pending.extra = {o.option_id: o.kind for o in view.options}
         ref = ToolCallRef(
             call_id=tc.tool_call_id,
             tool=(call.name if call is not None else None) or tc.kind or "unknown",
@@ -1347,7 +1394,10 @@ class AcpAdapter(Adapter):
             input=call.input if call is not None else None,
             category=call.category if call is not None else None,
         )
-        out.append(PermissionRequest(request_id=str(rid), tool_call=ref, options=options, detail=self._detail(ref)))
+        request = PermissionRequest(request_id=str(rid), tool_call=ref, options=options, detail=self._detail(ref))
+        sub = call.subagent if call is not None else None
+        pending.extra = ({o.option_id: o.kind for o in view.options}, sub)
+        out.append(request if sub is None else Emit(body=request, subagent_id=sub))
         return out
 
     def _detail(self, ref: ToolCallRef) -> PermissionDetail | None:
@@ -1363,13 +1413,19 @@ class AcpAdapter(Adapter):
         return PermissionDetail(command=command, cwd=view.cwd)
 
     def _res_permission(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
-        kinds: dict[str, str] = pending.extra or {}
+        kinds: dict[str, str]
+        kinds, sub = pending.extra if isinstance(pending.extra, tuple) else ({}, None)
         result = _PERM_RESULT.decode(msg.result) if msg.error is None and _given(msg.result) else _PermResult()
         outcome = result.outcome
+        resolved: RequestResolved
         if outcome is None or outcome.outcome != "selected" or outcome.option_id is None:
-            return [RequestResolved(request_id=str(rid), outcome="cancelled")]
-        answer = {"optionId": outcome.option_id, "kind": kinds.get(outcome.option_id)}
-        return [RequestResolved(request_id=str(rid), outcome="answered", answer=answer, option_id=outcome.option_id)]
+            resolved = RequestResolved(request_id=str(rid), outcome="cancelled")
+        else:
+            answer = {"optionId": outcome.option_id, "kind": kinds.get(outcome.option_id)}
+            resolved = RequestResolved(
+                request_id=str(rid), outcome="answered", answer=answer, option_id=outcome.option_id
+            )
+        return [resolved if sub is None else Emit(body=resolved, subagent_id=sub)]
 
     def _req_elicitation(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
         """A form the agent asks the user to fill (claude-agent-acp's AskUserQuestion): each
@@ -1693,3 +1749,56 @@ _UPDATES: dict[str, Callable[[AcpAdapter, Raw], list[Item]]] = {
     "compaction_update": AcpAdapter._compaction,
     "notice": AcpAdapter._notice,
 }
+
+
+def _from(subagent: str | None, items: list[Item]) -> list[Item]:
+    """Items said by a sub-agent (``subagentId``); items of the main thread unchanged."""
+    if subagent is None:
+        return items
+    return [
+        Emit(body=i, subagent_id=subagent)
+        if isinstance(i, Body)
+        else msgspec.structs.replace(i, subagent_id=subagent)
+        if isinstance(i, Emit | Problem) and i.subagent_id is None
+        else i
+        for i in items
+    ]
+
+
+def _synthetic(items: list[Item]) -> list[Item]:
+    """Items the library makes up (a message cut off by the end of the input): ``protocol: "core"``."""
+    return [
+        Emit(body=i, synthetic=True)
+        if isinstance(i, Body)
+        else msgspec.structs.replace(i, synthetic=True)
+        if isinstance(i, Emit)
+        else i
+        for i in items
+    ]
+
+
+class _AgentInput(Struct, frozen=True):
+    """The input of Claude Code's Agent/Task tool."""
+
+    description: str | None = None
+    prompt: str | None = None
+    subagent_type: str | None = None
+    run_in_background: bool | None = None
+    model: str | None = None
+
+
+_AGENT_INPUT = msgspec.json.Decoder(_AgentInput)
+
+
+def _agent_input(raw: Raw | None) -> _AgentInput:
+    if raw is None or not _given(raw):
+        return _AgentInput()
+    try:
+        return _AGENT_INPUT.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return _AgentInput()
+
+
+def _prompt_of(raw: Raw | None) -> bool:
+    """Whether an Agent/Task call's input already holds its prompt (Claude streams it in)."""
+    return _agent_input(raw).prompt is not None

@@ -48,8 +48,13 @@ Facts (seen in Claude Code 2.1.332 files unless said otherwise):
   and ``agentId``; ``sessionId`` is the parent's.  The link to the spawning
   ``Agent`` call is only in ``agent-<id>.meta.json`` (``toolUseId``, not a
   ``.jsonl`` file, so never fed) and in the parent's tool result
-  (``toolUseResult.agentId`` beside its ``tool_use_id``), which is read first:
-  the adapter names a sub-agent by that call id, as stream-json does.
+  (``toolUseResult.agentId`` beside its ``tool_use_id``).  The files are read
+  merged in time order (``interleave``), so a sub-agent's lines come inside the
+  parent's turn, before that tool result: its first line (``parentUuid: null``)
+  is the prompt of the open ``Agent`` call that spawned it, and the adapter
+  names the sub-agent by that call id, as stream-json does.  2.0.x also keeps
+  "Warmup" sidechains (no call spawned them) started before the first prompt:
+  they keep their ``agentId``.
 * ``apiBlockIndex`` on each assistant line is the block's index in its API
   message (the ``index`` of stream-json's ``content_block_*`` events).
 * A background agent's end comes back as a ``user`` prompt with
@@ -101,6 +106,7 @@ from normalize import (
     Body,
     Compaction,
     ContextUpdated,
+    ConversationReset,
     Cost,
     Direction,
     Emit,
@@ -228,6 +234,13 @@ class _Sniff(Struct, frozen=True):
 
 
 _LINE = msgspec.json.Decoder(_Line)
+
+
+class _Time(Struct, frozen=True):
+    timestamp: str | None = None
+
+
+_TIME = msgspec.json.Decoder(_Time)
 _USAGE = msgspec.json.Decoder(UsageView)
 _API_ERROR = msgspec.json.Decoder(_ApiError)
 _ATTACHMENT = msgspec.json.Decoder(_Attachment)
@@ -256,6 +269,7 @@ _CONTINUES = frozenset({"tool_use", "pause_turn"})
 _META_PREFIXES = ("<local-command-", "<command-name>", "<command-message>")
 #: a slash command the user typed (the CLI writes its expansion next, as an ``isMeta`` line)
 _COMMAND_PREFIXES = ("<command-name>", "<command-message>")
+_CLEAR = "<command-name>/clear</command-name>"
 #: what a local command printed: the CLI's own answer, no model reply follows
 _LOCAL_OUTPUT_PREFIXES = ("<local-command-stdout>", "<local-command-stderr>")
 _TAG = re.compile(r"<(task-id|tool-use-id|status|summary|result)>(.*?)</\1>", re.S)
@@ -289,6 +303,8 @@ class ClaudeTranscriptAdapter(Adapter):
     companions = ("{stem}/subagents/agent-*.jsonl",)
     #: 2.0.x: a sub-agent's file is ``agent-<id>.jsonl`` beside every session of the project
     owned = ("agent-*.jsonl",)
+    #: a sub-agent's lines are read where they happened: inside the parent's turn
+    interleave = True
 
     _TYPES: ClassVar[dict[str, Callable[[ClaudeTranscriptAdapter, _Line, list[Item]], None]]]
 
@@ -397,8 +413,9 @@ class ClaudeTranscriptAdapter(Adapter):
         if line.type == "attachment":
             method = f"attachment/{self._attachment(line).type}"
         items.append(Source(method=method, ts=line.timestamp))
-        if line.isSidechain and line.agentId is not None and not self._companions_started:
-            # the first line of a sub-agent file: the session's own file, read first, is over
+        if line.isSidechain and line.agentId is not None and not self._companions_started and self._went_back(line):
+            # the first line of a sub-agent file read after the session's own (time goes back):
+            # the session's file is over.  Read in time order (``interleave``), it is not.
             self._companions_started = True
             if self._ending is not None:
                 self._end_turn(items, synthetic=True, ts=self._main_ts)
@@ -449,13 +466,30 @@ class ClaudeTranscriptAdapter(Adapter):
         self._cwd_known = self._record.cwd is not None
         return SessionCreated(session_id="", record=self._record)
 
+    @classmethod
+    def time_of(cls, message: bytes) -> str | None:
+        try:
+            return _TIME.decode(message).timestamp
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+
     def _thread(self, line: _Line) -> str | None:
         """The sub-agent a line belongs to (None: the main thread)."""
         if not line.isSidechain:
             return None
         if line.agentId is None:
             return self._inline_thread(line)
-        return self._agents.get(line.agentId, line.agentId)
+        thread = self._agents.get(line.agentId)
+        if thread is None:
+            # its file read in time order: the parent's tool result, which names the agent,
+            # comes after; the first line is the prompt of the Agent call that spawned it
+            claimed = self._claim_task(line) if line.parentUuid is None else "unknown"
+            thread = line.agentId if claimed == "unknown" else claimed
+            self._agents[line.agentId] = thread
+        return thread
+
+    def _went_back(self, line: _Line) -> bool:
+        return line.timestamp is not None and self._main_ts is not None and line.timestamp < self._main_ts
 
     def _put(self, items: list[Item], body: Body, thread: str | None) -> None:
         items.append(body if thread is None else Emit(body=body, subagent_id=thread))
@@ -612,6 +646,8 @@ class ClaudeTranscriptAdapter(Adapter):
             self._reply_due = False  # the CLI answered a local command (/clear, /cost) itself
             items.append(Passthrough(method="user/meta"))
         elif thread is None and not line.isMeta and text.startswith(_COMMAND_PREFIXES):
+            if _CLEAR in text:
+                self._cleared(line, items)
             self._start_turn(line, text, items)  # a slash command is the user's prompt
             self._command = True
         elif thread is None and line.isMeta and after_command and self._in_turn:
@@ -631,6 +667,16 @@ class ClaudeTranscriptAdapter(Adapter):
                 items.append(Passthrough(method="user/interrupt"))
         else:
             self._start_turn(line, text, items)
+
+    def _cleared(self, line: _Line, items: list[Item]) -> None:
+        """``/clear``: Claude Code writes it at the head of the new conversation's file, under
+        the new session id; the conversation it cleared is named only when its lines are in
+        the same file (else ``previousAgentSessionId`` is empty: the file does not say it)."""
+        self._infer_turn_end(items)
+        first = self._record.native_session_id
+        new = line.sessionId or first or ""
+        previous = first if first is not None and first != new else ""
+        items.append(ConversationReset(agent_session_id=new, previous_agent_session_id=previous, trigger="clear"))
 
     def _start_turn(self, line: _Line, text: str, items: list[Item]) -> None:
         """A prompt of the main thread: it starts a turn (and may end the open one, see Turn inference)."""

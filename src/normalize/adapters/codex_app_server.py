@@ -95,6 +95,8 @@ from normalize import (
     SessionRecord,
     SessionResumed,
     Source,
+    Subagent,
+    Task,
     Tokens,
     ToolCall,
     ToolCallRef,
@@ -226,6 +228,33 @@ class _GenericToolItem(_V, frozen=True, kw_only=True):
     arguments: Raw = ci.NULL
     content_items: Raw = ci.NULL
     success: bool | None = None
+
+
+class _SubAgentItem(_V, frozen=True, kw_only=True):
+    """subAgentActivity (multi_agent_v2): a sub-agent thread started, was messaged, ended."""
+
+    id: str
+    kind: str | None = None  # started | interacted | interrupted | completed
+    agent_thread_id: str = ""
+    agent_path: str | None = None
+    model: str | None = None
+
+
+class _AgentState(_V, frozen=True, kw_only=True):
+    status: str | None = None
+    message: str | None = None
+
+
+class _CollabItem(_V, frozen=True, kw_only=True):
+    """collabAgentToolCall: a collab tool the model called (spawnAgent, wait, ...)."""
+
+    id: str
+    tool: str | None = None
+    status: str | None = None
+    receiver_thread_ids: list[str] = []
+    prompt: str | None = None
+    model: str | None = None
+    agents_states: dict[str, _AgentState] = {}
 
 
 class _ReviewItem(_V, frozen=True, kw_only=True):
@@ -464,6 +493,8 @@ _MCP = _decoder(_McpItem)
 _WEB_SEARCH = _decoder(_WebSearchItem)
 _IMAGE_VIEW = _decoder(_ImageViewItem)
 _GENERIC_TOOL = _decoder(_GenericToolItem)
+_SUB_AGENT = _decoder(_SubAgentItem)
+_COLLAB = _decoder(_CollabItem)
 _REVIEW = _decoder(_ReviewItem)
 _THREAD_PARAMS = _decoder(_ThreadParams)
 _THREAD_RESULT = _decoder(_ThreadResult)
@@ -675,6 +706,7 @@ class CodexAppServerAdapter(Adapter):
         key="threadId",
         opened_by={"thread/start": ("thread", "id"), "thread/fork": ("thread", "id")},
         named_in={"thread/started": ("thread", "id")},
+        spawned_in={"item/started": ("item", "agentThreadId")},
     )
     announces_session = True
     agent = "codex"
@@ -684,6 +716,8 @@ class CodexAppServerAdapter(Adapter):
         self._pending: Bounded[tuple[Direction, int | str], _Pending] = Bounded("request", PENDING_REQUESTS)
         self._answered: Recent[str] = Recent()
         self._open: Bounded[str, _Open] = Bounded("item", OPEN_CALLS)
+        #: sub-agent threads this thread spawned -> the spawning call, while they run
+        self._subagents: Bounded[str, str] = Bounded("sub-agent", OPEN_CALLS)
         self._threads: Recent[str] = Recent()
         #: items completed ``declined`` (0.77 completes a declined command a second time)
         self._declined: Recent[str] = Recent()
@@ -952,7 +986,74 @@ class CodexAppServerAdapter(Adapter):
         head = _ITEM_HEAD.decode(raw)
         v = _GENERIC_TOOL.decode(raw)
         tool = v.tool or head.type
-        return [ToolCall(call_id=v.id, tool=tool, phase="started", category="other", input=v.arguments)]
+        return [ToolCall(call_id=v.id, tool=tool, phase="started", category="other", input=ci.raw_or_none(v.arguments))]
+
+    def _started_subagent(self, raw: Raw, op: _Open | None) -> list[Body]:
+        """multi_agent_v2 reports a spawn as a ``subAgentActivity`` item (id: the model's
+        ``spawn_agent`` call id), not as a tool item: that item is the spawning call."""
+        v = _SUB_AGENT.decode(raw)
+        thread, label = v.agent_thread_id, v.agent_path
+        if v.kind == "started":
+            self._subagents[thread] = v.id
+            return [
+                ToolCall(call_id=v.id, tool="spawnAgent", phase="started", category="other", title=label),
+                *self._subagent_phase(thread, "started", v.id, label, model=v.model),
+            ]
+        call = self._subagents.get(thread)
+        if v.kind == "completed":
+            self._subagents.pop(thread, None)
+            return self._subagent_phase(thread, "completed", call, label)
+        if v.kind == "interrupted":
+            self._subagents.pop(thread, None)
+            return self._subagent_phase(thread, "cancelled", call, label)
+        return [Subagent(subagent_id=thread, phase="progress", name=label, activity=v.kind, call_id=call)]
+
+    def _subagent_phase(
+        self,
+        thread: str,
+        phase: Literal["started", "completed", "failed", "cancelled"],
+        call: str | None,
+        label: str | None,
+        *,
+        prompt: str | None = None,
+        model: str | None = None,
+    ) -> list[Body]:
+        """A collab sub-agent (its own thread) by phase: ``subagent`` and ``task`` (collab)."""
+        return [
+            Subagent(subagent_id=thread, phase=phase, name=label, prompt=prompt, model=model, call_id=call),
+            Task(task_id=thread, task_kind="collab", phase=phase, label=label, parent_call_id=call),
+        ]
+
+    def _completed_collab(self, raw: Raw, op: _Open | None) -> list[Body]:
+        """A collab tool call's end; ``spawnAgent`` starts its receivers, and the states it
+        reports end the sub-agents that finished (the shape before multi_agent_v2)."""
+        out = self._completed_generic_tool(raw, op)
+        v = _COLLAB.decode(raw)
+        if v.status != "completed":
+            return out
+        if v.tool == "spawnAgent":
+            for thread in v.receiver_thread_ids:
+                if thread not in self._subagents:
+                    self._subagents[thread] = v.id
+                    out += self._subagent_phase(thread, "started", v.id, None, prompt=v.prompt, model=v.model)
+        for thread, state in v.agents_states.items():
+            phase = _AGENT_END.get(state.status or "")
+            call = self._subagents.pop(thread, None) if phase is not None else None
+            if phase is not None and call is not None:
+                out += self._subagent_phase(thread, phase, call, None)
+        return out
+
+    def _completed_subagent(self, raw: Raw, op: _Open | None) -> list[Body]:
+        v = _SUB_AGENT.decode(raw)
+        if v.kind != "started":
+            return []  # the notice was said at its start
+        return [ToolCall(call_id=v.id, tool="spawnAgent", phase="completed", category="other", title=v.agent_path)]
+
+    def _close_subagent(self, item_id: str, op: _Open) -> list[Body]:
+        v = _SUB_AGENT.decode(op.view)
+        if v.kind != "started":
+            return []
+        return [ToolCall(call_id=item_id, tool="spawnAgent", phase="failed", category="other", title=v.agent_path)]
 
     def _started_compaction(self, raw: Raw, op: _Open | None) -> list[Body]:
         return [ci.compaction(_ITEM_HEAD.decode(raw).id, "in_progress")]
@@ -1018,7 +1119,7 @@ class CodexAppServerAdapter(Adapter):
                 tool=v.tool or head.type,
                 phase=phase if phase != "started" else "completed",
                 category="other",
-                input=v.arguments,
+                input=ci.raw_or_none(v.arguments),  # a collab call has no arguments: absent, never null
                 output=output,
             )
         ]
@@ -1371,6 +1472,15 @@ _CALL_KINDS = frozenset(
 #: Open items whose start is not a ``tool-call`` body (the core settles those).
 _NOT_CALLS = frozenset({"webSearch", "contextCompaction"})
 
+#: A collab agent's state (``agentsStates``) that ends it, and how.
+_AGENT_END: dict[str, Literal["completed", "failed", "cancelled"]] = {
+    "completed": "completed",
+    "errored": "failed",
+    "shutdown": "cancelled",
+    "interrupted": "cancelled",
+    "notFound": "failed",
+}
+
 _MCP_ACTION: dict[str, Literal["added", "removed", "updated", "failed"]] = {
     "starting": "updated",
     "ready": "added",
@@ -1390,6 +1500,7 @@ _ITEM_STARTED: dict[str, _ItemHandler] = {
     "collabAgentToolCall": A._started_generic_tool,
     "imageGeneration": A._started_generic_tool,
     "contextCompaction": A._started_compaction,
+    "subAgentActivity": A._started_subagent,
     # userMessage, agentMessage, reasoning, plan: nothing to say before the text
 }
 
@@ -1404,9 +1515,10 @@ _ITEM_COMPLETED: dict[str, _ItemHandler] = {
     "webSearch": A._completed_web_search,
     "imageView": A._completed_image_view,
     "dynamicToolCall": A._completed_generic_tool,
-    "collabAgentToolCall": A._completed_generic_tool,
+    "collabAgentToolCall": A._completed_collab,
     "imageGeneration": A._completed_generic_tool,
     "contextCompaction": A._completed_compaction,
+    "subAgentActivity": A._completed_subagent,
     "enteredReviewMode": A._completed_review,
     "exitedReviewMode": A._completed_review,
 }
@@ -1425,6 +1537,7 @@ _ITEM_CLOSE: dict[str, Callable[[CodexAppServerAdapter, str, _Open], list[Body]]
     "collabAgentToolCall": A._close_generic_tool,
     "imageGeneration": A._close_generic_tool,
     "contextCompaction": A._close_compaction,
+    "subAgentActivity": A._close_subagent,
 }
 
 _AGENT_NOTIFICATIONS: dict[str, _Handler] = {

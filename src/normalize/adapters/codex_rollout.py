@@ -52,7 +52,7 @@ shapes from 0.104.0-alpha.1 files and the protocol reference):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from msgspec import Raw, Struct, structs
@@ -82,12 +82,15 @@ from normalize import (
     SessionInfo,
     SessionRecord,
     Source,
+    Subagent,
+    Task,
     Tokens,
     ToolCall,
     TurnComplete,
     TurnStart,
     Usage,
     WebSearch,
+    session_id_for,
 )
 from normalize.adapters import _codex_items as ci
 from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent, bounded_feed
@@ -127,6 +130,7 @@ class _Meta(Struct, frozen=True):
     originator: str | None = None
     base_instructions: _Instructions | None = None
     instructions: str | None = None
+    parent_thread_id: str | None = None  # a sub-agent's thread (0.171, multi_agent)
 
 
 class _CollabMode(Struct, frozen=True):
@@ -193,6 +197,11 @@ class _CoreItem(Struct, frozen=True):
     error: Raw = ci.NULL
     query: str | None = None
     duration: _Duration | None = None
+    # SubAgentActivity (0.171, multi_agent_v2)
+    kind: str | None = None
+    agent_thread_id: str | None = None
+    agent_path: str | None = None
+    model: str | None = None
 
 
 class _TaskError(Struct, frozen=True):
@@ -484,7 +493,10 @@ class CodexRolloutAdapter(Adapter):
             "McpToolCall": self._core_mcp,
             "WebSearch": self._core_web_search,
             "ContextCompaction": self._core_compaction,
+            "SubAgentActivity": self._core_subagent,
         }
+        #: sub-agent threads spawned -> the spawning call, while they run
+        self._subagents: Bounded[str, str] = Bounded("sub-agent", OPEN_CALLS)
 
     # ------------------------------------------------------------- detection
 
@@ -569,6 +581,8 @@ class CodexRolloutAdapter(Adapter):
             cwd=meta.cwd,
             created_at=meta.timestamp,
             agent_version=meta.cli_version,
+            # a sub-agent's thread (multi_agent): linked to the session that spawned it
+            parent_id=session_id_for("codex", meta.parent_thread_id) if meta.parent_thread_id else None,
         )
         self._cwd = meta.cwd
         out: list[Item] = [SessionCreated(session_id="", record=record)]
@@ -999,6 +1013,26 @@ class CodexRolloutAdapter(Adapter):
         if handler is None:
             return [Passthrough(method=f"event_msg:item_completed:{item.type}")]
         return handler(item)
+
+    def _core_subagent(self, item: _CoreItem) -> list[Item]:
+        """A sub-agent thread started or ended (its events are in its own rollout file,
+        whose ``session_meta`` names this thread as its parent)."""
+        thread, label = item.agent_thread_id or "", item.agent_path
+        phase: Literal["started", "completed", "cancelled"]
+        if item.kind == "started":
+            self._subagents[thread] = item.id
+            call: str | None = item.id
+            phase = "started"
+        elif item.kind in ("completed", "interrupted"):
+            call = self._subagents.pop(thread, None)
+            phase = "completed" if item.kind == "completed" else "cancelled"
+        else:
+            call = self._subagents.get(thread)
+            return [Subagent(subagent_id=thread, phase="progress", name=label, activity=item.kind, call_id=call)]
+        return [
+            Subagent(subagent_id=thread, phase=phase, name=label, model=item.model, call_id=call),
+            Task(task_id=thread, task_kind="collab", phase=phase, label=label, parent_call_id=call),
+        ]
 
     def _core_user(self, item: _CoreItem) -> list[Item]:
         return [ci.user_message(item.id, [p.text or "" for p in item.content or () if p.type == "text"])]

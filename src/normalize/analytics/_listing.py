@@ -14,6 +14,7 @@ comes with dask; the file system of a URL's scheme needs its package (``s3fs``,
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import os
 import posixpath
 from collections.abc import Callable, Iterator
@@ -21,8 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from normalize import SessionInput, StreamHeader, UsageError, available, events, iter_records
-from normalize._convert import is_store, store_inputs
+from normalize import (
+    DetectionError,
+    SessionInput,
+    StreamHeader,
+    UsageError,
+    available,
+    detect_protocol,
+    events,
+    iter_records,
+)
+from normalize._convert import is_store, merge_records, sample_records, store_inputs
 from normalize._model import _Core
 
 from ._tables import unknown_clock
@@ -177,9 +187,17 @@ def listed_events(spec: ListedInput, base: str = "") -> Iterator[_Core | StreamH
             yield from decode_lines(f, spec.main)
         return
 
-    def records() -> Iterator[Any]:
-        for name in (spec.main, *spec.companions):
-            with _open(name, base) as f:
-                yield from iter_records(f)
+    def records(name: str) -> Iterator[Any]:
+        with _open(name, base) as f:
+            yield from iter_records(f)
 
-    yield from events(records(), protocol=spec.protocol, clock=unknown_clock)
+    protocol = spec.protocol
+    if protocol is None and spec.companions:  # the protocol says how the session's files are read together
+        try:
+            protocol = detect_protocol(sample_records(records(spec.main))[1])
+        except DetectionError:
+            protocol = None
+    files = [records(name) for name in (spec.main, *spec.companions)]
+    # merged in time order where the adapter interleaves its session's files, as SessionInput does
+    merged = merge_records(files, protocol) if protocol else itertools.chain.from_iterable(files)
+    yield from events(merged, protocol=protocol, clock=unknown_clock)

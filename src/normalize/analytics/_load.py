@@ -31,6 +31,7 @@ from normalize import (
     find_inputs,
     read_records,
 )
+from normalize._convert import detect_file
 from normalize._model import _Core
 from normalize._outputs import is_normalized_file
 
@@ -111,12 +112,20 @@ def input_events(spec: InputSpec) -> Iterator[_Core | StreamHeader]:
     CoreEvent (with its ``FILE:LINE``) and ``OSError`` for a file that cannot be read.
     """
     if spec.kind == "native":
+        protocol = spec.protocol
+        if protocol is None and spec.companions:  # the protocol says how the session's files are read together
+            try:
+                protocol = detect_file(Path(spec.main))
+            except DetectionError:
+                protocol = None
         records = (
             read_records(spec.paths)
-            if spec.key is None
-            else SessionInput(Path(spec.main), spec.protocol or "", key=spec.key).records()
+            if spec.key is None and protocol is None
+            else SessionInput(
+                Path(spec.main), protocol or "", [Path(c) for c in spec.companions], key=spec.key
+            ).records()  # a database's rows; a session's files, merged in time order where its adapter asks
         )
-        yield from events(records, protocol=spec.protocol, clock=unknown_clock)
+        yield from events(records, protocol=protocol, clock=unknown_clock)
         return
     with open(spec.main, "rb") as f:
         for item in _lines(f):

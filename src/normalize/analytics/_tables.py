@@ -442,6 +442,9 @@ class TableBuilder:
         self._ts: str | None = None  # the current event's time, None when unknown
         self._done: list[_Open] = []
         self._cur = _Open()
+        #: a connection carrying several sessions interleaves them: each session's own rows
+        self._sid: str | None = None
+        self._by_sid: dict[str, _Open] = {}
         self._core: dict[type, Callable[[Any], None]] = {
             SessionCreated: self._on_record,
             SessionResumed: self._on_record,
@@ -472,7 +475,21 @@ class TableBuilder:
         """One CoreEvent of the stream (anything else, such as a stream header, is ignored)."""
         handler = self._core.get(type(event))
         if handler is not None:
+            sid = getattr(event, "session_id", None)
+            if sid != self._sid and sid is not None:
+                self._switch(sid)
             handler(event)
+
+    def _switch(self, sid: str) -> None:
+        """Events of another session of the stream (a fork, a sub-agent's thread): its own rows."""
+        if self._sid is None:
+            self._by_sid[sid] = self._cur
+        else:
+            cur = self._by_sid.get(sid)
+            if cur is None:
+                cur = self._by_sid[sid] = _Open()
+            self._cur = cur
+        self._sid = sid
 
     def feed_all(self, events: Iterable[CoreEvent | object]) -> TableBuilder:
         for ev in events:
@@ -693,7 +710,9 @@ class TableBuilder:
     def finish(self) -> list[SessionRows]:
         out: list[SessionRows] = []
         before = EMPTY
-        for o in [*self._done, self._cur]:
+        # each session in order of first appearance (a fork named like its parent: after it)
+        opens = list({id(o): o for o in [*self._by_sid.values(), *self._done, self._cur]}.values())
+        for o in opens:
             if not (o.events or o.record):
                 continue
             # a fork read in its parent's stream: the agent's cumulative counters go on across the fork
