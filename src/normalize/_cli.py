@@ -12,16 +12,14 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from ._codec import encode, encode_header
-from ._convert import SessionInput, events, find_inputs, iter_records, sample_records
+from ._codec import encode_header
+from ._convert import NormalizedLines, SessionInput, find_inputs, iter_records, sample_records
 from ._errors import DetectionError, InputError, NormalizeError, NotASession, UnreadableInput, UsageError
 from ._lines import DEFAULT_MAX_LINE, Record
-from ._model import Error as ErrorBody
-from ._model import SessionEvent
 from ._outputs import OutputNames, _stem, may_write_over, same_file
 from ._places import inputs_or_defaults
 from ._progress import Progress
@@ -52,37 +50,41 @@ def _write_session(
     ``out`` is one stream, or (a folder output) :class:`_SessionFiles`: a file per session
     when the input carries several (a connection multiplexing ACP sessions or Codex threads).
     """
+    one_write = False  # a batch of lines in one write (not when each line is routed or filtered)
+    write: Callable[[bytes], object]
     if isinstance(out, _SessionFiles):
         header = encode_header(library_version=__version__, input=name, protocol=protocol) + b"\n"
         out.header = header
         write = out.write
     else:
         stream = out
-
-        def write(data: bytes) -> None:
-            stream.write(data)
+        one_write = redactor is None
+        write = stream.write
 
         if stream.isatty():  # a person reads it: no raw C1 or bidi control from the input (JSON escapes the rest)
+            one_write = False
 
-            def write(data: bytes) -> None:
-                stream.write(json_for_terminal(data))
+            def write(data: bytes) -> object:
+                return stream.write(json_for_terminal(data))
 
         write(encode_header(library_version=__version__, input=name, protocol=protocol) + b"\n")
-    recognised = False
-    for ev in events(records, protocol=protocol, strict=args.strict, origin=args.origin):
-        if not recognised and isinstance(ev, SessionEvent):
-            native = ev.event.native
-            recognised = native.protocol != "core" and not isinstance(ev.event.body, ErrorBody)
-        line = encode(ev)
-        if redactor is None:
-            write(line + b"\n")
+    lines = NormalizedLines(records, protocol=protocol, strict=args.strict, origin=args.origin)
+    for batch in lines:
+        if one_write:
+            if batch:
+                batch.append(b"")
+                write(b"\n".join(batch))
+        elif redactor is None:
+            for line in batch:
+                write(line + b"\n")
         else:  # deltas may be held back to find a secret cut across them
-            for held in redactor.feed(line):
-                write(held + b"\n")
+            for line in batch:
+                for held in redactor.feed(line):
+                    write(held + b"\n")
     if redactor is not None:
         for held in redactor.flush():
             write(held + b"\n")
-    return recognised
+    return lines.recognised
 
 
 _SESSION_ID = re.compile(rb'^\{"type":"[^"]*","sessionId":"([^"]*)"')

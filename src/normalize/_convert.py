@@ -8,16 +8,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Literal
 
+from ._codec import encode
 from ._connection import Connection
 from ._contract import Adapter, Sample
 from ._errors import DetectionError, NotASession, UnreadableInput, UsageError
 from ._lines import DEFAULT_MAX_LINE, CaptureParser, Message, Record
-from ._model import Origin, _Core
+from ._model import Error as ErrorBody
+from ._model import Origin, SessionEvent, _Core
 from ._places import is_agent_file
 from ._registry import adapter_class, detect_protocol, is_stream_header
 from ._session import Clock, Session
 
-__all__ = ["DETECT_SAMPLE", "SessionInput", "events", "find_inputs", "iter_records", "read_records"]
+__all__ = ["DETECT_SAMPLE", "NormalizedLines", "SessionInput", "events", "find_inputs", "iter_records", "read_records"]
 
 #: How many messages detection looks at.
 DETECT_SAMPLE = 20
@@ -107,6 +109,75 @@ def events(
         else:
             yield from session.feed_problem(rec.error, t=rec.t)
     yield from session.close()
+
+
+#: How many records ``NormalizedLines`` reads before it gives what they made.
+BATCH = 256
+
+
+class NormalizedLines:
+    """One session's normalized JSON lines (no newline), in batches: what ``convert`` writes.
+
+    The lines :func:`encode` makes of the events :func:`events` yields for the same
+    arguments, given ``batch`` records at a time, so that a writer makes one write
+    per batch.  After iterating, :attr:`recognised` says whether any native message
+    was translated (became an event other than an error).
+    """
+
+    def __init__(
+        self,
+        records: Iterable[Record],
+        *,
+        protocol: str | None = None,
+        origin: Origin | None = None,
+        clock: Clock | None = None,
+        strict: bool = False,
+        batch: int = BATCH,
+    ) -> None:
+        self._records = records
+        self._protocol = protocol
+        self._origin = origin
+        self._clock = clock
+        self._strict = strict
+        self._batch = batch
+        self.recognised = False
+
+    def __iter__(self) -> Iterator[list[bytes]]:
+        it = iter(self._records)
+        head: list[Record] = []
+        protocol = self._protocol
+        if protocol is None:
+            head, sample = _sample(it, DETECT_SAMPLE)
+            protocol = detect_protocol(sample)
+        session = open_session(adapter_class(protocol)(), origin=self._origin, clock=self._clock, strict=self._strict)
+        feed = session.feed
+        batch = self._batch
+        out: list[_Core] = []
+        n = 0
+        for rec in itertools.chain(head, it):
+            if type(rec) is Message:
+                out += feed(rec.data, rec.from_, t=rec.t)
+            else:
+                out += session.feed_problem(rec.error, t=rec.t)  # type: ignore[union-attr]
+            n += 1
+            if n == batch:
+                yield self._encode(out)
+                out = []
+                n = 0
+        out += session.close()
+        yield self._encode(out)
+
+    def _encode(self, events: list[_Core]) -> list[bytes]:
+        if not self.recognised:
+            self.recognised = any(_recognised(ev) for ev in events)
+        return [encode(ev) for ev in events]
+
+
+def _recognised(ev: _Core) -> bool:
+    """Whether an event is a native message translated (not kept untranslated, not an error)."""
+    if not isinstance(ev, SessionEvent):
+        return False
+    return ev.event.native.protocol != "core" and not isinstance(ev.event.body, ErrorBody)
 
 
 class SessionInput:

@@ -16,7 +16,8 @@ here knows any native protocol.  Rules (docs/events.md, "Envelope rules"):
     ``turn-complete`` with reason ``interrupt``, and the session fails.
 * origin: the Session's default (``live``, or ``replay`` for stored formats),
   unless the adapter says otherwise for an event.
-* ts: the native timestamp, else the capture's receive time, else the clock; except that
+* ts: the native timestamp, else the capture's receive time, else the clock (read once
+  per native message: the events of one message share its time); except that
   an event normalize made up (``protocol: "core"``) inside stored history (origin
   ``replay``) takes the nearest time before it (the last native or receive time of this
   Session), and the clock only when there has been none yet: a session stored in 2025
@@ -49,7 +50,6 @@ from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Sou
 from ._errors import InputError, MalformedMessage, ProtocolViolation, UsageError
 from ._lifecycle import Calls, Requests
 from ._model import (
-    AnyBody,
     Body,
     Category,
     ErrorInfo,
@@ -221,6 +221,7 @@ class Session:
         self._held: list[tuple[list[Item], bytes | None, str | None]] = []
         #: the last native or receive time an event carried (made-up events take it)
         self._last_ts: str | None = None
+        self._now: str | None = None  # the clock's time for the message being translated
 
     # ------------------------------------------------------------------ public
 
@@ -248,6 +249,7 @@ class Session:
             raise UsageError("Session.feed() after close()")
         if self._first is None:
             self._first = message
+        self._now = None
         items: list[Item]
         if not message.isascii() and (bad := _utf8_error(message)) is not None:
             items = [Problem(error=bad)]  # adapters only ever see UTF-8
@@ -266,6 +268,7 @@ class Session:
             raise UsageError("Session.feed_problem() after close()")
         if self.strict:
             raise error
+        self._now = None
         kept = (error.kept or "").encode()  # the event carries what could be kept of the line, as text
         if self._first is None:
             self._first = kept or error.message.encode()
@@ -276,6 +279,7 @@ class Session:
         if self._closed:
             raise UsageError("Session.close() called twice")
         self._closed = True
+        self._now = None
         if self._first is None:
             return []  # nothing was ever fed: there is no session to report
         out = self._dispatch(self.adapter.close(), None, None)
@@ -458,7 +462,9 @@ class Session:
         # The turn state machine: see the module docstring.  Bodies are never
         # subclassed (docs/events.md), so their exact type says their role.
         role = _ROLES.get(type(body), _OTHER)
-        if role == _START:
+        if role == _OTHER:
+            pass
+        elif role == _START:
             if self._turn_id is not None:
                 self._synth(out, TurnComplete(reason="interrupt"), "turn-start-while-open")
             self._turns += 1
@@ -471,7 +477,7 @@ class Session:
                     reason = f"tool call {call_id} ({call.tool}) was still open when {self._turn_id} ended"
                     self._settle_call(out, call_id, call.tool, call.category, None, reason)
         elif role == _CALL:
-            why = self._calls.refuse(cast(ToolCall, body), subagent_id, self._turn_id)
+            why = self._calls.refuse(body, subagent_id, self._turn_id)  # type: ignore[arg-type]
             if why is not None:  # a duplicate or late phase: reported, not counted twice
                 if self.strict:
                     raise ProtocolViolation(why)
@@ -484,33 +490,50 @@ class Session:
                 body = structs.replace(sub, parent_subagent_id=subagent_id)
             subagent_id = None
         elif role == _RESOLVED:
-            body = self._pending.resolve(cast(RequestResolved, body))
+            body = self._pending.resolve(body)  # type: ignore[arg-type]
         elif role == _AUTO:
-            body = Requests.auto(cast(PermissionAuto, body))
-        if synthetic or message is None:
+            body = Requests.auto(body)  # type: ignore[arg-type]
+        made_up = synthetic or message is None
+        if origin is None:
+            origin = self.origin
+        # the event's time: its own, else (made up, stored history) the nearest before it, else the clock
+        if ts is not None:
+            self._last_ts = ts
+        elif made_up and origin == "replay" and self._last_ts is not None:
+            ts = self._last_ts
+        else:
+            ts = self._now
+            if ts is None:
+                ts = self._now = format_ts(self._clock())
+        self._seq += 1
+        if made_up:
             native = Native(protocol="core", method=method, payload=None)
         elif text_payload:
-            native = Native(protocol=self._protocol, method=method, payload=_kept_text(message))
+            native = Native(protocol=self._protocol, method=method, payload=_kept_text(message))  # type: ignore[arg-type]
         else:
-            native = Native(protocol=self._protocol, method=method, payload=Raw(message))
-        self._seq += 1
+            native = Native(protocol=self._protocol, method=method, payload=Raw(message))  # type: ignore[arg-type]
         sid = self.session_id
         assert sid is not None
         env = EventEnvelope(
             session_id=sid,
             agent=self.adapter.agent,
             seq=self._seq,
-            ts=self._time(ts, (synthetic or message is None) and (origin or self.origin) == "replay"),
-            origin=origin or self.origin,
+            ts=ts,
+            origin=origin,
             native=native,
-            body=cast(AnyBody, body),
+            body=body,  # type: ignore[arg-type]
             turn_id=self._turn_id,
             subagent_id=subagent_id,
         )
         out.append(SessionEvent(session_id=sid, event=env))
-        if role == _MCP:
+        if role == _OTHER:
+            if self._state == "starting":
+                self._set_state(out, "idle")
+        elif role == _MCP:
             self._mcp_call(out, cast(McpTool, body), None if synthetic else self._native_ts)
-        if role in (_OTHER, _SUBAGENT, _AUTO, _MCP, _CALL):
+            if self._state == "starting":
+                self._set_state(out, "idle")
+        elif role in (_SUBAGENT, _AUTO, _CALL):
             if self._state == "starting":
                 self._set_state(out, "idle")
         elif role == _COMPLETE:
