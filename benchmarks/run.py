@@ -66,10 +66,9 @@ def convert(stream: Any, protocol: str, out: BinaryIO) -> None:
 
     write = out.write
     write(encode_header(library_version=__version__, input="bench", protocol=protocol) + b"\n")
-    for batch in NormalizedLines(iter_records(stream), protocol=protocol):
-        if batch:
-            batch.append(b"")
-            write(b"\n".join(batch))
+    for chunk in NormalizedLines(iter_records(stream), protocol=protocol).chunks():
+        if chunk:
+            write(chunk)
 
 
 def _best(rounds: int, fns: dict[str, Callable[[], object]]) -> dict[str, float]:

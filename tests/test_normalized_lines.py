@@ -47,3 +47,10 @@ def test_recognised_says_whether_anything_was_translated() -> None:
     other = NormalizedLines(records_of([capture]), protocol="hm-json", clock=fixed_clock)
     list(other)
     assert not other.recognised
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=capture_id)
+def test_chunks_are_the_encoded_events_one_a_line(capture: Path) -> None:
+    want = b"".join(encode(ev) + b"\n" for ev in convert_records(records_of(companions(capture)), protocol_of(capture)))
+    lines = NormalizedLines(records_of(companions(capture)), protocol=protocol_of(capture), clock=fixed_clock, batch=5)
+    assert b"".join(lines.chunks()) == want

@@ -50,7 +50,7 @@ def _write_session(
     ``out`` is one stream, or (a folder output) :class:`_SessionFiles`: a file per session
     when the input carries several (a connection multiplexing ACP sessions or Codex threads).
     """
-    one_write = False  # a batch of lines in one write (not when each line is routed or filtered)
+    plain: BinaryIO | None = None  # a stream written a batch at a time (no line routed, filtered or escaped)
     write: Callable[[bytes], object]
     if isinstance(out, _SessionFiles):
         header = encode_header(library_version=__version__, input=name, protocol=protocol) + b"\n"
@@ -58,23 +58,23 @@ def _write_session(
         write = out.write
     else:
         stream = out
-        one_write = redactor is None
         write = stream.write
-
         if stream.isatty():  # a person reads it: no raw C1 or bidi control from the input (JSON escapes the rest)
-            one_write = False
 
             def write(data: bytes) -> object:
                 return stream.write(json_for_terminal(data))
 
+        elif redactor is None:
+            plain = stream
         write(encode_header(library_version=__version__, input=name, protocol=protocol) + b"\n")
     lines = NormalizedLines(records, protocol=protocol, strict=args.strict, origin=args.origin)
+    if plain is not None:
+        for chunk in lines.chunks():
+            if chunk:
+                plain.write(chunk)
+        return lines.recognised
     for batch in lines:
-        if one_write:
-            if batch:
-                batch.append(b"")
-                write(b"\n".join(batch))
-        elif redactor is None:
+        if redactor is None:
             for line in batch:
                 write(line + b"\n")
         else:  # deltas may be held back to find a secret cut across them

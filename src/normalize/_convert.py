@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from ._codec import encode
+from ._codec import encode, encode_lines
 from ._connection import Connection
 from ._contract import Adapter, Sample
 from ._errors import DetectionError, NotASession, UnreadableInput, UsageError
@@ -116,12 +116,13 @@ BATCH = 256
 
 
 class NormalizedLines:
-    """One session's normalized JSON lines (no newline), in batches: what ``convert`` writes.
+    """One session's normalized stream, a batch at a time: what ``convert`` writes.
 
-    The lines :func:`encode` makes of the events :func:`events` yields for the same
-    arguments, given ``batch`` records at a time, so that a writer makes one write
-    per batch.  After iterating, :attr:`recognised` says whether any native message
-    was translated (became an event other than an error).
+    :func:`events` for the same arguments, ``batch`` records at a time, encoded:
+    iterating gives each batch as a list of lines (no newline), :meth:`chunks` each
+    batch as one piece of bytes (every line ending in a newline), written in place
+    (:func:`encode_lines`) for one write per batch.  After iterating, :attr:`recognised`
+    says whether any native message was translated (became an event other than an error).
     """
 
     def __init__(
@@ -143,6 +144,14 @@ class NormalizedLines:
         self.recognised = False
 
     def __iter__(self) -> Iterator[list[bytes]]:
+        for events in self._batches():
+            yield [encode(ev) for ev in events]
+
+    def chunks(self) -> Iterator[bytes | bytearray]:
+        for events in self._batches():
+            yield encode_lines(events)
+
+    def _batches(self) -> Iterator[list[_Core]]:
         it = iter(self._records)
         head: list[Record] = []
         protocol = self._protocol
@@ -161,16 +170,15 @@ class NormalizedLines:
                 out += session.feed_problem(rec.error, t=rec.t)  # type: ignore[union-attr]
             n += 1
             if n == batch:
-                yield self._encode(out)
+                if not self.recognised:
+                    self.recognised = any(_recognised(ev) for ev in out)
+                yield out
                 out = []
                 n = 0
         out += session.close()
-        yield self._encode(out)
-
-    def _encode(self, events: list[_Core]) -> list[bytes]:
         if not self.recognised:
-            self.recognised = any(_recognised(ev) for ev in events)
-        return [encode(ev) for ev in events]
+            self.recognised = any(_recognised(ev) for ev in out)
+        yield out
 
 
 def _recognised(ev: _Core) -> bool:
