@@ -126,7 +126,11 @@ def format_ts(seconds: float) -> str:
     cached = _ts_cache
     if cached[0] != sec:
         cached = _ts_cache = (sec, datetime.fromtimestamp(sec, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S."))
-    return f"{cached[1]}{us // 1000:03d}Z"
+    return cached[1] + _MILLIS[us // 1000]
+
+
+#: ``"000Z"`` ... ``"999Z"``: the end of a time, looked up rather than formatted
+_MILLIS = [f"{ms:03d}Z" for ms in range(1000)]
 
 
 _validator = msgspec.json.Decoder(msgspec.Raw)
@@ -260,6 +264,8 @@ class Session:
                 items = [Problem(error=exc)]
             except RecursionError:  # msgspec's decoders stop at a fixed depth, with this error
                 items = [Problem(error=MalformedMessage("JSON nested too deeply to read"))]
+        if self._created:
+            return self._run(items, message, t)
         return self._dispatch(items, message, t)
 
     def feed_problem(self, error: InputError, *, t: str | None = None) -> list[_Core]:
@@ -372,6 +378,8 @@ class Session:
                 self._native_ts = native_ts
                 self._event(out, item, message, method, native_ts or t, None, None, False)
                 accounted = True
+            elif type(item) is Source:
+                method, native_ts = item.method, item.ts
             elif isinstance(item, Emit):
                 self._native_ts = item.ts or native_ts
                 self._event(
