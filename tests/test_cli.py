@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -613,3 +614,45 @@ def test_a_closed_stdout_is_not_reported_as_a_bad_input(
     _, err = capsys.readouterr()
     assert code == 0
     assert "Broken pipe" not in err and "skipped" not in err
+
+
+def _mixed_folder(tmp_path: Path) -> Path:
+    """A folder of sessions of every protocol (multi-session connections too), and one file that is not a session."""
+    src = tmp_path / "in"
+    for proto_dir in sorted((ROOT / "adapters").iterdir()):
+        captures = sorted((proto_dir / "captures").rglob("*.jsonl"))[:3]
+        for i, capture in enumerate(captures):
+            dest = src / proto_dir.name / f"{i}-{capture.name}"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(capture.read_bytes())
+    (src / "notes.jsonl").write_text('{"hello": "world"}\n')
+    return src
+
+
+def _untimed(data: str) -> str:
+    """The output without its times: events with no native time take the clock's, which moves."""
+    return re.sub(r'"ts":"[^"]*"', '"ts":""', data)
+
+
+def test_convert_on_several_workers_writes_what_one_process_writes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    src = _mixed_folder(tmp_path)
+    code, out, err = run(capsys, "convert", str(src), "--jobs", "1")
+    assert out.count('"type":"stream.header"') > 20 and "skipped" in err
+    code3, out3, err3 = run(capsys, "convert", str(src), "--jobs", "3")
+    assert (code3, _untimed(out3), err3) == (code, _untimed(out), err)
+    # into a folder: the same files, the same names, the same content
+    run(capsys, "convert", str(src), "--jobs", "1", "-o", f"{tmp_path / 'one'}/")
+    run(capsys, "convert", str(src), "--jobs", "3", "-o", f"{tmp_path / 'three'}/")
+
+    def files(folder: Path) -> dict[Path, str]:
+        return {p.relative_to(folder): _untimed(p.read_text()) for p in folder.rglob("*") if p.is_file()}
+
+    assert files(tmp_path / "three") == files(tmp_path / "one")
+    assert len(files(tmp_path / "one")) > 20
+
+
+def test_convert_jobs_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "convert", str(SAMPLE), str(SAMPLE), "--jobs", "0")
+    assert code == 2 and "--jobs must be at least 1" in err

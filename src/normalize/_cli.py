@@ -7,14 +7,17 @@ rest was still processed); 2 the command was used wrongly.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import itertools
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ._codec import encode_header
 from ._convert import NormalizedLines, SessionInput, find_inputs, iter_records, sample_records
@@ -251,11 +254,17 @@ def cmd_convert(args: argparse.Namespace) -> int:
             if why is not None:
                 raise UsageError(f"will not write over an input: {why}")
             out_file = target.open("wb")
+    jobs = _jobs(args, items, redactor, out_file if names is None else None)
     try:
-        with Progress("normalize: converting", len(items)) as bar:
-            for item in items:
+        with Progress("normalize: converting", len(items)) as bar, _Workers(jobs) as workers:
+            # the sessions a worker converts are all started now; each is told and written in order
+            started = [workers.start(item, args, names, inputs) for item in items]
+            for item, work in zip(items, started, strict=True):
                 try:
-                    _convert_item(item, args, redactor, names, out_file, inputs, tally, bar)
+                    if work is None:
+                        _convert_item(item, args, redactor, names, out_file, inputs, tally, bar)
+                    else:
+                        _converted(item, args, work, out_file, tally, bar)
                 except BrokenPipeError:  # the reader went away (`| head`): stop quietly
                     raise
                 except OSError as exc:
@@ -324,12 +333,120 @@ def _convert_item(
             files.close()
         tally.converted += len(files.paths) - 1  # one file per session of the input
     tally.converted += 1
+    _warn_unrecognised(item, args, recognised, bar)
+
+
+def _warn_unrecognised(item: _Item, args: argparse.Namespace, recognised: bool, bar: Progress) -> None:
     if args.protocol is not None and not recognised:
         _say(
             f"warning: {item.name}: no message was recognised as {args.protocol} (each kept as session.update "
             f"or error); is it that protocol? `normalize detect` says which it looks like",
             bar,
         )
+
+
+def _jobs(args: argparse.Namespace, items: Sequence[_Item], redactor: Redactor | None, out: BinaryIO | None) -> int:
+    """How many worker processes convert the sessions: 1 (this process) unless several can share the work.
+
+    Standard input, redaction (one tally of what was redacted) and a terminal as output
+    (escaped line by line) stay in this process.
+    """
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+    if jobs < 2 or len(items) < 2 or redactor is not None or any(i.inp is None for i in items):
+        return 1
+    if out is not None and out.isatty():
+        return 1
+    return min(jobs, len(items))
+
+
+class _Work:
+    """A session given to a worker: where its output goes, and the worker's answer (whether it was recognised)."""
+
+    def __init__(
+        self, future: concurrent.futures.Future[bool] | None, path: Path, temporary: bool, why: str | None = None
+    ) -> None:
+        self.future = future
+        self.path = path
+        self.temporary = temporary
+        self.why = why  # why it is not written (an existing file that is not normalize output)
+
+
+class _Workers:
+    """``convert --jobs N``: one session per worker process at a time.
+
+    A worker writes a session's output to a file: its own file with ``-o DIR/`` (named
+    here, in input order, as one process names them), else a temporary file that
+    :func:`_converted` copies to the output in input order; so the output is the one a
+    single process writes.  An input that may carry several sessions (a connection:
+    ACP, Codex app-server) names its extra files as it goes, so with ``-o DIR/`` it is
+    converted in this process, in its turn.
+    """
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._n = 0
+
+    def __enter__(self) -> _Workers:
+        if self.jobs > 1:
+            self._tmp = tempfile.TemporaryDirectory(prefix="normalize-convert-")
+            self._pool = concurrent.futures.ProcessPoolExecutor(max_workers=self.jobs)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def start(
+        self, item: _Item, args: argparse.Namespace, names: OutputNames | None, inputs: Sequence[Path]
+    ) -> _Work | None:
+        """The item's work in a worker, or None when it is converted here."""
+        inp = item.inp
+        if self._pool is None or self._tmp is None or inp is None:
+            return None
+        if names is None:
+            self._n += 1
+            path, temporary = Path(self._tmp.name) / f"{self._n}.jsonl", True
+        else:
+            if adapter_class(inp.protocol).routing is not None:
+                return None
+            path, temporary = names.path_for(item.relative), False
+            why = may_write_over(path, inputs)
+            if why is not None:
+                return _Work(None, path, temporary, why)
+        options = {"strict": args.strict, "origin": args.origin, "max_line": args.max_line}
+        return _Work(self._pool.submit(_convert_to_file, inp, item.name, path, options), path, temporary)
+
+
+def _convert_to_file(inp: SessionInput, name: str, path: Path, options: dict[str, Any]) -> bool:
+    """In a worker: one session's normalized stream into ``path``; whether any native message was recognised."""
+    args = argparse.Namespace(strict=options["strict"], origin=options["origin"])
+    records = inp.records(max_line=options["max_line"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as f:
+        return _write_session(records, inp.protocol, name, f, args, None)
+
+
+def _converted(item: _Item, args: argparse.Namespace, work: _Work, out: BinaryIO, tally: _Tally, bar: Progress) -> None:
+    """A worker's session, in its turn: its output copied to ``out`` (unless it has its own file), and told."""
+    if work.future is None:
+        tally.failed += 1
+        _say(f"{item.name}: not written: {work.why}", bar)
+        return
+    try:
+        recognised = work.future.result()  # the worker's OSError or InputError is raised here, in order
+    finally:
+        if work.temporary and work.path.exists():  # what was written before an error too, as one process does
+            with work.path.open("rb") as f:
+                shutil.copyfileobj(f, out, 1 << 20)
+            work.path.unlink()
+    tally.converted += 1
+    _warn_unrecognised(item, args, recognised, bar)
 
 
 def cmd_tap(args: argparse.Namespace) -> int:
@@ -451,6 +568,13 @@ def _parser() -> argparse.ArgumentParser:
         help="scrub API keys, tokens, passwords and private keys (needs the redact extra)",
     )
     c.add_argument("--strict", action="store_true", help="stop at the first bad input instead of reporting it")
+    c.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        metavar="N",
+        help="worker processes converting sessions side by side (default: all cores; 1 converts in this process)",
+    )
     c.add_argument("--origin", choices=["live", "replay"], help="override the origin of every event")
     c.add_argument(
         "--follow",
