@@ -226,6 +226,7 @@ class Session:
         #: the last native or receive time an event carried (made-up events take it)
         self._last_ts: str | None = None
         self._now: str | None = None  # the clock's time for the message being translated
+        self._native_of: tuple[bytes | None, str | None, Native] = (None, None, Native(protocol="core", payload=None))
 
     # ------------------------------------------------------------------ public
 
@@ -519,7 +520,13 @@ class Session:
         elif text_payload:
             native = Native(protocol=self._protocol, method=method, payload=_kept_text(message))  # type: ignore[arg-type]
         else:
-            native = Native(protocol=self._protocol, method=method, payload=Raw(message))  # type: ignore[arg-type]
+            # the events of one message share its Native (it is immutable)
+            cached = self._native_of
+            if cached[0] is message and cached[1] == method:
+                native = cached[2]
+            else:
+                native = Native(protocol=self._protocol, method=method, payload=Raw(message))  # type: ignore[arg-type]
+                self._native_of = (message, method, native)
         sid = self.session_id
         assert sid is not None
         env = EventEnvelope(
