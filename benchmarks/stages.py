@@ -14,13 +14,15 @@ in microseconds per native line:
   adapter has none);
 * session: ``Session.feed`` minus the adapter's ``feed`` (envelope, seq, turn state,
   the core's ledgers);
-* encode: ``encode`` of every CoreEvent;
+* encode: the CoreEvents encoded as ``convert`` encodes them (``encode_lines``, a batch
+  at a time; ``encode`` of each in a tree that has no ``encode_lines``);
 * write: what the convert loop adds on top of the stages above (writing to
   ``/dev/null``, the loop itself), from the whole ``convert`` timed as the harness
   times it.
 
 The stages are measured apart, so they add up to the whole only roughly; ``total``
-is the whole ``convert`` path of ``run.py``.  CPU time, not wall time, because the
+is the whole ``convert`` path of ``run.py``, ``floor`` the msgspec floor of ``run.py``
+on the same lines.  CPU time, not wall time, because the
 machine may be shared; compare the stages of one run with each other.
 """
 
@@ -40,6 +42,11 @@ import msgspec
 import run
 
 from normalize import Session, encode
+
+try:
+    from normalize._codec import encode_lines
+except ImportError:  # measuring an older tree
+    encode_lines = None  # type: ignore[assignment]
 from normalize._convert import iter_records
 from normalize._lines import Message
 from normalize._registry import adapter_class
@@ -135,9 +142,15 @@ def breakdown(protocol: str, lines: int, max_bytes: int, rounds: int) -> dict[st
             feed(m.data, m.from_, t=m.t)
         s.close()
 
+    batches = [events[i : i + 600] for i in range(0, len(events), 600)]
+
     def encode_all() -> None:
-        for ev in events:
-            encode(ev)
+        if encode_lines is None:  # a tree from before encode_lines: one encode per event
+            for ev in events:
+                encode(ev)
+            return
+        for batch in batches:
+            encode_lines(batch)
 
     def convert() -> None:
         run.convert(io.BytesIO(data), protocol, sink)
@@ -149,6 +162,7 @@ def breakdown(protocol: str, lines: int, max_bytes: int, rounds: int) -> dict[st
         "session": session_feed,
         "encode": encode_all,
         "total": convert,
+        "floor": lambda: run.floor(data, sink),
     }
     if feed_raw is not None:
         fns["unguarded"] = adapter_unguarded
@@ -169,6 +183,7 @@ def breakdown(protocol: str, lines: int, max_bytes: int, rounds: int) -> dict[st
     }
     out["write"] = us["total"] - sum(out.values())
     out["total"] = us["total"]
+    out["floor"] = us["floor"]
     out["events/line"] = len(events) / n
     out["encoded bytes/line"] = sum(map(len, encoded)) / n
     return out
@@ -181,7 +196,7 @@ def main() -> int:
     ap.add_argument("--max-mb", type=float, default=8)
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
-    cols = ["read", "decode", "adapter", "guard", "session", "encode", "write", "total"]
+    cols = ["read", "decode", "adapter", "guard", "session", "encode", "write", "total", "floor"]
     print("| adapter | " + " | ".join(cols) + " | events/line |")
     print("| --- |" + " ---: |" * (len(cols) + 1))
     for p in args.protocols:
