@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import io
 import itertools
 import json
 import os
@@ -257,14 +258,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
     jobs = _jobs(args, items, redactor, out_file if names is None else None)
     try:
         with Progress("normalize: converting", len(items)) as bar, _Workers(jobs) as workers:
-            # the sessions a worker converts are all started now; each is told and written in order
-            started = [workers.start(item, args, names, inputs) for item in items]
-            for item, work in zip(items, started, strict=True):
+            # the sessions workers convert are all started now; each is written and told in order
+            for item, work in zip(items, workers.plan(items, args, names, inputs), strict=True):
                 try:
                     if work is None:
                         _convert_item(item, args, redactor, names, out_file, inputs, tally, bar)
                     else:
-                        _converted(item, args, work, out_file, tally, bar)
+                        _converted(item, args, work, out_file, names, tally, bar)
                 except BrokenPipeError:  # the reader went away (`| head`): stop quietly
                     raise
                 except OSError as exc:
@@ -348,47 +348,63 @@ def _warn_unrecognised(item: _Item, args: argparse.Namespace, recognised: bool, 
 def _jobs(args: argparse.Namespace, items: Sequence[_Item], redactor: Redactor | None, out: BinaryIO | None) -> int:
     """How many worker processes convert the sessions: 1 (this process) unless several can share the work.
 
-    Standard input, redaction (one tally of what was redacted) and a terminal as output
-    (escaped line by line) stay in this process.
+    Standard input, redaction (one tally of what was redacted), ``--strict`` (it stops at
+    the first bad input, in order) and a terminal as output (escaped line by line) stay in
+    this process.
     """
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
-    if jobs < 2 or len(items) < 2 or redactor is not None or any(i.inp is None for i in items):
+    if jobs < 2 or len(items) < 2 or redactor is not None or args.strict or any(i.inp is None for i in items):
         return 1
     if out is not None and out.isatty():
         return 1
     return min(jobs, len(items))
 
 
+#: A worker's output comes back in memory when its inputs are smaller than this, else in a file.
+_IN_MEMORY = 4 << 20
+#: Sessions go to workers in groups of about this much input at most (small ones travel together).
+_GROUP_MAX = 16 << 20
+
+#: One session's result from a worker: recognised, the output (unless written to its own
+#: file), the error that stopped it (raised in its turn, after what was written before it).
+_Result = tuple[bool, bytes | None, BaseException | None]
+
+
 class _Work:
-    """A session given to a worker: where its output goes, and the worker's answer (whether it was recognised)."""
+    """A session given to a worker: which group, which place in it, where its output goes."""
 
     def __init__(
-        self, future: concurrent.futures.Future[bool] | None, path: Path, temporary: bool, why: str | None = None
+        self,
+        group: concurrent.futures.Future[list[_Result]] | None,
+        index: int,
+        path: Path | None,
+        why: str | None = None,
     ) -> None:
-        self.future = future
-        self.path = path
-        self.temporary = temporary
+        self.group = group
+        self.index = index
+        self.path = path  # its own file (-o DIR/), or a temporary file for a large output, or None
         self.why = why  # why it is not written (an existing file that is not normalize output)
 
 
 class _Workers:
-    """``convert --jobs N``: one session per worker process at a time.
+    """``convert --jobs N``: the sessions converted on N worker processes.
 
-    A worker writes a session's output to a file: its own file with ``-o DIR/`` (named
-    here, in input order, as one process names them), else a temporary file that
-    :func:`_converted` copies to the output in input order; so the output is the one a
-    single process writes.  An input that may carry several sessions (a connection:
-    ACP, Codex app-server) names its extra files as it goes, so with ``-o DIR/`` it is
-    converted in this process, in its turn.
+    Sessions go to the workers in groups of consecutive inputs (one large session alone,
+    small ones together, so that a worker's start costs less than its work).  A worker
+    writes a session's output to its own file with ``-o DIR/`` (named here, in input
+    order, as one process names them), else gives it back (in memory, or in a temporary
+    file when large), and :func:`_converted` writes it to the output in input order; so
+    the output is the one a single process writes.  An input that may carry several
+    sessions (a connection: ACP, Codex app-server) names its extra files as it goes, so
+    with ``-o DIR/`` it is converted in this process, in its turn.
     """
 
     def __init__(self, jobs: int) -> None:
         self.jobs = jobs
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
-        self._n = 0
 
     def __enter__(self) -> _Workers:
         if self.jobs > 1:
@@ -402,49 +418,113 @@ class _Workers:
         if self._tmp is not None:
             self._tmp.cleanup()
 
-    def start(
-        self, item: _Item, args: argparse.Namespace, names: OutputNames | None, inputs: Sequence[Path]
-    ) -> _Work | None:
-        """The item's work in a worker, or None when it is converted here."""
-        inp = item.inp
-        if self._pool is None or self._tmp is None or inp is None:
-            return None
-        if names is None:
-            self._n += 1
-            path, temporary = Path(self._tmp.name) / f"{self._n}.jsonl", True
-        else:
-            if adapter_class(inp.protocol).routing is not None:
-                return None
-            path, temporary = names.path_for(item.relative), False
-            why = may_write_over(path, inputs)
-            if why is not None:
-                return _Work(None, path, temporary, why)
+    def plan(
+        self, items: Sequence[_Item], args: argparse.Namespace, names: OutputNames | None, inputs: Sequence[Path]
+    ) -> list[_Work | None]:
+        """Each item's work (None: converted in this process), every group started."""
+        out: list[_Work | None] = [None] * len(items)
+        if self._pool is None or self._tmp is None:
+            return out
+        sizes = [_size(i.inp) if i.inp is not None else 0 for i in items]
+        limit = min(max(sum(sizes) // (self.jobs * 8), 1 << 20), _GROUP_MAX)
         options = {"strict": args.strict, "origin": args.origin, "max_line": args.max_line}
-        return _Work(self._pool.submit(_convert_to_file, inp, item.name, path, options), path, temporary)
+        group: list[tuple[SessionInput, str, Path | None]] = []
+        members: list[_Work] = []
+        held = 0
+
+        def start() -> None:
+            if group:
+                assert self._pool is not None
+                future = self._pool.submit(_convert_group, list(group), options)
+                for work in members:
+                    work.group = future
+                group.clear()
+                members.clear()
+
+        for n, (item, size) in enumerate(zip(items, sizes, strict=True)):
+            inp = item.inp
+            if inp is None:
+                continue
+            path: Path | None = None
+            if names is not None:
+                if adapter_class(inp.protocol).routing is not None:
+                    continue  # converted here, in its turn
+                path = names.path_for(item.relative)
+                why = may_write_over(path, inputs)
+                if why is not None:
+                    out[n] = _Work(None, 0, path, why)
+                    continue
+            elif size >= _IN_MEMORY:
+                path = Path(self._tmp.name) / f"{n}.jsonl"
+            if group and held + size > limit:
+                start()
+                held = 0
+            work = _Work(None, len(group), path)
+            group.append((inp, item.name, path))
+            members.append(work)
+            out[n] = work
+            held += size
+        start()
+        return out
 
 
-def _convert_to_file(inp: SessionInput, name: str, path: Path, options: dict[str, Any]) -> bool:
-    """In a worker: one session's normalized stream into ``path``; whether any native message was recognised."""
+def _size(inp: SessionInput) -> int:
+    try:
+        return sum(p.stat().st_size for p in inp.paths)
+    except OSError:
+        return 0  # reported when it is read
+
+
+def _convert_group(group: list[tuple[SessionInput, str, Path | None]], options: dict[str, Any]) -> list[_Result]:
+    """In a worker: sessions converted one after the other, each into its file or into memory."""
     args = argparse.Namespace(strict=options["strict"], origin=options["origin"])
-    records = inp.records(max_line=options["max_line"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as f:
-        return _write_session(records, inp.protocol, name, f, args, None)
+    results: list[_Result] = []
+    for inp, name, path in group:
+        recognised = False
+        error: BaseException | None = None
+        data: bytes | None = None
+        try:
+            records = inp.records(max_line=options["max_line"])
+            if path is None:
+                buf = io.BytesIO()
+                try:
+                    recognised = _write_session(records, inp.protocol, name, buf, args, None)
+                finally:
+                    data = buf.getvalue()
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with path.open("wb") as f:
+                    recognised = _write_session(records, inp.protocol, name, f, args, None)
+        except (OSError, InputError) as exc:  # told in its turn, as one process tells it
+            error = exc
+        results.append((recognised, data, error))
+    return results
 
 
-def _converted(item: _Item, args: argparse.Namespace, work: _Work, out: BinaryIO, tally: _Tally, bar: Progress) -> None:
-    """A worker's session, in its turn: its output copied to ``out`` (unless it has its own file), and told."""
-    if work.future is None:
+def _converted(
+    item: _Item,
+    args: argparse.Namespace,
+    work: _Work,
+    out: BinaryIO,
+    names: OutputNames | None,
+    tally: _Tally,
+    bar: Progress,
+) -> None:
+    """A worker's session, in its turn: its output written to ``out`` (unless it has its own file), and told."""
+    if work.group is None:
         tally.failed += 1
         _say(f"{item.name}: not written: {work.why}", bar)
         return
-    try:
-        recognised = work.future.result()  # the worker's OSError or InputError is raised here, in order
-    finally:
-        if work.temporary and work.path.exists():  # what was written before an error too, as one process does
-            with work.path.open("rb") as f:
-                shutil.copyfileobj(f, out, 1 << 20)
-            work.path.unlink()
+    recognised, data, error = work.group.result()[work.index]
+    # what was written before an error too, as one process writes it
+    if data is not None:
+        out.write(data)
+    elif names is None and work.path is not None and work.path.exists():
+        with work.path.open("rb") as f:
+            shutil.copyfileobj(f, out, 1 << 20)
+        work.path.unlink()
+    if error is not None:
+        raise error
     tally.converted += 1
     _warn_unrecognised(item, args, recognised, bar)
 
