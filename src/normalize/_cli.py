@@ -258,13 +258,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
     jobs = _jobs(args, items, redactor, out_file if names is None else None)
     try:
         with Progress("normalize: converting", len(items)) as bar, _Workers(jobs) as workers:
-            # the sessions workers convert are all started now; each is written and told in order
+            # sessions are converted a few groups ahead by the workers; each is written and told in order
             for item, work in zip(items, workers.plan(items, args, names, inputs), strict=True):
                 try:
                     if work is None:
                         _convert_item(item, args, redactor, names, out_file, inputs, tally, bar)
                     else:
-                        _converted(item, args, work, out_file, names, tally, bar)
+                        _converted(item, args, work, workers, out_file, names, tally, bar)
                 except BrokenPipeError:  # the reader went away (`| head`): stop quietly
                     raise
                 except OSError as exc:
@@ -363,9 +363,12 @@ def _jobs(args: argparse.Namespace, items: Sequence[_Item], redactor: Redactor |
 
 
 #: A worker's output comes back in memory when its inputs are smaller than this, else in a file.
-_IN_MEMORY = 4 << 20
+_IN_MEMORY = 1 << 20
 #: Sessions go to workers in groups of about this much input at most (small ones travel together).
-_GROUP_MAX = 16 << 20
+_GROUP_MAX = 4 << 20
+#: Groups given to the workers ahead of the one being written, per worker: the outputs held
+#: in memory stay bounded (a few groups), whatever the number of sessions.
+_AHEAD = 2
 
 #: One session's result from a worker: recognised, the output (unless written to its own
 #: file), the error that stopped it (raised in its turn, after what was written before it).
@@ -375,14 +378,8 @@ _Result = tuple[bool, bytes | None, BaseException | None]
 class _Work:
     """A session given to a worker: which group, which place in it, where its output goes."""
 
-    def __init__(
-        self,
-        group: concurrent.futures.Future[list[_Result]] | None,
-        index: int,
-        path: Path | None,
-        why: str | None = None,
-    ) -> None:
-        self.group = group
+    def __init__(self, group: int | None, index: int, path: Path | None, why: str | None = None) -> None:
+        self.group = group  # None: not converted (see why)
         self.index = index
         self.path = path  # its own file (-o DIR/), or a temporary file for a large output, or None
         self.why = why  # why it is not written (an existing file that is not normalize output)
@@ -405,6 +402,11 @@ class _Workers:
         self.jobs = jobs
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._options: dict[str, Any] = {}
+        self._groups: list[list[tuple[SessionInput, str, Path | None]]] = []
+        self._futures: dict[int, concurrent.futures.Future[list[_Result]]] = {}
+        self._left: list[int] = []  # per group, its sessions not yet written
+        self._submitted = 0
 
     def __enter__(self) -> _Workers:
         if self.jobs > 1:
@@ -421,25 +423,21 @@ class _Workers:
     def plan(
         self, items: Sequence[_Item], args: argparse.Namespace, names: OutputNames | None, inputs: Sequence[Path]
     ) -> list[_Work | None]:
-        """Each item's work (None: converted in this process), every group started."""
+        """Each item's work (None: converted in this process), in groups started as they are needed."""
         out: list[_Work | None] = [None] * len(items)
         if self._pool is None or self._tmp is None:
             return out
         sizes = [_size(i.inp) if i.inp is not None else 0 for i in items]
-        limit = min(max(sum(sizes) // (self.jobs * 8), 1 << 20), _GROUP_MAX)
-        options = {"strict": args.strict, "origin": args.origin, "max_line": args.max_line}
+        limit = min(max(sum(sizes) // (self.jobs * 8), 1 << 18), _GROUP_MAX)
+        self._options = {"strict": args.strict, "origin": args.origin, "max_line": args.max_line}
         group: list[tuple[SessionInput, str, Path | None]] = []
-        members: list[_Work] = []
         held = 0
 
         def start() -> None:
             if group:
-                assert self._pool is not None
-                future = self._pool.submit(_convert_group, list(group), options)
-                for work in members:
-                    work.group = future
+                self._groups.append(list(group))
+                self._left.append(len(group))
                 group.clear()
-                members.clear()
 
         for n, (item, size) in enumerate(zip(items, sizes, strict=True)):
             inp = item.inp
@@ -459,13 +457,28 @@ class _Workers:
             if group and held + size > limit:
                 start()
                 held = 0
-            work = _Work(None, len(group), path)
+            out[n] = _Work(len(self._groups), len(group), path)
             group.append((inp, item.name, path))
-            members.append(work)
-            out[n] = work
             held += size
         start()
         return out
+
+    def result(self, work: _Work) -> _Result:
+        """A session's result, waited for; the groups after it given to the workers meanwhile."""
+        assert self._pool is not None
+        assert work.group is not None
+        ahead = work.group + _AHEAD * self.jobs
+        while self._submitted < len(self._groups) and self._submitted <= ahead:
+            self._futures[self._submitted] = self._pool.submit(
+                _convert_group, self._groups[self._submitted], self._options
+            )
+            self._submitted += 1
+        result = self._futures[work.group].result()[work.index]
+        self._left[work.group] -= 1
+        if not self._left[work.group]:  # its outputs are written: let them go
+            del self._futures[work.group]
+            self._groups[work.group] = []
+        return result
 
 
 def _size(inp: SessionInput) -> int:
@@ -505,6 +518,7 @@ def _converted(
     item: _Item,
     args: argparse.Namespace,
     work: _Work,
+    workers: _Workers,
     out: BinaryIO,
     names: OutputNames | None,
     tally: _Tally,
@@ -515,7 +529,7 @@ def _converted(
         tally.failed += 1
         _say(f"{item.name}: not written: {work.why}", bar)
         return
-    recognised, data, error = work.group.result()[work.index]
+    recognised, data, error = workers.result(work)
     # what was written before an error too, as one process writes it
     if data is not None:
         out.write(data)

@@ -506,6 +506,7 @@ class Session:
         if origin is None:
             origin = self.origin
         # the event's time: its own, else (made up, stored history) the nearest before it, else the clock
+        # (see ts in the module docstring)
         if ts is not None:
             self._last_ts = ts
         elif made_up and origin == "replay" and self._last_ts is not None:
@@ -609,15 +610,6 @@ class Session:
                     duration_ms=duration,
                 )
                 out.append(finished)
-
-    def _time(self, ts: str | None, made_up: bool) -> str:
-        """The event's time: its own, else (made up) the nearest before it, else the clock (see ts above)."""
-        if ts is not None:
-            self._last_ts = ts
-            return ts
-        if made_up and self._last_ts is not None:
-            return self._last_ts
-        return format_ts(self._clock())
 
     def _set_state(self, out: list[_Core], state: SessionState) -> None:
         if state != self._state:
