@@ -656,3 +656,25 @@ def test_convert_on_several_workers_writes_what_one_process_writes(
 def test_convert_jobs_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "convert", str(SAMPLE), str(SAMPLE), "--jobs", "0")
     assert code == 2 and "--jobs must be at least 1" in err
+
+
+def test_convert_jobs_keeps_only_a_few_sessions_ahead_of_the_output(tmp_path: Path) -> None:
+    """Workers convert a bounded number of groups ahead of the one written: finished outputs do not pile up."""
+    from normalize._cli import _AHEAD, _Item, _parser, _Workers
+    from normalize._convert import SessionInput
+
+    src = tmp_path / "in"
+    src.mkdir()
+    items = []
+    for n in range(40):
+        path = src / f"{n}.jsonl"
+        path.write_bytes(SAMPLE.read_bytes() * 60)  # 0.7 MB each: a few a group, 20 groups or so
+        items.append(_Item(SessionInput(path, "hm-json"), Path(path.name)))
+    args = _parser().parse_args(["convert", str(src)])
+    with _Workers(2) as workers:
+        works = workers.plan(items, args, None, [])
+        first = works[0]
+        assert first is not None
+        recognised, data, error = workers.result(first)
+        assert recognised and error is None and data is not None and data.startswith(b'{"type":"stream.header"')
+        assert workers._submitted <= 1 + _AHEAD * 2 < len(workers._groups)
