@@ -111,14 +111,18 @@ def events(
     yield from session.close()
 
 
-#: How many records ``NormalizedLines`` reads before it gives what they made.
+#: How many records ``NormalizedLines`` reads before it gives what they made, at most.
 BATCH = 256
+#: ... and how many bytes of input: a batch's output stays small (a few times this), so
+#: its buffer is reused rather than grown, and memory does not depend on the line size.
+BATCH_BYTES = 1 << 15
 
 
 class NormalizedLines:
     """One session's normalized stream, a batch at a time: what ``convert`` writes.
 
-    :func:`events` for the same arguments, ``batch`` records at a time, encoded:
+    :func:`events` for the same arguments, ``batch`` records (or :data:`BATCH_BYTES` of
+    input) at a time, encoded:
     iterating gives each batch as a list of lines (no newline), :meth:`chunks` each
     batch as one piece of bytes (every line ending in a newline), written in place
     (:func:`encode_lines`) for one write per batch.  After iterating, :attr:`recognised`
@@ -162,19 +166,20 @@ class NormalizedLines:
         feed = session.feed
         batch = self._batch
         out: list[_Core] = []
-        n = 0
+        n = size = 0
         for rec in itertools.chain(head, it):
             if type(rec) is Message:
                 out += feed(rec.data, rec.from_, t=rec.t)
+                size += len(rec.data)
             else:
                 out += session.feed_problem(rec.error, t=rec.t)  # type: ignore[union-attr]
             n += 1
-            if n == batch:
+            if n == batch or size >= BATCH_BYTES:
                 if not self.recognised:
                     self.recognised = any(_recognised(ev) for ev in out)
                 yield out
                 out = []
-                n = 0
+                n = size = 0
         out += session.close()
         if not self.recognised:
             self.recognised = any(_recognised(ev) for ev in out)
