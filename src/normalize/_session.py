@@ -171,6 +171,8 @@ def _kept_text(message: bytes) -> str:
     return message.decode("utf-8", errors="replace")
 
 
+_NO_NATIVE: tuple[bytes | None, str | None, Native] = (None, None, Native(protocol="core", payload=None))
+
 # The roles a body plays in the turn state machine, by its exact type.
 _OTHER, _START, _COMPLETE, _ASK, _RESOLVED, _SUBAGENT, _AUTO, _MCP, _CALL = range(9)
 _ROLES: dict[type[Body], int] = {
@@ -226,7 +228,9 @@ class Session:
         #: the last native or receive time an event carried (made-up events take it)
         self._last_ts: str | None = None
         self._now: str | None = None  # the clock's time for the message being translated
-        self._native_of: tuple[bytes | None, str | None, Native] = (None, None, Native(protocol="core", payload=None))
+        # the Native of the message being translated (dropped after it: a session kept after its
+        # last message, in a connection of many, keeps no message)
+        self._native_of: tuple[bytes | None, str | None, Native] = _NO_NATIVE
 
     # ------------------------------------------------------------------ public
 
@@ -416,6 +420,7 @@ class Session:
                 out.append(structs.replace(item, session_id=sid))
         if not accounted:
             self._keep(out, message, method, native_ts or t)
+        self._native_of = _NO_NATIVE
         return out
 
     def _keep(self, out: list[_Core], message: bytes | None, method: str | None, ts: str | None) -> None:
