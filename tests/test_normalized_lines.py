@@ -14,28 +14,29 @@ import pytest
 from helpers import capture_files, capture_id, companions, convert_records, fixed_clock, protocol_of, records_of
 from normalize import encode
 from normalize._convert import NormalizedLines
+from normalize._model import Origin
 
 CAPTURES = capture_files()
 
 
-def _wire(capture: Path, batch: int, **kw: object) -> list[bytes]:
+def _lines(capture: Path, batch: int, origin: Origin | None = None) -> list[bytes]:
     lines = NormalizedLines(
-        records_of(companions(capture)), protocol=protocol_of(capture), clock=fixed_clock, batch=batch, **kw
-    )  # type: ignore[arg-type]
+        records_of(companions(capture)), protocol=protocol_of(capture), clock=fixed_clock, batch=batch, origin=origin
+    )
     return [line for chunk in lines for line in chunk]
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=capture_id)
 def test_lines_are_the_encoded_events(capture: Path) -> None:
     want = [encode(ev) for ev in convert_records(records_of(companions(capture)), protocol_of(capture))]
-    assert _wire(capture, batch=7) == want
+    assert _lines(capture, batch=7) == want
 
 
 @pytest.mark.parametrize("origin", ["live", "replay"])
 @pytest.mark.parametrize("capture", CAPTURES[::7], ids=capture_id)
-def test_lines_with_an_origin_forced(capture: Path, origin: str) -> None:
+def test_lines_with_an_origin_forced(capture: Path, origin: Origin) -> None:
     events = convert_records(records_of(companions(capture)), protocol_of(capture), origin=origin)
-    assert _wire(capture, batch=1000, origin=origin) == [encode(ev) for ev in events]
+    assert _lines(capture, batch=1000, origin=origin) == [encode(ev) for ev in events]
 
 
 def test_recognised_says_whether_anything_was_translated() -> None:
