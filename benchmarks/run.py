@@ -59,14 +59,16 @@ def floor(data: bytes, out: BinaryIO) -> None:
 
 def convert(stream: Any, protocol: str, out: BinaryIO) -> None:
     """What ``normalize convert -p PROTOCOL`` does for one file: records -> Session -> JSONL."""
-    from normalize import encode, events, iter_records
+    from normalize import iter_records
     from normalize._codec import encode_header
+    from normalize._convert import NormalizedLines
     from normalize._version import __version__
 
     write = out.write
     write(encode_header(library_version=__version__, input="bench", protocol=protocol) + b"\n")
-    for ev in events(iter_records(stream), protocol=protocol):
-        write(encode(ev) + b"\n")
+    for chunk in NormalizedLines(iter_records(stream), protocol=protocol).chunks():
+        if chunk:
+            write(chunk)
 
 
 def _best(rounds: int, fns: dict[str, Callable[[], object]]) -> dict[str, float]:

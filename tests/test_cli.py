@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -613,3 +614,67 @@ def test_a_closed_stdout_is_not_reported_as_a_bad_input(
     _, err = capsys.readouterr()
     assert code == 0
     assert "Broken pipe" not in err and "skipped" not in err
+
+
+def _mixed_folder(tmp_path: Path) -> Path:
+    """A folder of sessions of every protocol (multi-session connections too), and one file that is not a session."""
+    src = tmp_path / "in"
+    for proto_dir in sorted((ROOT / "adapters").iterdir()):
+        captures = sorted((proto_dir / "captures").rglob("*.jsonl"))[:3]
+        for i, capture in enumerate(captures):
+            dest = src / proto_dir.name / f"{i}-{capture.name}"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(capture.read_bytes())
+    (src / "notes.jsonl").write_text('{"hello": "world"}\n')
+    return src
+
+
+def _untimed(data: str) -> str:
+    """The output without its times: events with no native time take the clock's, which moves."""
+    return re.sub(r'"ts":"[^"]*"', '"ts":""', data)
+
+
+def test_convert_on_several_workers_writes_what_one_process_writes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    src = _mixed_folder(tmp_path)
+    code, out, err = run(capsys, "convert", str(src), "--jobs", "1")
+    assert out.count('"type":"stream.header"') > 20 and "skipped" in err
+    code3, out3, err3 = run(capsys, "convert", str(src), "--jobs", "3")
+    assert (code3, _untimed(out3), err3) == (code, _untimed(out), err)
+    # into a folder: the same files, the same names, the same content
+    run(capsys, "convert", str(src), "--jobs", "1", "-o", f"{tmp_path / 'one'}/")
+    run(capsys, "convert", str(src), "--jobs", "3", "-o", f"{tmp_path / 'three'}/")
+
+    def files(folder: Path) -> dict[Path, str]:
+        return {p.relative_to(folder): _untimed(p.read_text()) for p in folder.rglob("*") if p.is_file()}
+
+    assert files(tmp_path / "three") == files(tmp_path / "one")
+    assert len(files(tmp_path / "one")) > 20
+
+
+def test_convert_jobs_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "convert", str(SAMPLE), str(SAMPLE), "--jobs", "0")
+    assert code == 2 and "--jobs must be at least 1" in err
+
+
+def test_convert_jobs_keeps_only_a_few_sessions_ahead_of_the_output(tmp_path: Path) -> None:
+    """Workers convert a bounded number of groups ahead of the one written: finished outputs do not pile up."""
+    from normalize._cli import _AHEAD, _Item, _parser, _Workers
+    from normalize._convert import SessionInput
+
+    src = tmp_path / "in"
+    src.mkdir()
+    items = []
+    for n in range(40):
+        path = src / f"{n}.jsonl"
+        path.write_bytes(SAMPLE.read_bytes() * 60)  # 0.7 MB each: a few a group, 20 groups or so
+        items.append(_Item(SessionInput(path, "hm-json"), Path(path.name)))
+    args = _parser().parse_args(["convert", str(src)])
+    with _Workers(2) as workers:
+        works = workers.plan(items, args, None, [])
+        first = works[0]
+        assert first is not None
+        recognised, data, error = workers.result(first)
+        assert recognised and error is None and data is not None and data.startswith(b'{"type":"stream.header"')
+        assert workers._submitted <= 1 + _AHEAD * 2 < len(workers._groups)

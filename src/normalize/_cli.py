@@ -7,21 +7,23 @@ rest was still processed); 2 the command was used wrongly.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import io
 import itertools
 import json
 import os
 import re
+import shutil
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from ._codec import encode, encode_header
-from ._convert import SessionInput, events, find_inputs, iter_records, sample_records
+from ._codec import encode_header
+from ._convert import NormalizedLines, SessionInput, find_inputs, iter_records, sample_records
 from ._errors import DetectionError, InputError, NormalizeError, NotASession, UnreadableInput, UsageError
 from ._lines import DEFAULT_MAX_LINE, Record
-from ._model import Error as ErrorBody
-from ._model import SessionEvent
 from ._outputs import OutputNames, _stem, may_write_over, same_file
 from ._places import inputs_or_defaults
 from ._progress import Progress
@@ -52,37 +54,41 @@ def _write_session(
     ``out`` is one stream, or (a folder output) :class:`_SessionFiles`: a file per session
     when the input carries several (a connection multiplexing ACP sessions or Codex threads).
     """
+    plain: BinaryIO | None = None  # a stream written a batch at a time (no line routed, filtered or escaped)
+    write: Callable[[bytes], object]
     if isinstance(out, _SessionFiles):
         header = encode_header(library_version=__version__, input=name, protocol=protocol) + b"\n"
         out.header = header
         write = out.write
     else:
         stream = out
-
-        def write(data: bytes) -> None:
-            stream.write(data)
-
+        write = stream.write
         if stream.isatty():  # a person reads it: no raw C1 or bidi control from the input (JSON escapes the rest)
 
-            def write(data: bytes) -> None:
-                stream.write(json_for_terminal(data))
+            def write(data: bytes) -> object:
+                return stream.write(json_for_terminal(data))
 
+        elif redactor is None:
+            plain = stream
         write(encode_header(library_version=__version__, input=name, protocol=protocol) + b"\n")
-    recognised = False
-    for ev in events(records, protocol=protocol, strict=args.strict, origin=args.origin):
-        if not recognised and isinstance(ev, SessionEvent):
-            native = ev.event.native
-            recognised = native.protocol != "core" and not isinstance(ev.event.body, ErrorBody)
-        line = encode(ev)
+    lines = NormalizedLines(records, protocol=protocol, strict=args.strict, origin=args.origin)
+    if plain is not None:
+        for chunk in lines.chunks():
+            if chunk:
+                plain.write(chunk)
+        return lines.recognised
+    for batch in lines:
         if redactor is None:
-            write(line + b"\n")
+            for line in batch:
+                write(line + b"\n")
         else:  # deltas may be held back to find a secret cut across them
-            for held in redactor.feed(line):
-                write(held + b"\n")
+            for line in batch:
+                for held in redactor.feed(line):
+                    write(held + b"\n")
     if redactor is not None:
         for held in redactor.flush():
             write(held + b"\n")
-    return recognised
+    return lines.recognised
 
 
 _SESSION_ID = re.compile(rb'^\{"type":"[^"]*","sessionId":"([^"]*)"')
@@ -249,11 +255,16 @@ def cmd_convert(args: argparse.Namespace) -> int:
             if why is not None:
                 raise UsageError(f"will not write over an input: {why}")
             out_file = target.open("wb")
+    jobs = _jobs(args, items, redactor, out_file if names is None else None)
     try:
-        with Progress("normalize: converting", len(items)) as bar:
-            for item in items:
+        with Progress("normalize: converting", len(items)) as bar, _Workers(jobs) as workers:
+            # sessions are converted a few groups ahead by the workers; each is written and told in order
+            for item, work in zip(items, workers.plan(items, args, names, inputs), strict=True):
                 try:
-                    _convert_item(item, args, redactor, names, out_file, inputs, tally, bar)
+                    if work is None:
+                        _convert_item(item, args, redactor, names, out_file, inputs, tally, bar)
+                    else:
+                        _converted(item, args, work, workers, out_file, names, tally, bar)
                 except BrokenPipeError:  # the reader went away (`| head`): stop quietly
                     raise
                 except OSError as exc:
@@ -322,12 +333,214 @@ def _convert_item(
             files.close()
         tally.converted += len(files.paths) - 1  # one file per session of the input
     tally.converted += 1
+    _warn_unrecognised(item, args, recognised, bar)
+
+
+def _warn_unrecognised(item: _Item, args: argparse.Namespace, recognised: bool, bar: Progress) -> None:
     if args.protocol is not None and not recognised:
         _say(
             f"warning: {item.name}: no message was recognised as {args.protocol} (each kept as session.update "
             f"or error); is it that protocol? `normalize detect` says which it looks like",
             bar,
         )
+
+
+def _jobs(args: argparse.Namespace, items: Sequence[_Item], redactor: Redactor | None, out: BinaryIO | None) -> int:
+    """How many worker processes convert the sessions: 1 (this process) unless several can share the work.
+
+    Standard input, redaction (one tally of what was redacted), ``--strict`` (it stops at
+    the first bad input, in order) and a terminal as output (escaped line by line) stay in
+    this process.
+    """
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+    if jobs < 2 or len(items) < 2 or redactor is not None or args.strict or any(i.inp is None for i in items):
+        return 1
+    if out is not None and out.isatty():
+        return 1
+    return min(jobs, len(items))
+
+
+#: A worker's output comes back in memory when its inputs are smaller than this, else in a file.
+_IN_MEMORY = 1 << 20
+#: Sessions go to workers in groups of about this much input at most (small ones travel together).
+_GROUP_MAX = 4 << 20
+#: Groups given to the workers ahead of the one being written, per worker: the outputs held
+#: in memory stay bounded (a few groups), whatever the number of sessions.
+_AHEAD = 2
+
+#: One session's result from a worker: recognised, the output (unless written to its own
+#: file), the error that stopped it (raised in its turn, after what was written before it).
+_Result = tuple[bool, bytes | None, BaseException | None]
+
+
+class _Work:
+    """A session given to a worker: which group, which place in it, where its output goes."""
+
+    def __init__(self, group: int | None, index: int, path: Path | None, why: str | None = None) -> None:
+        self.group = group  # None: not converted (see why)
+        self.index = index
+        self.path = path  # its own file (-o DIR/), or a temporary file for a large output, or None
+        self.why = why  # why it is not written (an existing file that is not normalize output)
+
+
+class _Workers:
+    """``convert --jobs N``: the sessions converted on N worker processes.
+
+    Sessions go to the workers in groups of consecutive inputs (one large session alone,
+    small ones together, so that a worker's start costs less than its work).  A worker
+    writes a session's output to its own file with ``-o DIR/`` (named here, in input
+    order, as one process names them), else gives it back (in memory, or in a temporary
+    file when large), and :func:`_converted` writes it to the output in input order; so
+    the output is the one a single process writes.  An input that may carry several
+    sessions (a connection: ACP, Codex app-server) names its extra files as it goes, so
+    with ``-o DIR/`` it is converted in this process, in its turn.
+    """
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._options: dict[str, Any] = {}
+        self._groups: list[list[tuple[SessionInput, str, Path | None]]] = []
+        self._futures: dict[int, concurrent.futures.Future[list[_Result]]] = {}
+        self._left: list[int] = []  # per group, its sessions not yet written
+        self._submitted = 0
+
+    def __enter__(self) -> _Workers:
+        if self.jobs > 1:
+            self._tmp = tempfile.TemporaryDirectory(prefix="normalize-convert-")
+            self._pool = concurrent.futures.ProcessPoolExecutor(max_workers=self.jobs)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def plan(
+        self, items: Sequence[_Item], args: argparse.Namespace, names: OutputNames | None, inputs: Sequence[Path]
+    ) -> list[_Work | None]:
+        """Each item's work (None: converted in this process), in groups started as they are needed."""
+        out: list[_Work | None] = [None] * len(items)
+        if self._pool is None or self._tmp is None:
+            return out
+        sizes = [_size(i.inp) if i.inp is not None else 0 for i in items]
+        limit = min(max(sum(sizes) // (self.jobs * 8), 1 << 18), _GROUP_MAX)
+        self._options = {"strict": args.strict, "origin": args.origin, "max_line": args.max_line}
+        group: list[tuple[SessionInput, str, Path | None]] = []
+        held = 0
+
+        def start() -> None:
+            if group:
+                self._groups.append(list(group))
+                self._left.append(len(group))
+                group.clear()
+
+        for n, (item, size) in enumerate(zip(items, sizes, strict=True)):
+            inp = item.inp
+            if inp is None:
+                continue
+            path: Path | None = None
+            if names is not None:
+                if adapter_class(inp.protocol).routing is not None:
+                    continue  # converted here, in its turn
+                path = names.path_for(item.relative)
+                why = may_write_over(path, inputs)
+                if why is not None:
+                    out[n] = _Work(None, 0, path, why)
+                    continue
+            elif size >= _IN_MEMORY:
+                path = Path(self._tmp.name) / f"{n}.jsonl"
+            if group and held + size > limit:
+                start()
+                held = 0
+            out[n] = _Work(len(self._groups), len(group), path)
+            group.append((inp, item.name, path))
+            held += size
+        start()
+        return out
+
+    def result(self, work: _Work) -> _Result:
+        """A session's result, waited for; the groups after it given to the workers meanwhile."""
+        assert self._pool is not None
+        assert work.group is not None
+        ahead = work.group + _AHEAD * self.jobs
+        while self._submitted < len(self._groups) and self._submitted <= ahead:
+            self._futures[self._submitted] = self._pool.submit(
+                _convert_group, self._groups[self._submitted], self._options
+            )
+            self._submitted += 1
+        result = self._futures[work.group].result()[work.index]
+        self._left[work.group] -= 1
+        if not self._left[work.group]:  # its outputs are written: let them go
+            del self._futures[work.group]
+            self._groups[work.group] = []
+        return result
+
+
+def _size(inp: SessionInput) -> int:
+    try:
+        return sum(p.stat().st_size for p in inp.paths)
+    except OSError:
+        return 0  # reported when it is read
+
+
+def _convert_group(group: list[tuple[SessionInput, str, Path | None]], options: dict[str, Any]) -> list[_Result]:
+    """In a worker: sessions converted one after the other, each into its file or into memory."""
+    args = argparse.Namespace(strict=options["strict"], origin=options["origin"])
+    results: list[_Result] = []
+    for inp, name, path in group:
+        recognised = False
+        error: BaseException | None = None
+        data: bytes | None = None
+        try:
+            records = inp.records(max_line=options["max_line"])
+            if path is None:
+                buf = io.BytesIO()
+                try:
+                    recognised = _write_session(records, inp.protocol, name, buf, args, None)
+                finally:
+                    data = buf.getvalue()
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with path.open("wb") as f:
+                    recognised = _write_session(records, inp.protocol, name, f, args, None)
+        except (OSError, InputError) as exc:  # told in its turn, as one process tells it
+            error = exc
+        results.append((recognised, data, error))
+    return results
+
+
+def _converted(
+    item: _Item,
+    args: argparse.Namespace,
+    work: _Work,
+    workers: _Workers,
+    out: BinaryIO,
+    names: OutputNames | None,
+    tally: _Tally,
+    bar: Progress,
+) -> None:
+    """A worker's session, in its turn: its output written to ``out`` (unless it has its own file), and told."""
+    if work.group is None:
+        tally.failed += 1
+        _say(f"{item.name}: not written: {work.why}", bar)
+        return
+    recognised, data, error = workers.result(work)
+    # what was written before an error too, as one process writes it
+    if data is not None:
+        out.write(data)
+    elif names is None and work.path is not None and work.path.exists():
+        with work.path.open("rb") as f:
+            shutil.copyfileobj(f, out, 1 << 20)
+        work.path.unlink()
+    if error is not None:
+        raise error
+    tally.converted += 1
+    _warn_unrecognised(item, args, recognised, bar)
 
 
 def cmd_tap(args: argparse.Namespace) -> int:
@@ -449,6 +662,13 @@ def _parser() -> argparse.ArgumentParser:
         help="scrub API keys, tokens, passwords and private keys (needs the redact extra)",
     )
     c.add_argument("--strict", action="store_true", help="stop at the first bad input instead of reporting it")
+    c.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        metavar="N",
+        help="worker processes converting sessions side by side (default: all cores; 1 converts in this process)",
+    )
     c.add_argument("--origin", choices=["live", "replay"], help="override the origin of every event")
     c.add_argument(
         "--follow",

@@ -8,6 +8,7 @@ The first line of a stream is a :class:`StreamHeader`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Union
 
 import msgspec
@@ -121,6 +122,45 @@ def _encode_event(ev: SessionEvent) -> bytes:
             b"}",
         )
     )
+
+
+_encode_into = _encoder.encode_into
+_EVENT_HEAD = b'{"type":"session.event","sessionId":'
+
+
+def encode_lines(events: Iterable[_Core]) -> bytearray:
+    """Events as JSON lines, each ending in a newline: :func:`encode` of each, written into one buffer.
+
+    The same bytes as ``b"".join(encode(e) + b"\\n" for e in events)``, without a
+    bytes object per line (msgspec writes each part in place).
+    """
+    buf = bytearray()
+    into = _encode_into
+    for ev in events:
+        if type(ev) is SessionEvent:
+            env = ev.event
+            buf += _EVENT_HEAD
+            into(ev.session_id, buf, len(buf))
+            buf += b',"event":'
+            wire = _EnvelopeWire(
+                session_id=env.session_id,
+                agent=env.agent,
+                seq=env.seq,
+                ts=env.ts,
+                turn_id=env.turn_id,
+                origin=env.origin,
+                native=env.native,
+                subagent_id=env.subagent_id,
+            )
+            into(wire, buf, len(buf))
+            end = len(buf) - 1  # the envelope's closing brace: the body's fields follow it
+            into(env.body, buf, end)
+            buf[end] = 44  # "," in place of the body's opening brace
+            buf += b"}\n"
+        else:
+            into(ev, buf, len(buf))
+            buf += b"\n"
+    return buf
 
 
 def encode(event: _Core | StreamHeader) -> bytes:

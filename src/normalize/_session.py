@@ -16,10 +16,11 @@ here knows any native protocol.  Rules (docs/events.md, "Envelope rules"):
     ``turn-complete`` with reason ``interrupt``, and the session fails.
 * origin: the Session's default (``live``, or ``replay`` for stored formats),
   unless the adapter says otherwise for an event.
-* ts: the native timestamp, else the capture's receive time, else the clock; except that
-  an event normalize made up (``protocol: "core"``) takes the nearest time before it (the
-  last native or receive time of this Session), and the clock only when there has been
-  none yet: a session stored in 2025 and converted today keeps its 2025 times, and a live
+* ts: the native timestamp, else the capture's receive time, else the clock (read once
+  per native message: the events of one message share its time); except that an event
+  normalize made up (``protocol: "core"``) takes the nearest time before it (the last
+  native or receive time of this Session), and the clock only when there has been none
+  yet: a session stored in 2025 and converted today keeps its 2025 times, and a live
   stream says the same times as the conversion of its recording.
 * native: the message an event came from, unchanged; ``protocol: "core"`` for
   events the library synthesizes.
@@ -49,7 +50,6 @@ from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Sou
 from ._errors import InputError, MalformedMessage, ProtocolViolation, UsageError
 from ._lifecycle import Calls, Requests
 from ._model import (
-    AnyBody,
     Body,
     Category,
     ErrorInfo,
@@ -126,7 +126,11 @@ def format_ts(seconds: float) -> str:
     cached = _ts_cache
     if cached[0] != sec:
         cached = _ts_cache = (sec, datetime.fromtimestamp(sec, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S."))
-    return f"{cached[1]}{us // 1000:03d}Z"
+    return cached[1] + _MILLIS[us // 1000]
+
+
+#: ``"000Z"`` ... ``"999Z"``: the end of a time, looked up rather than formatted
+_MILLIS = [f"{ms:03d}Z" for ms in range(1000)]
 
 
 _validator = msgspec.json.Decoder(msgspec.Raw)
@@ -172,6 +176,8 @@ def _kept_text(message: bytes) -> str:
     """
     return message.decode("utf-8", errors="replace")
 
+
+_NO_NATIVE: tuple[bytes | None, str | None, Native] = (None, None, Native(protocol="core", payload=None))
 
 # The roles a body plays in the turn state machine, by its exact type.
 _OTHER, _START, _COMPLETE, _ASK, _RESOLVED, _SUBAGENT, _AUTO, _MCP, _CALL = range(9)
@@ -229,6 +235,10 @@ class Session:
         self._last_ts: str | None = None
         #: a session another one spawned (a sub-agent's thread): its record, announced at once
         self._spawned: SessionCreated | None = None
+        self._now: str | None = None  # the clock's time for the message being translated
+        # the Native of the message being translated (dropped after it: a session kept after its
+        # last message, in a connection of many, keeps no message)
+        self._native_of: tuple[bytes | None, str | None, Native] = _NO_NATIVE
 
     # ------------------------------------------------------------------ public
 
@@ -256,6 +266,7 @@ class Session:
             raise UsageError("Session.feed() after close()")
         if self._first is None:
             self._first = message
+        self._now = None
         items: list[Item]
         if not message.isascii() and (bad := _utf8_error(message)) is not None:
             items = [Problem(error=bad)]  # adapters only ever see UTF-8
@@ -266,6 +277,8 @@ class Session:
                 items = [Problem(error=exc)]
             except RecursionError:  # msgspec's decoders stop at a fixed depth, with this error
                 items = [Problem(error=MalformedMessage("JSON nested too deeply to read"))]
+        if self._created:
+            return self._run(items, message, t)
         return self._dispatch(items, message, t)
 
     def feed_problem(self, error: InputError, *, t: str | None = None) -> list[_Core]:
@@ -274,6 +287,7 @@ class Session:
             raise UsageError("Session.feed_problem() after close()")
         if self.strict:
             raise error
+        self._now = None
         kept = (error.kept or "").encode()  # the event carries what could be kept of the line, as text
         if self._first is None:
             self._first = kept or error.message.encode()
@@ -284,6 +298,7 @@ class Session:
         if self._closed:
             raise UsageError("Session.close() called twice")
         self._closed = True
+        self._now = None
         if self._first is None:
             return []  # nothing was ever fed: there is no session to report
         out = self._dispatch(self.adapter.close(), None, None)
@@ -374,6 +389,8 @@ class Session:
                 self._native_ts = native_ts
                 self._event(out, item, message, method, native_ts or t, None, None, False)
                 accounted = True
+            elif type(item) is Source:
+                method, native_ts = item.method, item.ts
             elif isinstance(item, Emit):
                 self._native_ts = item.ts or native_ts
                 self._event(
@@ -412,6 +429,7 @@ class Session:
                 out.append(structs.replace(item, session_id=sid))
         if not accounted:
             self._keep(out, message, method, native_ts or t)
+        self._native_of = _NO_NATIVE
         return out
 
     def _keep(self, out: list[_Core], message: bytes | None, method: str | None, ts: str | None) -> None:
@@ -468,7 +486,9 @@ class Session:
         # The turn state machine: see the module docstring.  Bodies are never
         # subclassed (docs/events.md), so their exact type says their role.
         role = _ROLES.get(type(body), _OTHER)
-        if role == _START:
+        if role == _OTHER:
+            pass
+        elif role == _START:
             if self._turn_id is not None:
                 self._synth(out, TurnComplete(reason="interrupt"), "turn-start-while-open")
             self._turns += 1
@@ -481,7 +501,7 @@ class Session:
                     reason = f"tool call {call_id} ({call.tool}) was still open when {self._turn_id} ended"
                     self._settle_call(out, call_id, call.tool, call.category, None, reason)
         elif role == _CALL:
-            why = self._calls.refuse(cast(ToolCall, body), subagent_id, self._turn_id)
+            why = self._calls.refuse(body, subagent_id, self._turn_id)  # type: ignore[arg-type]
             if why is not None:  # a duplicate or late phase: reported, not counted twice
                 if self.strict:
                     raise ProtocolViolation(why)
@@ -494,33 +514,57 @@ class Session:
                 body = structs.replace(sub, parent_subagent_id=subagent_id)
             subagent_id = None
         elif role == _RESOLVED:
-            body = self._pending.resolve(cast(RequestResolved, body))
+            body = self._pending.resolve(body)  # type: ignore[arg-type]
         elif role == _AUTO:
-            body = Requests.auto(cast(PermissionAuto, body))
-        if synthetic or message is None:
+            body = Requests.auto(body)  # type: ignore[arg-type]
+        made_up = synthetic or message is None
+        if origin is None:
+            origin = self.origin
+        # the event's time: its own, else (made up) the nearest before it, else the clock
+        # (see ts in the module docstring)
+        if ts is not None:
+            self._last_ts = ts
+        elif made_up and self._last_ts is not None:
+            ts = self._last_ts
+        else:
+            ts = self._now
+            if ts is None:
+                ts = self._now = format_ts(self._clock())
+        self._seq += 1
+        if made_up:
             native = Native(protocol="core", method=method, payload=None)
         elif text_payload:
-            native = Native(protocol=self._protocol, method=method, payload=_kept_text(message))
+            native = Native(protocol=self._protocol, method=method, payload=_kept_text(message))  # type: ignore[arg-type]
         else:
-            native = Native(protocol=self._protocol, method=method, payload=Raw(message))
-        self._seq += 1
+            # the events of one message share its Native (it is immutable)
+            cached = self._native_of
+            if cached[0] is message and cached[1] == method:
+                native = cached[2]
+            else:
+                native = Native(protocol=self._protocol, method=method, payload=Raw(message))  # type: ignore[arg-type]
+                self._native_of = (message, method, native)
         sid = self.session_id
         assert sid is not None
         env = EventEnvelope(
             session_id=sid,
             agent=self.adapter.agent,
             seq=self._seq,
-            ts=self._time(ts, synthetic or message is None),
-            origin=origin or self.origin,
+            ts=ts,
+            origin=origin,
             native=native,
-            body=cast(AnyBody, body),
+            body=body,  # type: ignore[arg-type]
             turn_id=self._turn_id,
             subagent_id=subagent_id,
         )
         out.append(SessionEvent(session_id=sid, event=env))
-        if role == _MCP:
+        if role == _OTHER:
+            if self._state == "starting":
+                self._set_state(out, "idle")
+        elif role == _MCP:
             self._mcp_call(out, cast(McpTool, body), None if synthetic else self._native_ts)
-        if role in (_OTHER, _SUBAGENT, _AUTO, _MCP, _CALL):
+            if self._state == "starting":
+                self._set_state(out, "idle")
+        elif role in (_SUBAGENT, _AUTO, _CALL):
             if self._state == "starting":
                 self._set_state(out, "idle")
         elif role == _COMPLETE:
@@ -615,15 +659,6 @@ class Session:
                     duration_ms=duration,
                 )
                 out.append(finished)
-
-    def _time(self, ts: str | None, made_up: bool) -> str:
-        """The event's time: its own, else (made up) the nearest before it, else the clock (see ts above)."""
-        if ts is not None:
-            self._last_ts = ts
-            return ts
-        if made_up and self._last_ts is not None:
-            return self._last_ts
-        return format_ts(self._clock())
 
     def _set_state(self, out: list[_Core], state: SessionState) -> None:
         if state != self._state:

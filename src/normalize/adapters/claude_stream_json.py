@@ -631,6 +631,7 @@ class ClaudeStreamJsonAdapter(Adapter):
         # control protocol
         self._asked: Bounded[str, str | None] = Bounded("control request", PENDING_REQUESTS)  # -> subagent id
         self._client_requests: Bounded[str, _Request] = Bounded("client control request", PENDING_REQUESTS)
+        self._head = _Head()  # the head of the line being read
 
     # ------------------------------------------------------------------ detect
 
@@ -657,6 +658,7 @@ class ClaudeStreamJsonAdapter(Adapter):
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         head: _Head = _decode(_HEAD, message)
+        self._head = head  # the line's head, for a handler that reads it too (read once per line)
         method = head.method
         handlers = self._client_handlers if from_ == "client" else self._agent_handlers
         handler = handlers.get(head.type or "")
@@ -870,7 +872,7 @@ class ClaudeStreamJsonAdapter(Adapter):
     # ----------------------------------------------------------- agent: system
 
     def _system(self, message: bytes) -> list[Item]:
-        head: _Head = _decode(_HEAD, message)
+        head = self._head
         if head.subtype == "init":
             return self._init(_decode(_INIT, message))
         handler = self._system_handlers.get(head.subtype or "")

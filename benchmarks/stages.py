@@ -1,0 +1,210 @@
+"""Where the time of one native line goes: a per-stage breakdown of ``convert``.
+
+    .venv/bin/python benchmarks/stages.py [PROTOCOL...] [--lines N] [--rounds R]
+
+For each protocol, on the same generated session as the harness (``_gen``), in one
+process, the best of several interleaved rounds of CPU time (``time.process_time``),
+in microseconds per native line:
+
+* read: ``iter_records`` (chunks -> lines -> records);
+* decode: every ``msgspec.json.Decoder.decode`` call the adapter makes, replayed
+  alone (the calls of one pass are recorded, then timed by themselves);
+* adapter: the adapter's ``feed`` on every message, minus decode and guard;
+* guard: what the shared ``bounded_feed`` wrapper adds around ``feed`` (0 when the
+  adapter has none);
+* session: ``Session.feed`` minus the adapter's ``feed`` (envelope, seq, turn state,
+  the core's ledgers);
+* encode: the CoreEvents encoded as ``convert`` encodes them (``encode_lines``, a batch
+  at a time; ``encode`` of each in a tree that has no ``encode_lines``);
+* write: what the convert loop adds on top of the stages above (writing to
+  ``/dev/null``, the loop itself), from the whole ``convert`` timed as the harness
+  times it.
+
+The stages are measured apart, so they add up to the whole only roughly; ``total``
+is the whole ``convert`` path of ``run.py``, ``floor`` the msgspec floor of ``run.py``
+on the same lines.  CPU time, not wall time, because the
+machine may be shared; compare the stages of one run with each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import _gen
+import msgspec
+import run
+
+from normalize import Session, encode
+
+try:
+    from normalize._codec import encode_lines
+except ImportError:  # measuring an older tree
+    encode_lines = None  # type: ignore[assignment]
+from normalize._convert import iter_records
+from normalize._lines import Message
+from normalize._registry import adapter_class
+
+
+class _Recorder:
+    """Stands in for a module-level decoder: decodes, and remembers what it was given."""
+
+    def __init__(self, dec: Any, calls: list[tuple[Any, Any]]) -> None:
+        self._dec = dec
+        self._calls = calls
+
+    def decode(self, data: Any) -> Any:
+        self._calls.append((self._dec, data))
+        return self._dec.decode(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._dec, name)
+
+
+def _decoder_modules(cls: type) -> list[ModuleType]:
+    """The adapter's module and the adapter helper modules it uses."""
+    mods = [sys.modules[cls.__module__]]
+    mods += [m for name, m in sys.modules.items() if name.startswith("normalize.adapters._") and m is not None]
+    return mods
+
+
+def _record_decodes(cls: type, messages: list[Message]) -> list[tuple[Any, Any]]:
+    calls: list[tuple[Any, Any]] = []
+    patched: list[tuple[ModuleType, str, Any]] = []
+    for mod in _decoder_modules(cls):
+        for name, value in list(vars(mod).items()):
+            if isinstance(value, msgspec.json.Decoder):
+                patched.append((mod, name, value))
+                setattr(mod, name, _Recorder(value, calls))
+    try:
+        adapter = cls()
+        for m in messages:
+            adapter.feed(m.data, m.from_)
+    finally:
+        for mod, name, value in patched:
+            setattr(mod, name, value)
+    return calls
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    t0 = time.process_time()
+    fn()
+    return time.process_time() - t0
+
+
+def breakdown(protocol: str, lines: int, max_bytes: int, rounds: int) -> dict[str, float]:
+    template = _gen.load(protocol)
+    data, n = _gen.blob(template, lines, max_bytes)
+    cls = adapter_class(protocol)
+    messages = [r for r in iter_records(io.BytesIO(data)) if isinstance(r, Message)]
+    calls = _record_decodes(cls, messages)
+    feed_raw = getattr(cls.feed, "__wrapped__", None)
+    events: list[Any] = []
+    session = Session(cls())
+    for m in messages:
+        events += session.feed(m.data, m.from_, t=m.t)
+    events += session.close()
+    encoded = [encode(ev) for ev in events]
+    sink = open(os.devnull, "wb")  # noqa: SIM115 - closed below
+
+    def read() -> None:
+        for _ in iter_records(io.BytesIO(data)):
+            pass
+
+    def decode() -> None:
+        for dec, payload in calls:
+            try:  # noqa: SIM105 - cheaper than contextlib.suppress, in a timed loop
+                dec.decode(payload)
+            except msgspec.DecodeError:  # the adapter reports these: decoding them is part of its work
+                pass
+
+    def adapter() -> None:
+        a = cls()
+        feed = a.feed
+        for m in messages:
+            feed(m.data, m.from_)
+
+    def adapter_unguarded() -> None:
+        a = cls()
+        for m in messages:
+            feed_raw(a, m.data, m.from_)
+
+    def session_feed() -> None:
+        s = Session(cls())
+        feed = s.feed
+        for m in messages:
+            feed(m.data, m.from_, t=m.t)
+        s.close()
+
+    batches = [events[i : i + 600] for i in range(0, len(events), 600)]
+
+    def encode_all() -> None:
+        if encode_lines is None:  # a tree from before encode_lines: one encode per event
+            for ev in events:
+                encode(ev)
+            return
+        for batch in batches:
+            encode_lines(batch)
+
+    def convert() -> None:
+        run.convert(io.BytesIO(data), protocol, sink)
+
+    fns: dict[str, Callable[[], object]] = {
+        "read": read,
+        "decode": decode,
+        "adapter": adapter,
+        "session": session_feed,
+        "encode": encode_all,
+        "total": convert,
+        "floor": lambda: run.floor(data, sink),
+    }
+    if feed_raw is not None:
+        fns["unguarded"] = adapter_unguarded
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            best[name] = min(best[name], _timed(fn))
+    sink.close()
+    us = {k: v * 1e6 / n for k, v in best.items()}
+    unguarded = us.pop("unguarded", us["adapter"])
+    out = {
+        "read": us["read"],
+        "decode": us["decode"],
+        "adapter": unguarded - us["decode"],
+        "guard": us["adapter"] - unguarded,
+        "session": us["session"] - us["adapter"],
+        "encode": us["encode"],
+    }
+    out["write"] = us["total"] - sum(out.values())
+    out["total"] = us["total"]
+    out["floor"] = us["floor"]
+    out["events/line"] = len(events) / n
+    out["encoded bytes/line"] = sum(map(len, encoded)) / n
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("protocols", nargs="*", default=["claude-stream-json", "codex-exec-json", "hm-json"])
+    ap.add_argument("--lines", type=int, default=20_000)
+    ap.add_argument("--max-mb", type=float, default=8)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    cols = ["read", "decode", "adapter", "guard", "session", "encode", "write", "total", "floor"]
+    print("| adapter | " + " | ".join(cols) + " | events/line |")
+    print("| --- |" + " ---: |" * (len(cols) + 1))
+    for p in args.protocols:
+        r = breakdown(p, args.lines, int(args.max_mb * 1_000_000), args.rounds)
+        cells = " | ".join(f"{r[c]:.1f}" for c in cols)
+        print(f"| {p} | {cells} | {r['events/line']:.2f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
