@@ -9,6 +9,7 @@ reason when one is missing.  Each run gets a scratch HOME and working directory
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -28,6 +29,7 @@ from scenarios import with_cwd  # type: ignore[import-not-found]  # noqa: E402
 from servers import (  # type: ignore[import-not-found]  # noqa: E402
     AnthropicHandler,
     FakeServer,
+    GeminiHandler,
     ResponsesHandler,
     Script,
     Step,
@@ -60,11 +62,14 @@ class AcpAgent:
     handler: type[Any]
     ask_mode: str  # a mode in which a shell command needs the user's permission
     shell: Callable[[str], Any]  # the model's tool call running a command
+    program: str = ""  # the executable, when not the agent's name
+    args: tuple[str, ...] = ()  # what makes it speak ACP
 
     def binary(self) -> Path:
-        path = agent_binary(self.name)
+        program = self.program or self.name
+        path = agent_binary(program)
         if path is None:
-            pytest.skip(f"{self.name} is not installed (looked in $NORMALIZE_AGENTS_BIN, {DEFAULT_BIN}, PATH)")
+            pytest.skip(f"{program} is not installed (looked in $NORMALIZE_AGENTS_BIN, {DEFAULT_BIN}, PATH)")
         return path
 
 
@@ -78,9 +83,14 @@ def _codex_shell(cmd: str) -> Any:
     return Tool("exec_command", args)
 
 
+def _gemini_shell(cmd: str) -> Any:
+    return Tool("run_shell_command", {"command": cmd, "description": "Run " + cmd})
+
+
 AGENTS = {
     "claude-agent-acp": AcpAgent("claude-agent-acp", AnthropicHandler, "default", _claude_shell),
     "codex-acp": AcpAgent("codex-acp", ResponsesHandler, "read-only", _codex_shell),
+    "gemini-acp": AcpAgent("gemini-acp", GeminiHandler, "default", _gemini_shell, "gemini", ("--acp",)),
 }
 
 
@@ -116,9 +126,18 @@ def fake_model(agent: AcpAgent, root: Path, conversations: dict[str, list[Any]])
             claude = binary.parent / "claude"
             if claude.is_file():  # the Claude Code installed beside the adapter
                 env["CLAUDE_CODE_EXECUTABLE"] = str(claude)
+        elif agent.handler is GeminiHandler:
+            settings = home / ".gemini" / "settings.json"  # API-key auth, as tools/record sets it up
+            settings.parent.mkdir()
+            settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+            env |= {
+                "GEMINI_API_KEY": "fake-gemini-key",
+                "GOOGLE_GEMINI_BASE_URL": server.url,
+                "GEMINI_CLI_TRUST_WORKSPACE": "true",
+            }
         else:
             codex_home = home / ".codex"
             codex_home.mkdir()
             (codex_home / "config.toml").write_text(CODEX_CONFIG.format(url=server.url))
             env["CODEX_HOME"] = str(codex_home)
-        yield AcpRun([str(binary)], cwd, env)
+        yield AcpRun([str(binary), *agent.args], cwd, env)
