@@ -87,7 +87,8 @@ class Wiretap:
 
     ``feed(data, from_)`` takes bytes as they crossed, in any chunking;
     ``close()`` says both sides are done.  ``record``, when given, receives each
-    tap line (with its newline) as soon as its wire line is complete.  The
+    tap line (with its newline) as soon as its wire line is complete; ``tee``, each
+    complete wire line itself with its direction (a host that also reads the messages).  The
     protocol is detected eagerly when not given (:class:`~normalize.Converter`);
     if detection fails, :attr:`error` holds why, the recording goes on and no
     more events come.
@@ -104,6 +105,7 @@ class Wiretap:
         strict: bool = False,
         max_line: int = DEFAULT_MAX_LINE,
         record: Callable[[bytes], object] | None = None,
+        tee: Callable[[Direction, bytes], object] | None = None,
     ) -> None:
         self.converter = Converter(
             protocol=protocol,
@@ -117,6 +119,7 @@ class Wiretap:
         self._clock = clock if clock is not None else time.time
         self._last = float("-inf")
         self._record = record
+        self._tee = tee
         self._split: dict[Direction, LineSplitter] = {"agent": LineSplitter(max_line), "client": LineSplitter(max_line)}
         self._seen = False
         #: why events stopped, or None: the protocol could not be detected
@@ -155,6 +158,8 @@ class Wiretap:
                     rec = LineProblem(err, lineno, t)
                 else:
                     rec = Message(line, from_, t, lineno)
+                    if self._tee is not None:
+                        self._tee(from_, line)
             if self._record is not None:
                 self._record(tap_line(from_, line, t, spliced=spliced) + b"\n")
             out.append(rec)

@@ -45,8 +45,9 @@ import anyio
 import msgspec
 from anyio.abc import Process, TaskGroup
 
+from .._contract import Direction
 from .._errors import NormalizeError, UsageError
-from .._lines import DEFAULT_MAX_LINE, LineSplitter
+from .._lines import DEFAULT_MAX_LINE
 from .._model import (
     Decision,
     EventEnvelope,
@@ -444,10 +445,12 @@ class DriveSession:
         self.backend = backend
         self.options = backend.options
         self._write_record, self._owned = _open_record(record)
-        self.wiretap = Wiretap(protocol=backend.protocol, strict=strict, max_line=max_line, record=self._write_record)
+        self.wiretap = Wiretap(
+            protocol=backend.protocol, strict=strict, max_line=max_line, record=self._write_record, tee=self._tee
+        )
         self._stderr_to = stderr
         self._start_timeout = start_timeout
-        self._lines = LineSplitter(max_line)
+        self._agent_lines: list[bytes] = []  # split by the wiretap, for the backend
         self._events: deque[_Core] = deque()
         self._changed = anyio.Event()
         self._ended = False  # no more events will come
@@ -666,9 +669,9 @@ class DriveSession:
         try:
             while data := await out.receive():
                 self._queue(self.wiretap.feed(data, "agent"))
-                for item in self._lines.feed(data):
-                    if isinstance(item, tuple):
-                        await self._dispatch(item[1])
+                lines, self._agent_lines = self._agent_lines, []
+                for line in lines:
+                    await self._dispatch(line)
         finally:
             out.close()
             with anyio.CancelScope(shield=True):
@@ -679,6 +682,10 @@ class DriveSession:
             self._queue(self.wiretap.close())
             self._ended = True
             self._notify()
+
+    def _tee(self, from_: Direction, line: bytes) -> None:
+        if from_ == "agent":
+            self._agent_lines.append(line)
 
     async def _dispatch(self, line: bytes) -> None:
         try:
