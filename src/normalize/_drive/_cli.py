@@ -80,7 +80,7 @@ def add_run_command(sub: Any) -> None:
         help="also serve the live page of the session on 127.0.0.1 (normalize show --follow; needs the show extra)",
     )
     r.add_argument("--port", type=int, default=0, help="with --show: the port (default: any free one)")
-    r.set_defaults(func=cmd_run, rest=[], split_at_dashes=True)
+    r.set_defaults(func=cmd_run, rest=[])
 
 
 def _self_command() -> list[str]:

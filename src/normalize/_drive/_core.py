@@ -842,8 +842,6 @@ def drive(
     ``record`` receives the tap recording of the wire.  The agent's stderr is kept
     (its end explains an exit) unless ``stderr`` says where it goes.
     """
-    if agent == "acp" and not command:
-        raise UsageError("drive('acp') needs the ACP agent's command, e.g. command=['claude-agent-acp']")
     cls = backend_class(agent) if isinstance(agent, str) else agent
     options = DriveOptions(
         cwd=Path(cwd if cwd is not None else os.getcwd()).resolve(),
@@ -854,4 +852,6 @@ def drive(
         resume=resume,
         env=dict(env or {}),
     )
-    return DriveSession(cls(options), record=record, stderr=stderr, strict=strict, start_timeout=start_timeout)
+    backend = cls(options)
+    backend.command()  # what the backend cannot run (acp without its command) is said here, not at start
+    return DriveSession(backend, record=record, stderr=stderr, strict=strict, start_timeout=start_timeout)
