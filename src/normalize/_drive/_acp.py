@@ -331,7 +331,7 @@ class AcpBackend(Backend):
     def command(self) -> list[str]:
         if not self.options.command:
             raise UsageError("the acp backend needs the agent's command, e.g. ['claude-agent-acp']")
-        return [*self.options.command, *self.options.args]
+        return super().command()
 
     @property
     def capabilities(self) -> dict[str, Any]:

@@ -64,7 +64,7 @@ class AgyBackend(Backend):
     program: ClassVar[str] = "agy"
     queues_prompts: ClassVar[bool] = True
 
-    def command(self) -> list[str]:
+    def flags(self) -> list[str]:
         o = self.options
         fixed = ["--input-format", "stream-json", "--output-format", "stream-json"]
         if not any(a == "--print-timeout" or a.startswith("--print-timeout=") for a in o.args):
@@ -75,7 +75,7 @@ class AgyBackend(Backend):
             fixed += ["--mode", o.mode]
         if o.resume:
             fixed += ["--conversation", o.resume]
-        return [*(o.command or [self.program]), *fixed, *o.args]
+        return fixed
 
     def __init__(self, options: DriveOptions) -> None:
         super().__init__(options)

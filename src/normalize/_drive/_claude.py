@@ -45,7 +45,7 @@ class ClaudeBackend(Backend):
     program: ClassVar[str] = "claude"
     queues_prompts: ClassVar[bool] = True
 
-    def command(self) -> list[str]:
+    def flags(self) -> list[str]:
         o = self.options
         flags = [
             "-p",
@@ -63,7 +63,7 @@ class ClaudeBackend(Backend):
             flags += ["--permission-mode", o.mode]
         if o.resume:
             flags += ["--resume", o.resume]
-        return [*(o.command or [self.program]), *flags, *o.args]
+        return flags
 
     # ------------------------------------------------------------ control requests
 

@@ -108,9 +108,8 @@ class CodexBackend(Backend):
         self._ended: str | None = None  # the last turn completed (its end can overtake turn/start's answer)
         self._next_turn: dict[str, Any] = {}  # overrides for the next turn/start
 
-    def command(self) -> list[str]:
-        head = list(self.options.command) if self.options.command else [self.program]
-        return [*head, "app-server", *self.options.args]
+    def flags(self) -> list[str]:
+        return ["app-server"]
 
     # ------------------------------------------------------------ session
 

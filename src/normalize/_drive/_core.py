@@ -382,8 +382,12 @@ class Backend:
         self.options = options
 
     def command(self) -> list[str]:
-        """The agent's argv."""
-        return [*(self.options.command or [self.program]), *self.options.args]
+        """The agent's argv: its program (or ``command``), the backend's :meth:`flags`, then ``args``."""
+        return [*(self.options.command or [self.program]), *self.flags(), *self.options.args]
+
+    def flags(self) -> list[str]:
+        """What the backend adds to the program: its protocol mode, and the options it takes as flags."""
+        return []
 
     def environment(self) -> dict[str, str]:
         """Variables the backend adds to the agent's environment."""

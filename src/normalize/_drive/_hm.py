@@ -67,7 +67,7 @@ class HmBackend(Backend):
 
     # ------------------------------------------------------------ command line
 
-    def command(self) -> list[str]:
+    def flags(self) -> list[str]:
         o = self.options
         fixed = ["agent", "--rpc", "--cwd", str(o.cwd)]
         if o.mode:
@@ -76,7 +76,7 @@ class HmBackend(Backend):
             fixed += ["--model", o.model]
         if o.resume:
             fixed += ["--session", o.resume]
-        return [*(o.command or [self.program]), *fixed, *o.args]
+        return fixed
 
     # ------------------------------------------------------------ commands
 
