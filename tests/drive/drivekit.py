@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import normalize
+
+#: Where scripts/install-agents puts the agent CLIs by default.
+DEFAULT_BIN = Path("/tmp/normalize-drive-npm/node_modules/.bin")
+
+
+def agent_binary(name: str) -> Path | None:
+    """An agent's program: in ``$NORMALIZE_AGENTS_BIN``, else :data:`DEFAULT_BIN`, else on ``PATH``."""
+    folders = [Path(os.environ["NORMALIZE_AGENTS_BIN"])] if os.environ.get("NORMALIZE_AGENTS_BIN") else []
+    for folder in [*folders, DEFAULT_BIN]:
+        path = folder / name
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    found = shutil.which(name)
+    return Path(found) if found else None
 
 
 def assert_replays(driven: list[Any], recording: Path) -> None:

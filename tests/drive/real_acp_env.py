@@ -10,8 +10,6 @@ reason when one is missing.  Each run gets a scratch HOME and working directory
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from drivekit import DEFAULT_BIN, agent_binary
 
 RECORD = Path(__file__).resolve().parents[2] / "tools" / "record"
 sys.path.insert(0, str(RECORD))
@@ -39,19 +38,6 @@ from servers import (  # type: ignore[import-not-found]  # noqa: E402
 )
 
 __all__ = ["AGENTS", "AcpAgent", "AcpRun", "Script", "Step", "Text", "Thinking", "agent_binary", "fake_model"]
-
-DEFAULT_BIN = Path("/tmp/normalize-drive-npm/node_modules/.bin")
-
-
-def agent_binary(name: str) -> Path | None:
-    """``name`` in ``$NORMALIZE_AGENTS_BIN``, the default npm folder, then ``PATH``."""
-    folders = [Path(os.environ["NORMALIZE_AGENTS_BIN"])] if os.environ.get("NORMALIZE_AGENTS_BIN") else []
-    for folder in [*folders, DEFAULT_BIN]:
-        path = folder / name
-        if path.is_file() and os.access(path, os.X_OK):
-            return path
-    found = shutil.which(name)
-    return Path(found) if found else None
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,6 @@ first user message.  The CLI runs in a scratch HOME with a fake API key, as
 from __future__ import annotations
 
 import importlib.util
-import os
-import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,19 +17,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from drivekit import DEFAULT_BIN, agent_binary
+
 ROOT = Path(__file__).resolve().parents[2]
-#: Where scripts/install-agents puts the CLIs by default.
-DEFAULT_BIN = Path("/tmp/normalize-drive-npm/node_modules/.bin")
 
 
 def find_claude() -> Path | None:
-    """The ``claude`` program: in ``$NORMALIZE_AGENTS_BIN``, else the default install folder, else on PATH."""
-    folders = [Path(os.environ["NORMALIZE_AGENTS_BIN"])] if os.environ.get("NORMALIZE_AGENTS_BIN") else []
-    for folder in [*folders, DEFAULT_BIN]:
-        if (folder / "claude").is_file() and os.access(folder / "claude", os.X_OK):
-            return folder / "claude"
-    found = shutil.which("claude")
-    return Path(found) if found else None
+    """The ``claude`` program (drivekit.agent_binary says where it is looked for)."""
+    return agent_binary("claude")
 
 
 WHY_MISSING = (

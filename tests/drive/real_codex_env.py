@@ -10,9 +10,7 @@ is contacted, and no API key is needed.
 from __future__ import annotations
 
 import importlib
-import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,9 +20,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from drivekit import agent_binary
+
 ROOT = Path(__file__).resolve().parents[2]
 RECORD = ROOT / "tools" / "record"
-NPM_BIN = Path("/tmp/normalize-drive-npm/node_modules/.bin")
 #: The version the integration tests were written against (adapters/codex-app-server/VERSIONS).
 VERSION = "0.171.0"
 
@@ -52,13 +51,8 @@ def record_module(name: str) -> ModuleType:
 
 
 def codex_binary() -> Path | None:
-    """The codex executable to test, or None when it is not installed."""
-    folders = [os.environ.get("NORMALIZE_AGENTS_BIN"), str(NPM_BIN)]
-    for folder in folders:
-        if folder and (Path(folder) / "codex").is_file():
-            return Path(folder) / "codex"
-    found = shutil.which("codex")
-    return Path(found) if found else None
+    """The codex executable to test, or None when it is not installed (drivekit.agent_binary)."""
+    return agent_binary("codex")
 
 
 def codex_version(binary: Path) -> str | None:
