@@ -21,6 +21,7 @@ from normalize import (
     EventEnvelope,
     Item,
     Message,
+    OpenCall,
     PermissionAuto,
     PermissionOption,
     PermissionRequest,
@@ -303,6 +304,77 @@ def test_a_nested_sub_agent_keeps_its_parent() -> None:
     ]
     # the envelope's subagentId would share the body's JSON key: the parent moves to parentSubagentId
     assert subs == [("outer", None, None), ("inner", "outer", None)]
+
+
+class _Scripted(Adapter):
+    """Returns, for each message fed, the next list of items of ``script``; reads the core's calls."""
+
+    protocol = "test-scripted"
+
+    def __init__(self, script: list[list[Item]]) -> None:
+        super().__init__()
+        self.script = script
+        self.seen: list[OpenCall | None] = []
+
+    def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
+        self.seen.append(self.calls.get("c1"))
+        return self.script.pop(0)
+
+
+def _scripted(script: list[list[Item]]) -> tuple[_Scripted, list[EventEnvelope]]:
+    adapter = _Scripted(script)
+    session = Session(adapter, clock=lambda: 0.0)
+    out = [e for _ in range(len(script)) for e in session.feed(b"{}")]
+    out += session.close()
+    return adapter, [e.event for e in out if isinstance(e, SessionEvent)]
+
+
+def test_an_end_that_names_only_its_call_gets_the_calls_tool_title_category_and_sub_agent() -> None:
+    started = ToolCall(call_id="c1", tool="Bash", phase="started", title="ls", category="execute")
+    note = {"command": "ls"}
+    adapter, envs = _scripted(
+        [
+            [Emit(body=started, subagent_id="agent-1", note=note)],
+            [ToolCall(call_id="c1", tool="", phase="completed", output="a")],
+            [ToolCall(call_id="c9", tool="", phase="failed")],  # never started
+        ]
+    )
+    # the adapter reads what the core knows of the call: nothing before its start, then its start
+    assert adapter.seen[0] is None
+    known = adapter.seen[1]
+    assert known is not None
+    assert (known.tool, known.title, known.category, known.subagent_id, known.note) == (
+        "Bash",
+        "ls",
+        "execute",
+        "agent-1",
+        note,
+    )
+    assert adapter.seen[2] is None  # ended: no longer open
+    calls = [(e.body, e.subagent_id) for e in envs if isinstance(e.body, ToolCall)]
+    _, (done, sub1), (unknown, sub2) = calls
+    assert (done.tool, done.title, done.category, done.output, sub1) == ("Bash", "ls", "execute", "a", "agent-1")
+    assert (unknown.tool, unknown.title, sub2) == ("unknown", None, None)
+
+
+def test_an_update_may_name_the_call_better_and_replace_its_note() -> None:
+    calls = Calls(10, 10)
+    calls.refuse(ToolCall(call_id="c1", tool="other", phase="started"), None, "turn:1", note=1)
+    calls.refuse(ToolCall(call_id="c1", tool="Read", phase="updated", title="a.txt", category="read"), None, None, 2)
+    known = calls.get("c1")
+    assert known is not None and (known.tool, known.title, known.category, known.note) == ("Read", "a.txt", "read", 2)
+    assert "c1" in calls and [c.call_id for c in calls] == ["c1"]
+
+
+def test_a_call_forgotten_past_the_bound_is_named_in_a_warning() -> None:
+    script: list[list[Item]] = [[ToolCall(call_id=f"c{n}", tool="Bash", phase="started")] for n in range(4)]
+    adapter = _Scripted(script)
+    adapter.calls.limit = 2
+    session = Session(adapter, clock=lambda: 0.0)
+    envs = [e.event for _ in range(4) for e in session.feed(b"{}") if isinstance(e, SessionEvent)]
+    warnings = [(e.body.message.split(":")[0], e.native.protocol) for e in envs if isinstance(e.body, WarningBody)]
+    assert warnings == [("tool call c0 forgotten", "core"), ("tool call c1 forgotten", "core")]
+    assert [c.call_id for c in adapter.calls] == ["c2", "c3"]
 
 
 # account.*: what the agents say of the account itself.

@@ -22,6 +22,7 @@ from ._errors import (
     UnreadableInput,
     UsageError,
 )
+from ._lifecycle import Calls, OpenCall
 from ._lines import DEFAULT_MAX_LINE, CaptureParser, LineProblem, LineSplitter, Message, Record
 from ._model import *  # noqa: F403 - the model's own __all__
 
@@ -117,6 +118,7 @@ __all__ = [
     "Adapter",
     "AgentTap",
     "ByteSource",
+    "Calls",
     "CaptureParser",
     "Clock",
     "Connection",
@@ -134,6 +136,7 @@ __all__ = [
     "Message",
     "NormalizeError",
     "NotASession",
+    "OpenCall",
     "Pacer",
     "Passthrough",
     "Problem",

@@ -28,11 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal, Union
 
 from msgspec import Struct
 
 from ._errors import InputError, UsageError
+from ._lifecycle import Calls
 from ._model import Body, CoreEvent, Origin
 
 __all__ = [
@@ -63,6 +64,9 @@ class Emit(Struct, frozen=True, kw_only=True):
     ts: str | None = None
     #: synthesized by the library, not carried by the message: ``protocol: "core"``
     synthetic: bool = False
+    #: with a ``tool-call`` body: what the adapter attaches to the call in the core's table
+    #: (``Adapter.calls``), read back at a later phase; an ``updated`` phase may replace it
+    note: Any = None
 
 
 class Source(Struct, frozen=True, kw_only=True):
@@ -157,6 +161,10 @@ class Adapter:
 
     def __init__(self) -> None:
         self._closed = False
+        #: the tool calls open in this adapter's session: the core's table, kept by the
+        #: Session that wraps the adapter; adapters read it and never write it
+        #: (docs/adapters.md, "The lifecycle the core owns")
+        self.calls = Calls()
 
     @classmethod
     def time_of(cls, message: bytes) -> str | None:

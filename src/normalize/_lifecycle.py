@@ -26,12 +26,14 @@ Rules (docs/events.md, "Decisions"):
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any
 
 from msgspec import structs
 
 from ._model import Decision, PermissionAuto, PermissionRequest, RequestResolved, ToolCall, UserQuestion
 
-__all__ = ["DECISION_WORDS", "Calls", "Requests", "decision_of"]
+__all__ = ["DECISION_WORDS", "OPEN_CALLS", "SEEN_CALLS", "Calls", "OpenCall", "Requests", "decision_of"]
 
 #: Option kinds (ACP's vocabulary) and the answer words of each agent, to decisions.
 DECISION_WORDS: dict[str, Decision] = {
@@ -129,56 +131,128 @@ class Requests:
         return body if decision is None else structs.replace(body, decision=decision)
 
 
-class _OpenCall:
-    __slots__ = ("category", "subagent_id", "tool", "turn_id")
+#: Tool calls open at once (a real session has a handful; parallel tool use reaches tens),
+#: and ended call ids remembered to refuse a duplicated start or end.
+OPEN_CALLS = 10_000
+SEEN_CALLS = 100_000
 
-    def __init__(self, call: ToolCall, subagent_id: str | None, turn_id: str | None) -> None:
+
+class OpenCall:
+    """What the core knows of one open tool call: read by adapters through ``Adapter.calls``.
+
+    ``tool``, ``title`` and ``category`` are the call's as its start (and any later
+    ``updated`` phase that names them) said; ``subagent_id`` the sub-agent that made it;
+    ``turn_id`` the turn it started in; ``note`` what the adapter attached to it
+    (``Emit(note=...)``): whatever its protocol needs to repeat at the call's end.
+    """
+
+    __slots__ = ("call_id", "category", "note", "subagent_id", "title", "tool", "turn_id")
+
+    def __init__(self, call: ToolCall, subagent_id: str | None, turn_id: str | None, note: Any) -> None:
+        self.call_id = call.call_id
         self.tool = call.tool
+        self.title = call.title
         self.category = call.category
         self.subagent_id = subagent_id
         self.turn_id = turn_id
+        self.note = note
+
+    def __repr__(self) -> str:
+        return f"OpenCall({self.call_id!r}, tool={self.tool!r}, subagent_id={self.subagent_id!r})"
 
 
 class Calls:
-    """Tool calls: one ``started`` and one terminal phase each, and what is left open.
+    """The table of tool calls: one ``started`` and one terminal phase each, and what is left open.
+
+    The Session keeps it (adapters read it as ``self.calls``, never write it):
 
     * A second start, or a start or end after the end, is refused (:meth:`refuse` says
       why): a duplicated line (a reconnect that re-sends, a capture written twice) or a
       result read before its call would otherwise be counted twice.  ``updated`` is never
       refused (ACP agents patch finished calls); an end without a start (its start was
       never written) is let through: nothing contradicts it yet.
+    * An end (or update) that names only its call (``tool=""``) is given the tool, title,
+      category and sub-agent of its start (:meth:`named`): adapters keep no table of
+      their own to repeat them.
     * The calls still open when their turn ends (main thread only: a sub-agent may run
       past its parent's turn) and when the input ends are settled by the Session with
       one policy (docs/adapters.md, "The lifecycle the core owns").
 
-    Open calls are bounded by ``limit``; ended ids are remembered (the last ``seen``) to
-    recognise duplicates.  Eviction is O(1).
+    Open calls are bounded by ``limit``: past it the oldest is forgotten and its id queued
+    in :attr:`evicted` (the Session reports it); ended ids are remembered (the last
+    ``seen``) to recognise duplicates.  Eviction is O(1).
     """
 
-    __slots__ = ("_ended", "_open", "limit", "seen")
+    __slots__ = ("_ended", "_open", "evicted", "limit", "seen")
 
-    def __init__(self, limit: int, seen: int) -> None:
+    def __init__(self, limit: int = OPEN_CALLS, seen: int = SEEN_CALLS) -> None:
         self.limit = limit
         self.seen = seen
-        self._open: OrderedDict[str, _OpenCall] = OrderedDict()
+        self._open: OrderedDict[str, OpenCall] = OrderedDict()
         self._ended: OrderedDict[str, None] = OrderedDict()
+        #: ids of open calls forgotten past ``limit``, until the Session reports them
+        self.evicted: list[str] = []
 
     def __len__(self) -> int:
         return len(self._open)
 
-    def refuse(self, call: ToolCall, subagent_id: str | None, turn_id: str | None) -> str | None:
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self._open
+
+    def __iter__(self) -> Iterator[OpenCall]:
+        """The open calls, oldest first."""
+        return iter(list(self._open.values()))
+
+    def get(self, call_id: str) -> OpenCall | None:
+        """The open call ``call_id``, or None (never started, ended, or forgotten)."""
+        return self._open.get(call_id)
+
+    def clear(self) -> None:
+        self._open.clear()
+        self._ended.clear()
+        self.evicted.clear()
+
+    def named(self, call: ToolCall, subagent_id: str | None) -> tuple[ToolCall, str | None]:
+        """A phase that names only its call (``tool=""``), completed from the call's start.
+
+        The tool, and the title and category when the phase gives none, are the call's;
+        the sub-agent is the call's when the adapter names none.  A call never seen (its
+        start was cut, or forgotten) is the tool ``unknown``.
+        """
+        known = self._open.get(call.call_id)
+        if known is None:
+            return structs.replace(call, tool="unknown"), subagent_id
+        body = structs.replace(
+            call,
+            tool=known.tool,
+            title=known.title if call.title is None else call.title,
+            category=known.category if call.category is None else call.category,
+        )
+        return body, known.subagent_id if subagent_id is None else subagent_id
+
+    def refuse(self, call: ToolCall, subagent_id: str | None, turn_id: str | None, note: Any = None) -> str | None:
         """Record one phase of a call; why it cannot follow what was seen, or None."""
         cid = call.call_id
         if call.phase == "updated":
+            known = self._open.get(cid)
+            if known is not None:  # an update may name the call better (ACP sends the title late)
+                if call.tool:
+                    known.tool = call.tool
+                if call.title is not None:
+                    known.title = call.title
+                if call.category is not None:
+                    known.category = call.category
+                if note is not None:
+                    known.note = note
             return None
         if cid in self._ended:
             return f"tool call {cid} already finished; a later {call.phase} phase is not reported"
         if call.phase == "started":
             if cid in self._open:
                 return f"tool call {cid} already started; a second start is not reported"
-            self._open[cid] = _OpenCall(call, subagent_id, turn_id)
+            self._open[cid] = OpenCall(call, subagent_id, turn_id, note)
             if len(self._open) > self.limit:
-                self._open.popitem(last=False)  # forgotten: a later end is let through
+                self.evicted.append(self._open.popitem(last=False)[0])  # a later end is let through
             return None
         self._open.pop(cid, None)
         self._ended[cid] = None
@@ -186,9 +260,9 @@ class Calls:
             self._ended.popitem(last=False)
         return None
 
-    def open_in_turn(self, turn_id: str) -> list[tuple[str, _OpenCall]]:
+    def open_in_turn(self, turn_id: str) -> list[tuple[str, OpenCall]]:
         """The main-thread calls ``turn_id`` started and did not end, oldest first."""
         return [(cid, c) for cid, c in self._open.items() if c.turn_id == turn_id and c.subagent_id is None]
 
-    def open_calls(self) -> list[tuple[str, _OpenCall]]:
+    def open_calls(self) -> list[tuple[str, OpenCall]]:
         return list(self._open.items())

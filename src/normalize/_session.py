@@ -93,11 +93,6 @@ HOLD_LIMIT = 32
 #: ``waiting`` state; past it the oldest is forgotten (the adapters report theirs).
 MAX_PENDING = 10_000
 
-#: Tool calls open at once (a real session has a handful; parallel tool use reaches tens),
-#: and ended call ids remembered to refuse a duplicated start or end.
-OPEN_CALLS = 10_000
-SEEN_CALLS = 100_000
-
 #: A clock returns seconds since the epoch (``time.time`` by default).
 Clock = Callable[[], float]
 
@@ -224,7 +219,7 @@ class Session:
         self._state: SessionState = "starting"
         self._mcp_open: OrderedDict[str, str | None] = OrderedDict()  # MCP calls started: their time
         self._native_ts: str | None = None  # the native time of the item being emitted (MCP durations)
-        self._calls = Calls(OPEN_CALLS, SEEN_CALLS)  # one start and one end per call; what is left open
+        self._calls: Calls = adapter.calls  # one start and one end per call; what is left open
         self._pending = Requests(MAX_PENDING)  # open requests, for the waiting state and decisions
         self._created = False
         self._closed = False
@@ -402,6 +397,7 @@ class Session:
                     item.origin,
                     item.subagent_id,
                     item.synthetic,
+                    note=item.note,
                 )
                 accounted = accounted or not item.synthetic
             elif isinstance(item, Source):
@@ -482,6 +478,7 @@ class Session:
         synthetic: bool,
         *,
         text_payload: bool = False,
+        note: Any = None,
     ) -> None:
         # The turn state machine: see the module docstring.  Bodies are never
         # subclassed (docs/events.md), so their exact type says their role.
@@ -501,7 +498,9 @@ class Session:
                     reason = f"tool call {call_id} ({call.tool}) was still open when {self._turn_id} ended"
                     self._settle_call(out, call_id, call.tool, call.category, None, reason)
         elif role == _CALL:
-            why = self._calls.refuse(body, subagent_id, self._turn_id)  # type: ignore[arg-type]
+            if not body.tool and body.phase != "started":  # type: ignore[attr-defined]
+                body, subagent_id = self._calls.named(body, subagent_id)  # type: ignore[arg-type]
+            why = self._calls.refuse(body, subagent_id, self._turn_id, note)  # type: ignore[arg-type]
             if why is not None:  # a duplicate or late phase: reported, not counted twice
                 if self.strict:
                     raise ProtocolViolation(why)
@@ -567,6 +566,8 @@ class Session:
         elif role in (_SUBAGENT, _AUTO, _CALL):
             if self._state == "starting":
                 self._set_state(out, "idle")
+            if self._calls.evicted:
+                self._evicted(out)
         elif role == _COMPLETE:
             self._turn_id = None
             self._set_state(out, "waiting" if self._pending else "idle")
@@ -591,6 +592,16 @@ class Session:
             reason = f"tool call {call_id} ({call.tool}) never finished: {why}"
             self._settle_call(out, call_id, call.tool, call.category, call.subagent_id, reason)
 
+    def _evicted(self, out: list[_Core]) -> None:
+        """Open calls forgotten past the table's bound: a warning each (docs/reliability.md)."""
+        evicted, self._calls.evicted = self._calls.evicted, []
+        for call_id in evicted:
+            reason = (
+                f"tool call {call_id} forgotten: more than {self._calls.limit} open at once; "
+                "a later message about it is treated as unknown"
+            )
+            self._synth(out, WarningBody(message=reason, source="normalize"), "open-call")
+
     def _fork(self, out: list[_Core], item: SessionCreated) -> None:
         """A later ``session.created`` with ``forkOf``: the input goes on in a new session,
         forked from this one (hm's ``fork``).  This one ends here; the fork has its own id,
@@ -609,7 +620,7 @@ class Session:
         self._turn_id = None
         self._state = "starting"
         self._mcp_open.clear()
-        self._calls = Calls(OPEN_CALLS, SEEN_CALLS)
+        self._calls.clear()
         self._pending = Requests(MAX_PENDING)
         out.append(self._fill_record(structs.replace(item, record=structs.replace(rec, fork_of=parent))))
 

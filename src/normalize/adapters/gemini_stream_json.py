@@ -39,7 +39,6 @@ from normalize import (
     AssistantMessage,
     CommandOutput,
     Direction,
-    Emit,
     Error,
     Item,
     MalformedMessage,
@@ -58,7 +57,7 @@ from normalize import (
 )
 from normalize import Warning as WarningBody
 from normalize.adapters import _gemini_common as gc
-from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent, bounded_feed
+from normalize.adapters._limits import bounded_feed
 
 __all__ = ["GeminiStreamJsonAdapter"]
 
@@ -112,10 +111,6 @@ class GeminiStreamJsonAdapter(_Adapter):
 
     def __init__(self) -> None:
         super().__init__()
-        #: open calls: tool name and arguments (the result names only the id)
-        self._calls: Bounded[str, tuple[str, Any]] = Bounded("tool call", OPEN_CALLS)
-        #: results that came before their call (the call is then not open)
-        self._early: Recent[str] = Recent()
         #: the assistant message streaming now: its id and text so far
         self._message: tuple[str, str] | None = None
         self._messages = 0  # message ids: the stream gives none
@@ -157,12 +152,7 @@ class GeminiStreamJsonAdapter(_Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
-        out: list[Item] = [
-            Emit(body=WarningBody(message=f"call {call_id} never finished", source="normalize"), synthetic=True)
-            for call_id in self._calls
-        ]
-        self._calls.clear()
-        return out
+        return []  # calls left open are settled by the core (docs/adapters.md)
 
     # ------------------------------------------------------------ line types
 
@@ -206,10 +196,6 @@ class GeminiStreamJsonAdapter(_Adapter):
     def _tool_use(self, line: _Line) -> list[Item]:
         tool, call_id = line.tool_name or "", line.tool_id or ""
         out = [*self._end_message(), *self._turn()]
-        if call_id in self._early:
-            self._early.discard(call_id)
-        else:
-            self._calls[call_id] = (tool, line.parameters)
         started = ToolCall(
             call_id=call_id,
             tool=tool,
@@ -222,10 +208,8 @@ class GeminiStreamJsonAdapter(_Adapter):
 
     def _tool_result(self, line: _Line) -> list[Item]:
         call_id = line.tool_id or ""
-        known = self._calls.pop(call_id, None)
-        if known is None:
-            self._early.add(call_id)
-        tool, args = known or ("", None)
+        known = self.calls.get(call_id)  # the result names only its call
+        tool = known.tool if known is not None else "unknown"
         failed = line.status != "success"
         out: list[Item] = []
         if tool == gc.SHELL_TOOL and not failed and line.output:
@@ -233,20 +217,14 @@ class GeminiStreamJsonAdapter(_Adapter):
         output: Any = line.output
         if failed and line.error is not None:
             output = {"error": line.error.message, "type": line.error.type}
-        title = gc.title_of(tool, args) if tool else None
-        category = gc.category_of(tool) if tool else None
         if failed and line.error is not None and line.error.type == "policy_violation":
             # a policy rule refused the call without asking: decided, not failed on its own
-            ref = ToolCallRef(call_id=call_id, tool=tool, title=title or tool, category=category)
+            title = (known.title if known is not None else None) or tool
+            category = known.category if known is not None else None
+            ref = ToolCallRef(call_id=call_id, tool=tool, title=title, category=category)
             out.append(PermissionAuto(tool_call=ref, option_id="deny", reason=line.error.message))
-        body = ToolCall(
-            call_id=call_id,
-            tool=tool,
-            phase="failed" if failed else "completed",
-            title=title,
-            category=category,
-            output=output,
-        )
+        # named by its id only: the core repeats the tool, title and category of its start
+        body = ToolCall(call_id=call_id, tool="", phase="failed" if failed else "completed", output=output)
         return [*out, body]
 
     def _error(self, line: _Line) -> list[Item]:
