@@ -8,7 +8,7 @@ from typing import Any as _Any
 
 from ._codec import SCHEMA_VERSION, StreamHeader, decode, encode, to_builtins
 from ._connection import Connection
-from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Routing, Sample, Source
+from ._contract import Adapter, Direction, Emit, InTurn, Item, Passthrough, Problem, Routing, Sample, Source
 from ._convert import SessionInput, events, find_inputs, iter_records, read_records
 from ._errors import (
     DetectionError,
@@ -127,6 +127,7 @@ __all__ = [
     "Emit",
     "EventStream",
     "FileChanged",
+    "InTurn",
     "InputError",
     "Item",
     "LineProblem",

@@ -46,7 +46,7 @@ from typing import Any, cast
 import msgspec
 from msgspec import Raw, structs
 
-from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Source
+from ._contract import Adapter, Direction, Emit, InTurn, Item, Passthrough, Problem, Source
 from ._errors import InputError, MalformedMessage, ProtocolViolation, UsageError
 from ._lifecycle import Calls, Requests
 from ._model import (
@@ -402,6 +402,10 @@ class Session:
                 accounted = accounted or not item.synthetic
             elif isinstance(item, Source):
                 method, native_ts = item.method, item.ts
+            elif isinstance(item, InTurn):
+                if self._turn_id is None:
+                    self._event(out, TurnStart(), message, method, native_ts or t, None, None, False)
+                    accounted = True
             elif isinstance(item, Passthrough):
                 self._keep(out, message, item.method or method, native_ts or t)
                 accounted = True
