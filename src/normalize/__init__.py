@@ -22,7 +22,7 @@ from ._errors import (
     UnreadableInput,
     UsageError,
 )
-from ._lifecycle import Calls, OpenCall
+from ._lifecycle import Calls, OpenCall, tokens_plus, tokens_since
 from ._lines import DEFAULT_MAX_LINE, CaptureParser, LineProblem, LineSplitter, Message, Record
 from ._model import *  # noqa: F403 - the model's own __all__
 
@@ -175,6 +175,8 @@ __all__ = [
     "tap",
     "tap_line",
     "to_builtins",
+    "tokens_plus",
+    "tokens_since",
     "unregister",
     *_model_all,
 ]
