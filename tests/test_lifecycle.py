@@ -32,6 +32,7 @@ from normalize import (
     Session,
     SessionCreated,
     SessionEvent,
+    SessionRecord,
     SessionStateChanged,
     SessionUpdate,
     Subagent,
@@ -417,6 +418,36 @@ def test_a_turns_usage_from_two_cumulative_counts() -> None:
     assert tokens_since(now, None) is now  # the first count is the first turn's
     call = Tokens(input=5, output=None, cache_write=2)
     assert tokens_plus(call, Tokens(input=7, total=9)) == Tokens(input=12, total=9, cache_write=2)
+
+
+class _Announcing(_Scripted):
+    announces_session = True
+
+
+def test_messages_held_until_the_session_is_announced_are_translated_in_order_with_the_calls_they_start() -> None:
+    started = ToolCall(call_id="c1", tool="Bash", phase="started", title="ls")
+    created = SessionCreated(session_id="", record=SessionRecord(id="", agent="", protocol="", native_session_id="n1"))
+    adapter = _Announcing(
+        [
+            [InTurn(), started],
+            [ToolCall(call_id="c1", tool="", phase="completed")],  # still held: its call is known
+            [created],
+        ]
+    )
+    session = Session(adapter, clock=lambda: 0.0)
+    assert session.feed(b"{}") == [] and session.feed(b"{}") == []  # held
+    assert adapter.seen[1] is not None and adapter.seen[1].tool == "Bash"
+    out = session.feed(b"{}")
+    assert isinstance(out[0], SessionCreated)
+    sid = session_id_for("unknown", "n1")
+    events = [e.event for e in out if isinstance(e, SessionEvent)]
+    assert [(type(e.body).__name__, e.seq, e.turn_id) for e in events] == [
+        ("TurnStart", 1, "turn:1"),
+        ("ToolCall", 2, "turn:1"),
+        ("ToolCall", 3, "turn:1"),
+    ]
+    assert events[2].body == ToolCall(call_id="c1", tool="Bash", phase="completed", title="ls")
+    assert {e.session_id for e in out} == {sid} and {e.session_id for e in events} == {sid}
 
 
 # account.*: what the agents say of the account itself.
