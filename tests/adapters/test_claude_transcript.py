@@ -236,6 +236,7 @@ def test_tool_round_trip_by_hand() -> None:
     a.feed(_line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "ls"}))
     use = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}
     started = _fed(a, _assistant("a1", "u1", use, "tool_use"))[1]
+    assert isinstance(started, ToolCall)
     assert (started.call_id, started.phase, started.category) == ("toolu_1", "started", "execute")
     result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x", "is_error": False}
     line = _line(
@@ -247,7 +248,8 @@ def test_tool_round_trip_by_hand() -> None:
     )
     bodies = _fed(a, line)
     assert [type(b).__name__ for b in bodies] == ["CommandOutput", "ToolCall"]
-    assert bodies[1].phase == "completed" and bodies[1].exit_code == 0
+    ended = bodies[1]
+    assert isinstance(ended, ToolCall) and ended.phase == "completed" and ended.exit_code == 0
 
 
 def test_a_server_tool_and_its_result_in_one_line() -> None:
