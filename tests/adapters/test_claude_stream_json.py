@@ -24,6 +24,7 @@ from normalize import (
     McpTool,
     MessageAccepted,
     MessageCompleted,
+    PermissionAuto,
     PermissionRequest,
     Plan,
     RequestResolved,
@@ -37,6 +38,7 @@ from normalize import (
     TurnStart,
     Usage,
     UserMessage,
+    WebSearch,
 )
 from normalize import Warning as WarningBody
 from normalize._model import _Core
@@ -362,3 +364,35 @@ def test_a_cut_off_stream_reports_the_open_call_and_the_cut() -> None:
     assert any(isinstance(b, WarningBody) and "t9" in b.message for b in bodies)
     assert any(isinstance(b, Error) and b.error_type == "cut-off" for b in bodies)
     assert isinstance(bodies[-1], TurnComplete) and bodies[-1].reason == "interrupt"
+
+
+def test_a_sub_agents_call_denied_by_a_rule_is_named_as_it_started() -> None:
+    # the permission_denied line names neither the sub-agent nor the title: the call's start did
+    use = {"type": "tool_use", "id": "t5", "name": "Bash", "input": {"command": "touch x"}}
+    denied = {"type": "system", "subtype": "permission_denied", "tool_name": "Bash", "tool_use_id": "t5",
+              "message": "touch needs approval", "session_id": "n1"}  # fmt: skip
+    out = _run(INIT, _assistant(use, parent="agent_1"), denied)
+    (auto,) = [e.event for e in out if isinstance(e, SessionEvent) and isinstance(e.event.body, PermissionAuto)]
+    assert isinstance(auto.body, PermissionAuto)
+    assert auto.subagent_id == "agent_1"
+    assert (auto.body.tool_call.title, auto.body.option_id) == ("touch x", "deny")
+
+
+def test_a_server_tool_and_its_result_in_one_line() -> None:
+    # both blocks in one assistant line: the result's call is not yet in the core's table
+    line = {
+        "type": "assistant",
+        "message": {
+            "id": "msg_1",
+            "content": [
+                {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "q"}},
+                {"type": "web_search_tool_result", "tool_use_id": "srv_1", "content": [{"title": "hit"}]},
+            ],
+        },
+        "session_id": "n1",
+    }
+    bodies = _b(_run(INIT, line, RESULT))
+    search = [(b.phase, b.query) for b in bodies if isinstance(b, WebSearch)]
+    assert search == [("started", "q"), ("completed", None)]
+    ended = [(b.tool, b.category) for b in bodies if isinstance(b, ToolCall) and b.phase == "completed"]
+    assert ended == [("web_search", "web-search")]

@@ -31,6 +31,7 @@ from normalize import (
     TurnStart,
     Usage,
     UserMessage,
+    WebSearch,
     events,
     find_inputs,
     read_records,
@@ -201,6 +202,11 @@ def _bodies(items: list[Any]) -> list[Any]:
     return out
 
 
+def _fed(session: Session, line: bytes) -> list[Body]:
+    """What one line gives through a Session (the adapter reads the Session's table of calls)."""
+    return [e.event.body for e in session.feed(line) if isinstance(e, SessionEvent)]
+
+
 def _assistant(uuid: str, parent: str, block: dict[str, Any], stop: str | None, idx: int = 0) -> bytes:
     msg: dict[str, Any] = {"id": "msg_1", "model": "m", "role": "assistant", "content": [block], "stop_reason": stop}
     msg["usage"] = {"input_tokens": 10, "output_tokens": 5}
@@ -226,10 +232,11 @@ def test_prompt_thinking_text_and_turn_end_by_hand() -> None:
 
 
 def test_tool_round_trip_by_hand() -> None:
-    a = ClaudeTranscriptAdapter()
+    a = Session(ClaudeTranscriptAdapter(), clock=fixed_clock)
     a.feed(_line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "ls"}))
     use = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}
-    started = _bodies(a.feed(_assistant("a1", "u1", use, "tool_use")))[1]
+    started = _fed(a, _assistant("a1", "u1", use, "tool_use"))[1]
+    assert isinstance(started, ToolCall)
     assert (started.call_id, started.phase, started.category) == ("toolu_1", "started", "execute")
     result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x", "is_error": False}
     line = _line(
@@ -239,9 +246,25 @@ def test_tool_round_trip_by_hand() -> None:
         message={"role": "user", "content": [result]},
         toolUseResult={"stdout": "x", "stderr": "", "interrupted": False},
     )
-    bodies = _bodies(a.feed(line))
+    bodies = _fed(a, line)
     assert [type(b).__name__ for b in bodies] == ["CommandOutput", "ToolCall"]
-    assert bodies[1].phase == "completed" and bodies[1].exit_code == 0
+    ended = bodies[1]
+    assert isinstance(ended, ToolCall) and ended.phase == "completed" and ended.exit_code == 0
+
+
+def test_a_server_tool_and_its_result_in_one_line() -> None:
+    # both blocks in one assistant line: the result's call is not yet in the core's table
+    a = Session(ClaudeTranscriptAdapter(), clock=fixed_clock)
+    a.feed(_line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "search"}))
+    blocks = [
+        {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "q"}},
+        {"type": "web_search_tool_result", "tool_use_id": "srv_1", "content": [{"title": "hit"}]},
+    ]
+    msg = {"id": "msg_1", "model": "m", "role": "assistant", "content": blocks, "stop_reason": "end_turn"}
+    bodies = _fed(a, _line(type="assistant", uuid="a1", parentUuid="u1", message=msg))
+    assert [(b.phase, b.query) for b in bodies if isinstance(b, WebSearch)] == [("started", "q"), ("completed", None)]
+    ended = [(b.tool, b.category) for b in bodies if isinstance(b, ToolCall) and b.phase == "completed"]
+    assert ended == [("web_search", "web-search")]
 
 
 def test_open_call_is_reported_and_failed_at_close() -> None:
@@ -273,7 +296,7 @@ def test_a_permission_decided_without_asking_is_permission_auto(capture: Path) -
 
 
 def test_permission_auto_names_the_call_as_its_start_did() -> None:
-    a = ClaudeTranscriptAdapter()
+    a = Session(ClaudeTranscriptAdapter(), clock=fixed_clock)
     a.feed(_line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "ls"}))
     use = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls -1"}}
     a.feed(_assistant("a1", "u1", use, "tool_use"))
@@ -286,11 +309,11 @@ def test_permission_auto_names_the_call_as_its_start_did() -> None:
         toolDenialKind="user-rejected",
         permissionDecision={"decision": "reject", "source": "config", "reasonCode": "unknown"},
     )
-    auto = _bodies(a.feed(denied))[0]
+    auto = _fed(a, denied)[0]
     ref = ToolCallRef(call_id="toolu_1", tool="Bash", title="ls -1", category="execute")
-    assert auto == PermissionAuto(tool_call=ref, option_id="deny")
+    assert auto == PermissionAuto(tool_call=ref, option_id="deny", decision="deny")
     # someone was asked: not automatic (the live control protocol reports the request)
-    b = ClaudeTranscriptAdapter()
+    b = Session(ClaudeTranscriptAdapter(), clock=fixed_clock)
     b.feed(_line(type="user", uuid="u1", parentUuid=None, message={"role": "user", "content": "ls"}))
     b.feed(_assistant("a1", "u1", use, "tool_use"))
     asked = _line(
@@ -300,7 +323,7 @@ def test_permission_auto_names_the_call_as_its_start_did() -> None:
         message={"role": "user", "content": [result]},
         permissionDecision={"decision": "accept", "source": "user_temporary"},
     )
-    assert not any(isinstance(x, PermissionAuto) for x in _bodies(b.feed(asked)))
+    assert not any(isinstance(x, PermissionAuto) for x in _fed(b, asked))
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_case)
@@ -344,16 +367,18 @@ def _parallel_lines() -> dict[str, bytes]:
     "order", [["a1", "a2", "r1", "r2"], ["a1", "r1", "a2", "r2"]], ids=["blocks-first", "result-between"]
 )
 def test_parallel_tool_results_by_hand_are_not_a_branch(order: list[str]) -> None:
-    a = ClaudeTranscriptAdapter()
+    a = Session(ClaudeTranscriptAdapter(), clock=fixed_clock)
     lines = _parallel_lines()
-    out = [b for name in ["prompt", *order] for b in _bodies(a.feed(lines[name]))]
+    out = [b for name in ["prompt", *order] for b in _fed(a, lines[name])]
     assert [b for b in out if isinstance(b, WarningBody)] == []
     assert [(b.call_id, b.phase) for b in out if isinstance(b, ToolCall) and b.phase != "started"] == [
         ("t1", "completed"),
         ("t2", "completed"),
     ]
-    (warning,) = [b for b in _bodies(a.feed(lines["again"])) if isinstance(b, WarningBody)]
-    assert "branches at a1" in warning.message
+    warnings = [b.message for b in _fed(a, lines["again"]) if isinstance(b, WarningBody)]
+    assert [w for w in warnings if "branches" in w] == [
+        "the conversation branches at a1: the messages first written after it are abandoned"
+    ]
 
 
 def test_a_rewind_is_reported_as_a_branch() -> None:
@@ -470,6 +495,25 @@ def test_a_file_ending_with_something_pending_is_cut_off(last: str) -> None:
         lines = [_prompt("u1", None, "one")]
     kinds = _kinds(_convert(*lines))
     assert ("error", None) in kinds and kinds[-1] == ("turn-complete", "interrupt")
+
+
+def test_a_call_failed_with_its_cut_turn_does_not_hold_the_next_turns_open() -> None:
+    # the call never got its result: its turn is cut by the next prompt, and the call failed with
+    # it; the turns after it are answered and end ok, by the same inference as any other
+    use = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}
+    evs = _convert(
+        _prompt("u1", None, "one"),
+        _old("a1", "u1", "m1", use),
+        _prompt("u2", "a1", "two"),
+        _old("a2", "u2", "m2", {"type": "text", "text": "answer two"}),
+        _prompt("u3", "a2", "three"),
+        _old("a3", "u3", "m3", {"type": "text", "text": "answer three"}),
+    )
+    ends = [(e.turn_id, e.body.reason) for e in evs if isinstance(e.body, TurnComplete)]
+    assert ends == [("turn:1", "interrupt"), ("turn:2", "ok"), ("turn:3", "ok")]
+    failed = [(e.turn_id, e.body.call_id) for e in evs if isinstance(e.body, ToolCall) and e.body.phase == "failed"]
+    assert failed == [("turn:1", "toolu_1")]
+    assert not any(isinstance(e.body, Error) for e in evs)
 
 
 def test_a_slash_command_and_its_expansion_are_the_prompt_of_one_turn() -> None:

@@ -134,7 +134,7 @@ from ._claude_common import (
     tool_category,
     tool_title,
 )
-from ._limits import OPEN_CALLS, OPEN_ITEMS, PARTIAL_INPUT, PENDING_REQUESTS, Bounded, Recent, bounded_feed
+from ._limits import OPEN_ITEMS, PARTIAL_INPUT, PENDING_REQUESTS, Bounded, Recent, bounded_feed
 
 __all__ = ["ClaudeStreamJsonAdapter"]
 
@@ -481,17 +481,6 @@ def _decode(dec: msgspec.json.Decoder[Any], message: bytes | Raw) -> Any:
 # State
 
 
-class _Call:
-    """An open tool call."""
-
-    __slots__ = ("subagent", "title", "tool")
-
-    def __init__(self, tool: str, subagent: str | None, title: str | None = None) -> None:
-        self.tool = tool
-        self.subagent = subagent
-        self.title = title or tool
-
-
 class _Block:
     """A content block being streamed."""
 
@@ -621,7 +610,6 @@ class ClaudeStreamJsonAdapter(Adapter):
         self._interrupted = False
         # content
         self._threads: Bounded[str | None, _Thread] = Bounded("sub-agent thread", OPEN_ITEMS)
-        self._calls: Bounded[str, _Call] = Bounded("tool call", OPEN_CALLS)
         self._auto_decided: Recent[str] = Recent()
         # sub-agents and tasks
         self._task_call: Bounded[str, str] = Bounded("sub-agent task", OPEN_ITEMS)  # task_id -> spawning call id
@@ -673,8 +661,7 @@ class ClaudeStreamJsonAdapter(Adapter):
 
     def close(self) -> list[Item]:
         self._closed = True
-        self._calls.clear()  # calls left open are settled by the core (docs/adapters.md)
-        return []
+        return []  # calls left open are settled by the core (docs/adapters.md)
 
     # ------------------------------------------------------------ session/turns
 
@@ -770,8 +757,9 @@ class ClaudeStreamJsonAdapter(Adapter):
         tool = r.tool_name or "unknown"
         inp = decode_input(r.input)
         subagent = self._task_call.get(r.agent_id) if r.agent_id else None
-        if subagent is None and call_id in self._calls:
-            subagent = self._calls[call_id].subagent
+        if subagent is None:
+            call = self.calls.get(call_id)
+            subagent = call.subagent_id if call is not None else None
         self._asked[req.request_id] = subagent
         if tool == ASK_TOOL:
             question = self._user_question(req.request_id, r.input)
@@ -1040,11 +1028,12 @@ class ClaudeStreamJsonAdapter(Adapter):
     def _permission_denied(self, line: _System) -> list[Item]:
         call_id = line.tool_use_id or ""
         tool = line.tool_name or "unknown"
-        call = self._calls.get(call_id)
+        call = self.calls.get(call_id)
         self._auto_decided.add(call_id)
-        title = call.title if call else tool
+        title = (call.title if call is not None else None) or tool
         ref = ToolCallRef(call_id=call_id, tool=tool, title=title, category=tool_category(tool))
-        return [Emit(body=PermissionAuto(tool_call=ref, option_id="deny"), subagent_id=call.subagent if call else None)]
+        subagent = call.subagent_id if call is not None else None
+        return [Emit(body=PermissionAuto(tool_call=ref, option_id="deny"), subagent_id=subagent)]
 
     def _local_command_output(self, line: _System) -> list[Item]:
         return [AssistantMessage(message_id=line.uuid or "local-command", text=line.content or "")]
@@ -1083,6 +1072,7 @@ class ClaudeStreamJsonAdapter(Adapter):
             # what the main thread's last model call held: its whole input and what it wrote
             self._context_used = tokens_of(msg.usage).total
         thread = self._thread(sub, msg.id)
+        started: dict[str, str] = {}  # the calls this line starts (the core's table has them after it)
         for block in blocks:
             streamed = [i for i, b in sorted(thread.blocks.items()) if not b.final]
             index = streamed[0] if streamed else thread.next_index
@@ -1091,12 +1081,13 @@ class ClaudeStreamJsonAdapter(Adapter):
             if sb is not None:
                 sb.final = True
             out.extend(
-                Emit(body=b, subagent_id=sub) for b in self._block(thread, index, block, sub, streamed=sb is not None)
+                Emit(body=b, subagent_id=sub)
+                for b in self._block(thread, index, block, started, streamed=sb is not None)
             )
         return out
 
     def _block(
-        self, thread: _Thread, index: int, block: ContentBlock, sub: str | None, *, streamed: bool
+        self, thread: _Thread, index: int, block: ContentBlock, started: dict[str, str], *, streamed: bool
     ) -> list[Body]:
         t = block.type
         if t == "text":
@@ -1112,16 +1103,15 @@ class ClaudeStreamJsonAdapter(Adapter):
         if t in ("tool_use", "server_tool_use"):
             call_id = block.id or f"{thread.msg_id}:{index}"
             tool = block.name or "unknown"
-            title = tool_title(tool, decode_input(block.input))
-            if streamed and call_id in self._calls:
-                self._calls[call_id].title = title
+            if streamed and call_id in self.calls:
+                # the complete input of a call its stream started: the update names it better
                 return call_started(call_id, tool, block.input, phase="updated")
-            self._calls[call_id] = _Call(tool, sub, title)
+            started[call_id] = tool
             return call_started(call_id, tool, block.input)
         if t.endswith("_tool_result") and block.tool_use_id:
             # a server tool's result (web_search_tool_result, ...), inside the assistant message
-            call = self._calls.pop(block.tool_use_id, None)
-            tool = call.tool if call else "unknown"
+            call = self.calls.get(block.tool_use_id)
+            tool = call.tool if call is not None else started.get(block.tool_use_id, "unknown")
             return call_finished(block.tool_use_id, tool, block.content, bool(block.is_error), None)
         return []
 
@@ -1147,11 +1137,12 @@ class ClaudeStreamJsonAdapter(Adapter):
         tool_use_result = decode_tool_result(line.tool_use_result)
         for block in results:
             call_id = block.tool_use_id or ""
-            call = self._calls.pop(call_id, None)
-            tool = call.tool if call else "unknown"
+            call = self.calls.get(call_id)
+            tool = call.tool if call is not None else "unknown"
             meta = decided.get(call_id)
             if meta is not None and call_id not in self._auto_decided:
-                auto = permission_auto(call_id, tool, call.title if call else tool, meta.permission_decision)
+                title = (call.title if call is not None else None) or tool
+                auto = permission_auto(call_id, tool, title, meta.permission_decision)
                 if auto is not None:
                     out.append(Emit(body=auto, subagent_id=sub))
             self._auto_decided.discard(call_id)
@@ -1183,7 +1174,7 @@ class ClaudeStreamJsonAdapter(Adapter):
             return out
         body: Body | None = None
         if ev.type == "content_block_start" and ev.content_block is not None:
-            body = self._block_start(thread, ev.index, ev.content_block, sub)
+            body = self._block_start(thread, ev.index, ev.content_block)
         elif ev.type == "content_block_delta" and ev.delta is not None:
             body = self._block_delta(thread, ev.index, ev.delta)
         elif ev.type == "message_delta" and ev.usage is not None:
@@ -1192,11 +1183,10 @@ class ClaudeStreamJsonAdapter(Adapter):
             out.append(Emit(body=body, subagent_id=sub))
         return out
 
-    def _block_start(self, thread: _Thread, index: int, cb: ContentBlock, sub: str | None) -> Body | None:
+    def _block_start(self, thread: _Thread, index: int, cb: ContentBlock) -> Body | None:
         if cb.type in ("tool_use", "server_tool_use") and cb.id:
             tool = cb.name or "unknown"
             thread.blocks[index] = _Block(cb.type, cb.id, tool)
-            self._calls[cb.id] = _Call(tool, sub)
             return ToolCall(call_id=cb.id, tool=tool, phase="started", title=tool, category=tool_category(tool))
         thread.blocks[index] = _Block(cb.type)
         if cb.type == "text":

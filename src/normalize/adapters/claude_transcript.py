@@ -150,7 +150,7 @@ from normalize.adapters._claude_common import (
 )
 from normalize.adapters._claude_common import Usage as UsageView
 
-from ._limits import OPEN_CALLS, OPEN_ITEMS, SEEN_IDS, Bounded, Recent, bounded_feed
+from ._limits import OPEN_ITEMS, SEEN_IDS, Bounded, Recent, bounded_feed
 
 __all__ = ["ClaudeTranscriptAdapter"]
 
@@ -281,13 +281,10 @@ _SUBAGENT_PHASES: dict[str, Literal["completed", "failed", "cancelled"]] = {
 }
 
 
-class _Call(Struct):
-    tool: str
-    subagent: str | None
-    #: the started tool-call's title (a permission-auto names the call the same way)
-    title: str
-    #: a sub-agent call's prompt, until an inline sidechain (1.0.x) claims the call
-    prompt: str | None = None
+class _Prompt(Struct):
+    """The note on a sub-agent call (``Adapter.calls``): its prompt, until a sidechain claims the call."""
+
+    text: str | None
 
 
 # --------------------------------------------------------------------------
@@ -321,7 +318,6 @@ class ClaudeTranscriptAdapter(Adapter):
         #: the stop_reason of the main thread's last message, once it ended the turn
         self._ending: str | None = None
         self._ending_msg: str | None = None
-        self._calls: Bounded[str, _Call] = Bounded("tool call", OPEN_CALLS)
         #: sub-agent ``agentId`` -> the spawning call id (from the parent's tool result)
         self._agents: Bounded[str, str] = Bounded("sub-agent", OPEN_ITEMS)
         #: per thread: the message whose usage was given and the index of its first text block
@@ -441,8 +437,7 @@ class ClaudeTranscriptAdapter(Adapter):
         items: list[Item] = [] if self._created else [self._announce()]
         if self._ending is not None:
             self._end_turn(items, synthetic=True)
-        self._infer_turn_end(items)
-        self._calls.clear()  # calls left open are settled by the core (docs/adapters.md)
+        self._infer_turn_end(items)  # calls left open are settled by the core (docs/adapters.md)
         return items
 
     # ------------------------------------------------------------- helpers
@@ -540,7 +535,7 @@ class ClaudeTranscriptAdapter(Adapter):
         if not isinstance(msg.content, list):
             return False
         answers = [b.tool_use_id for b in msg.content if b.type == "tool_result"]
-        return bool(answers) and all(a is not None and a in self._calls for a in answers)
+        return bool(answers) and all(a is not None and a in self.calls for a in answers)
 
     @staticmethod
     def _attachment(line: _Line) -> _Attachment:
@@ -574,7 +569,7 @@ class ClaudeTranscriptAdapter(Adapter):
 
     def _pending(self) -> bool:
         """Whether the main thread still waits for something (see Turn inference)."""
-        return self._reply_due or any(call.subagent is None for call in self._calls.values())
+        return self._reply_due or any(call.subagent_id is None for call in self.calls)
 
     def _infer_turn_end(self, items: list[Item], ts: str | None = None) -> None:
         if self._in_turn and self._ending is None and not self._pending():
@@ -611,10 +606,11 @@ class ClaudeTranscriptAdapter(Adapter):
             text = "".join(b.text or "" for b in content if b.type == "text")
         else:
             text = content or ""
-        for call_id, call in self._calls.items():
-            if call.prompt is not None and call.prompt == text:
-                call.prompt = None
-                return call_id
+        for call in self.calls:
+            note = call.note
+            if isinstance(note, _Prompt) and note.text == text:
+                note.text = None
+                return call.call_id
         return "unknown"
 
     # --------------------------------------------------------------- user
@@ -709,14 +705,14 @@ class ClaudeTranscriptAdapter(Adapter):
 
     def _tool_result(self, line: _Line, block: ContentBlock, items: list[Item], *, single: bool = True) -> None:
         call_id = block.tool_use_id or ""
-        call = self._calls.pop(call_id, None)
+        call = self.calls.get(call_id)
         tool = call.tool if call is not None else "unknown"
         result = decode_tool_result(present(line.toolUseResult)) if single else None
         if isinstance(result, ToolResultView) and result.agent_id is not None:
             self._agents[result.agent_id] = call_id
         thread = self._thread(line)
         if single:  # the line's permission decision (one tool result per line in 2.1.332)
-            title = call.title if call is not None else tool
+            title = (call.title if call is not None else None) or tool
             auto = permission_auto(call_id, tool, title, line.permissionDecision)
             if auto is not None:
                 self._put(items, auto, thread)
@@ -745,13 +741,21 @@ class ClaudeTranscriptAdapter(Adapter):
             else:
                 self._usage_more(usage, thread, items)
         index = line.apiBlockIndex or 0
+        started: dict[str, str] = {}  # the calls this line starts (the core's table has them after it)
         for block in msg.content:
-            self._block(line, msg_id, index, block, thread, items)
+            self._block(line, msg_id, index, block, thread, started, items)
         if thread is None and msg.stop_reason is not None and msg.stop_reason not in _CONTINUES:
             self._ending, self._ending_msg = msg.stop_reason, msg.id
 
     def _block(
-        self, line: _Line, msg_id: str, index: int, block: ContentBlock, thread: str | None, items: list[Item]
+        self,
+        line: _Line,
+        msg_id: str,
+        index: int,
+        block: ContentBlock,
+        thread: str | None,
+        started: dict[str, str],
+        items: list[Item],
     ) -> None:
         if block.type == "text":
             if line.isApiErrorMessage:
@@ -774,15 +778,17 @@ class ClaudeTranscriptAdapter(Adapter):
         elif block.type in ("tool_use", "server_tool_use") and block.id is not None:
             tool = block.name or "unknown"
             raw_input = present(block.input)
-            bodies = call_started(block.id, tool, raw_input)
-            title = next((b.title for b in bodies if isinstance(b, ToolCall) and b.title is not None), tool)
             prompt = decode_input(raw_input).prompt if is_subagent_tool(tool) else None
-            self._calls[block.id] = _Call(tool, thread, title, prompt)
-            for started in bodies:
-                self._put(items, started, thread)
+            for body in call_started(block.id, tool, raw_input):
+                if prompt is not None and isinstance(body, ToolCall):
+                    # what a sidechain's first line is matched with (``_claim_task``)
+                    items.append(Emit(body=body, subagent_id=thread, note=_Prompt(prompt)))
+                else:
+                    self._put(items, body, thread)
+            started[block.id] = tool
         elif block.type.endswith("_tool_result") and block.tool_use_id is not None:
-            call = self._calls.pop(block.tool_use_id, None)
-            tool = call.tool if call is not None else "unknown"
+            call = self.calls.get(block.tool_use_id)
+            tool = call.tool if call is not None else started.get(block.tool_use_id, "unknown")
             for body in call_finished(block.tool_use_id, tool, present(block.content), False, None):
                 self._put(items, body, thread)
         else:
