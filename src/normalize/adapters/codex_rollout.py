@@ -703,7 +703,39 @@ class CodexRolloutAdapter(Adapter):
             status = "declined"
         else:
             status = "failed" if code not in (None, 0) else "completed"
-        return _finish_call(call, status, text if text is not None else ci.raw_or_none(item.output), code)
+        return self._finish_call(call, status, text if text is not None else ci.raw_or_none(item.output), code)
+
+    def _finish_call(self, call: OpenCall, status: str, output: Any, exit_code: int | None) -> list[Item]:
+        """The end of a call known only from its output (older files, declined commands)."""
+        note = call.note
+        if isinstance(note, _Command):
+            text = output if isinstance(output, str) and status != "declined" else None
+            return list(
+                ci.command_finished(
+                    call.call_id, note.command, note.cwd, status, text, exit_code, output_streamed=False
+                )
+            )
+        if isinstance(note, McpTool):
+            failed = status != "completed"
+            return list(
+                ci.mcp_finished(
+                    call.call_id,
+                    note.server,
+                    note.tool,
+                    note.arguments,
+                    status,
+                    None if failed else output,
+                    output if failed else None,
+                )
+            )
+        if isinstance(note, _Patch):
+            bodies = ci.file_change_finished(call.call_id, note.changes, status, set())
+            return [b for b in bodies if not isinstance(b, FileDiff)]
+        # another call: its start repeated, with its outcome
+        phase = ci.phase_of(status)
+        if isinstance(note, ToolCall):
+            return [structs.replace(note, phase=phase, output=output)]
+        return [ToolCall(call_id=call.call_id, tool="", phase=phase, output=output)]
 
     def _web_search_call(self, item: _RItem) -> list[Item]:
         if item.id is not None and item.id in self._searches:
@@ -1098,37 +1130,6 @@ def mcp_left_open(adapter: Adapter) -> list[Body]:
     """The ``mcp-tool`` view of each MCP call still open, ``failed``: at a turn's end the core
     fails the call (its ``tool-call``), the adapter its MCP view, as any other end of it."""
     return [structs.replace(call.note, phase="failed") for call in adapter.calls if isinstance(call.note, McpTool)]
-
-
-def _finish_call(call: OpenCall, status: str, output: Any, exit_code: int | None) -> list[Item]:
-    """The end of a call known only from its output (older files, declined commands)."""
-    note = call.note
-    if isinstance(note, _Command):
-        text = output if isinstance(output, str) and status != "declined" else None
-        return list(
-            ci.command_finished(call.call_id, note.command, note.cwd, status, text, exit_code, output_streamed=False)
-        )
-    if isinstance(note, McpTool):
-        failed = status != "completed"
-        return list(
-            ci.mcp_finished(
-                call.call_id,
-                note.server,
-                note.tool,
-                note.arguments,
-                status,
-                None if failed else output,
-                output if failed else None,
-            )
-        )
-    if isinstance(note, _Patch):
-        bodies = ci.file_change_finished(call.call_id, note.changes, status, set())
-        return [b for b in bodies if not isinstance(b, FileDiff)]
-    # another call: its start repeated, with its outcome
-    phase = ci.phase_of(status)
-    if isinstance(note, ToolCall):
-        return [structs.replace(note, phase=phase, output=output)]
-    return [ToolCall(call_id=call.call_id, tool="", phase=phase, output=output)]
 
 
 _PATCH_HEADERS = {"*** Add File: ": "add", "*** Update File: ": "update", "*** Delete File: ": "delete"}
