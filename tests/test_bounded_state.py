@@ -107,6 +107,8 @@ LIVE = {"claude-stream-json", "codex-app-server", "acp", "hm-json"}
 CORE_TABLE: set[str] = {
     "claude-stream-json",
     "claude-transcript",
+    "codex-exec-json",
+    "codex-rollout",
 }
 
 

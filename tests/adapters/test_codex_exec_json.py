@@ -185,12 +185,47 @@ def test_an_item_open_at_turn_end_ends_failed_and_one_open_at_close_is_reported(
         )
     )
     calls = [(b["callId"], b["phase"]) for b in out if b["kind"] == "tool-call"]
-    # the first ends with its turn (the adapter says so); the second is settled by the core at close
+    # the core settles both with one policy: the first when its turn ends, the second at close
     assert calls == [("item_1", "started"), ("item_1", "failed"), ("item_2", "started"), ("item_2", "failed")]
     warnings = [b for b in out if b["kind"] == "warning"]
-    assert len(warnings) == 1 and "item_2" in warnings[0]["message"]
-    assert warnings[0]["native"]["protocol"] == "core"
+    assert [w["message"] for w in warnings] == [
+        "tool call item_1 (exec_command) was still open when turn:1 ended",
+        "tool call item_2 (exec_command) never finished: the input ended first",
+    ]
+    assert {w["native"]["protocol"] for w in warnings} == {"core"}
     assert out[-1]["kind"] == "turn-complete" and out[-1]["reason"] == "interrupt"  # cut off
+
+
+def test_an_mcp_call_open_when_its_turn_fails_ends_failed_in_both_its_views() -> None:
+    mcp = {
+        "id": "item_1",
+        "type": "mcp_tool_call",
+        "server": "docs",
+        "tool": "search",
+        "arguments": {"q": "x"},
+        "status": "in_progress",
+    }
+    out = bodies(
+        convert_lines(
+            {"type": "thread.started", "thread_id": "t"},
+            {"type": "turn.started"},
+            {"type": "item.started", "item": mcp},
+            {"type": "turn.failed", "error": {"message": "boom"}},
+        )
+    )
+    kinds = [(b["kind"], b.get("phase")) for b in out if b["kind"] in ("tool-call", "mcp-tool", "warning")]
+    assert kinds == [
+        ("tool-call", "started"),
+        ("mcp-tool", "started"),
+        ("mcp-tool", "failed"),
+        ("warning", None),
+        ("tool-call", "failed"),
+    ]
+    (view,) = [b for b in out if b["kind"] == "mcp-tool" and b["phase"] == "failed"]
+    assert (view["server"], view["tool"], view["arguments"]) == ("docs", "search", {"q": "x"})
+    (failed,) = [b for b in out if b["kind"] == "tool-call" and b["phase"] == "failed"]
+    assert (failed["tool"], failed["category"]) == ("search", "mcp")
+    assert out[-1]["kind"] == "turn-complete" and out[-1]["stopReason"] == "failed"
 
 
 def test_detection() -> None:

@@ -386,10 +386,13 @@ def test_a_turn_left_waiting_for_the_model_is_interrupted_by_the_next_prompt_and
     )
     kinds = _turns(out)
     assert kinds[kinds.index(("tool-call", "started")) + 1 : kinds.index(("user-message", "two"))] == [
+        ("warning", None),  # the core's one policy for a call open at its turn's end
         ("tool-call", "failed"),
         ("turn-complete", "interrupt"),
         ("turn-start", None),
     ]
+    (warning,) = [b for b in out if b["kind"] == "warning"]
+    assert warning["message"] == "tool call c1 (exec_command) was still open when turn:1 ended"
     assert kinds[-2:] == [("error", None), ("turn-complete", "interrupt")]
     assert [b["errorType"] for b in out if b["kind"] == "error"] == ["cut-off"]
 
@@ -466,6 +469,7 @@ def _command_item(call_id: str, argv: list[str]) -> dict[str, Any]:
 def test_a_command_s_title_is_the_model_s_cmd_at_start_and_end() -> None:
     t = "2026-11-29T19:00:00.000Z"
     out = convert_lines(
+        META,  # the end reads the call's start from the session's table of calls: a session is announced
         env(t, "event_msg", type="task_started", turn_id="t1"),
         env(t, "response_item", type="function_call", name="exec_command", arguments='{"cmd": "ls"}', call_id="c1"),
         env(t, "event_msg", type="item_completed", turn_id="t1", item=_command_item("c1", ["/bin/bash", "-lc", "ls"])),
@@ -493,6 +497,7 @@ def test_a_command_seen_only_at_its_end_is_titled_like_the_app_server_s() -> Non
 def test_an_aborted_turn_closes_its_open_calls_as_failed() -> None:
     t = "2026-11-29T19:00:00.000Z"
     out = convert_lines(
+        META,
         env(t, "event_msg", type="task_started", turn_id="t1"),
         env(
             t,
@@ -509,11 +514,15 @@ def test_an_aborted_turn_closes_its_open_calls_as_failed() -> None:
         ("turn-start", None),
         ("tool-call", "started"),
         ("mcp-tool", "started"),
+        ("mcp-tool", "failed"),  # the adapter ends the call's MCP view
+        ("warning", None),  # the core fails the call itself, saying why
         ("tool-call", "failed"),
-        ("mcp-tool", "failed"),
         ("turn-complete", "interrupt"),
     ]
     assert out[2]["server"] == "docs"
+    assert out[3]["arguments"] == {"query": "x"}
+    assert out[4]["message"] == "tool call m1 (search_docs) was still open when turn:1 ended"
+    assert (out[5]["tool"], out[5]["category"]) == ("search_docs", "mcp")
 
 
 def test_detection_tells_rollouts_from_other_codex_streams() -> None:

@@ -67,8 +67,8 @@ from normalize import (
 )
 from normalize import Warning as WarningBody
 from normalize.adapters import _codex_items as ci
-from normalize.adapters._limits import OPEN_CALLS, OPEN_ITEMS, Bounded, bounded_feed
-from normalize.adapters.codex_rollout import CodexRolloutAdapter
+from normalize.adapters._limits import OPEN_ITEMS, Bounded, bounded_feed
+from normalize.adapters.codex_rollout import CodexRolloutAdapter, mcp_left_open
 
 __all__ = ["CodexExecJsonAdapter"]
 
@@ -193,8 +193,6 @@ class CodexExecJsonAdapter(Adapter):
         self._plans: Bounded[str, list[PlanEntry]] = Bounded("plan", OPEN_ITEMS)
         #: the message of the last fatal ``error`` line of the open turn (turn.failed repeats it)
         self._last_error: str | None = None
-        #: calls started and not finished: their started bodies
-        self._open_calls: Bounded[str, list[Body]] = Bounded("tool call", OPEN_CALLS)
         self._lines: dict[str, Callable[[_Line], list[Item]]] = {
             "thread.started": self._thread_started,
             "turn.started": self._turn_started,
@@ -257,7 +255,7 @@ class CodexExecJsonAdapter(Adapter):
                 raise MalformedMessage(f"not a codex exec --json line: {exc}") from None
             if old.type is None:
                 if self._legacy is None:
-                    self._legacy = _Legacy()
+                    self._legacy = _Legacy(self)
                 return self._legacy.feed(old, message)
         try:
             line = _decoder.decode(message)
@@ -275,8 +273,7 @@ class CodexExecJsonAdapter(Adapter):
         self._closed = True
         if self._legacy is not None:
             return self._legacy.close()
-        self._open_calls.clear()  # calls left open are settled by the core (docs/adapters.md)
-        return []
+        return []  # calls left open are settled by the core (docs/adapters.md)
 
     # ------------------------------------------------------------ line types
 
@@ -300,7 +297,7 @@ class CodexExecJsonAdapter(Adapter):
                 reasoning=u.reasoning_output_tokens,
             )
             out.append(Usage(tokens=tokens, scope="turn"))
-        out.extend(self._settle_open_calls())
+        out.extend(mcp_left_open(self))  # the core fails the calls left open at the turn's end
         out.append(TurnComplete(reason="ok", stop_reason="completed"))
         return out
 
@@ -309,7 +306,7 @@ class CodexExecJsonAdapter(Adapter):
         message = line.error.message if line.error is not None else ""
         if message and message != self._last_error:
             out.append(Error(message=message, error_type="turn-failed", recoverable=False))
-        out.extend(self._settle_open_calls())
+        out.extend(mcp_left_open(self))  # the core fails the calls left open at the turn's end
         out.append(ci.failed_turn())
         self._last_error = None
         return out
@@ -321,12 +318,6 @@ class CodexExecJsonAdapter(Adapter):
         if not retrying:
             self._last_error = message
         return [ci.error_notice(message, retrying=retrying)]
-
-    def _settle_open_calls(self) -> list[Item]:
-        # Items still open when the turn ends never get their completion: they end failed.
-        out: list[Item] = [structs.replace(b, phase="failed") for bodies in self._open_calls.values() for b in bodies]
-        self._open_calls.clear()
-        return out
 
     # ------------------------------------------------------------ item types
 
@@ -350,47 +341,40 @@ class CodexExecJsonAdapter(Adapter):
         # exec sends the summary only; the raw reasoning stays encrypted
         return [ci.reasoning(item.id, [item.text] if item.text else [])]
 
-    def _open(self, item: _Item, bodies: list[Body]) -> list[Item]:
-        self._open_calls[item.id] = bodies
-        return list(bodies)
-
-    def _close(self, item: _Item, bodies: list[Body]) -> list[Item]:
-        self._open_calls.pop(item.id, None)
-        return list(bodies)
-
     def _command(self, item: _Item, phase: _Phase) -> list[Item]:
         command = item.command or ""
         if phase == "started":
-            return self._open(item, [ci.command_started(item.id, command, None)])
+            return [ci.command_started(item.id, command, None)]
         if phase == "updated":
             return [structs.replace(ci.command_started(item.id, command, None), phase="updated")]
         finished = ci.command_finished(
             item.id, command, None, item.status, item.aggregated_output, item.exit_code, output_streamed=False
         )
-        return self._close(item, finished)
+        return list(finished)
 
     def _file_change(self, item: _Item, phase: _Phase) -> list[Item]:
         # exec reports paths and kinds, never diffs: no file-diff bodies
         changes = [ci.Change(path=c.path, kind=c.kind or "update") for c in item.changes or ()]
         if phase == "completed":
             bodies = ci.file_change_finished(item.id, changes, item.status, set())
-            return self._close(item, [b for b in bodies if not isinstance(b, FileDiff)])
+            return [b for b in bodies if not isinstance(b, FileDiff)]
         started = [b for b in ci.file_change_started(item.id, changes, set()) if not isinstance(b, FileDiff)]
         if phase == "updated":
             return [structs.replace(b, phase="updated") for b in started]
-        return self._open(item, started)
+        return list(started)
 
     def _mcp(self, item: _Item, phase: _Phase) -> list[Item]:
         args = ci.raw_or_none(item.arguments)
         if phase == "started":
-            return self._open(item, ci.mcp_started(item.id, item.server or "", item.tool or "", args))
+            started, mcp = ci.mcp_started(item.id, item.server or "", item.tool or "", args)
+            return [Emit(body=started, note=mcp), mcp]  # its mcp-tool: failed with it at the turn's end
         if phase == "updated":
             return [Passthrough()]
         error = {"message": item.error.message} if item.error is not None else None
         finished = ci.mcp_finished(
             item.id, item.server or "", item.tool or "", args, item.status, ci.raw_or_none(item.result), error
         )
-        return self._close(item, finished)
+        return list(finished)
 
     def _web_search(self, item: _Item, phase: _Phase) -> list[Item]:
         if phase == "started":
@@ -431,8 +415,10 @@ class _Legacy:
       it open otherwise (the Session reports it cut off).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, adapter: CodexExecJsonAdapter) -> None:
         self.rollout = CodexRolloutAdapter()
+        # the calls the rollout rules start are the session's: they read its table
+        self.rollout.calls = adapter.calls
         self.announced = False
         self.turn_open = False
         self.reply_due = False
@@ -496,7 +482,7 @@ class _Legacy:
         return out
 
     def close(self) -> list[Item]:
-        pending = self.reply_due or bool(self.rollout._open)
+        pending = self.reply_due or bool(self.rollout.calls)
         out: list[Item] = []
         if self.turn_open and (self.failed is not None or not pending):
             ended = self.rollout._end_turn(None)  # the turn's usage; calls left open fail

@@ -72,7 +72,9 @@ from normalize import (
     FileDiff,
     Item,
     MalformedMessage,
+    McpTool,
     ModeUpdate,
+    OpenCall,
     Passthrough,
     PermissionsUpdate,
     Plan,
@@ -426,10 +428,6 @@ class CodexRolloutAdapter(Adapter):
         self._n = 0  # native position of the line being fed (for ids of id-less items)
         #: whether the file has the envelope; without it the response items are the source
         self._enveloped = True
-        #: calls started and not finished, by call id
-        self._open: Bounded[str, _Call] = Bounded("tool call", OPEN_CALLS)
-        #: calls finished in the open turn (their later outputs repeat them)
-        self._done: Recent[str] = Recent()
         self._searches: Recent[str] = Recent()
         self._compacted = False
         self._total: _Tok | None = None
@@ -566,7 +564,6 @@ class CodexRolloutAdapter(Adapter):
         out: list[Item] = []
         self._infer_end(out, at_end=True)
         # a file cut before its turn ended: the core settles the calls it left open (docs/adapters.md)
-        self._open.clear()
         return out
 
     # ------------------------------------------------------------ line types
@@ -653,9 +650,10 @@ class CodexRolloutAdapter(Adapter):
         content = [p.text or "" for p in item.content or () if p.type in ("reasoning_text", "text")]
         return [ci.reasoning(item.id or f"rs@{self._n}", summary, content)]
 
-    def _start(self, call: _Call) -> list[Item]:
-        self._open[call.call_id] = call
-        return list(call.started)
+    @staticmethod
+    def _start(started: ToolCall, note: Any, *more: Body) -> list[Item]:
+        """A call's start, with what its end repeats (its note in the core's table of calls)."""
+        return [Emit(body=started, note=note), *more]
 
     def _function_call(self, item: _RItem) -> list[Item]:
         call_id = item.call_id or item.id or f"call@{self._n}"
@@ -666,44 +664,39 @@ class CodexRolloutAdapter(Adapter):
         mcp = _mcp_name(name, item.namespace)
         args = _args(item.arguments)
         if mcp is not None:
-            server, tool = mcp
-            return self._start(
-                _Call("mcp", call_id, ci.mcp_started(call_id, server, tool, args), server=server, tool=tool, args=args)
-            )
+            return _mcp_start(call_id, *mcp, args)
         if name in SHELL_TOOLS:
             cmd = args.get("cmd") or args.get("command") if isinstance(args, dict) else None
             command = cmd if isinstance(cmd, str | list) else ""
             workdir = args.get("workdir") if isinstance(args, dict) else None
             cwd = workdir if isinstance(workdir, str) else None
-            started = ci.command_started(call_id, command, cwd)
-            return self._start(_Call("command", call_id, [started], command=command, cwd=cwd))
+            return self._start(ci.command_started(call_id, command, cwd), _Command(command=command, cwd=cwd))
         body = ToolCall(call_id=call_id, tool=name, phase="started", title=name, category="other", input=args)
-        return self._start(_Call("other", call_id, [body]))
+        return self._start(body, body)
 
     def _custom_tool_call(self, item: _RItem) -> list[Item]:
         call_id = item.call_id or item.id or f"call@{self._n}"
         name = item.name or ""
         if name == "apply_patch":
             changes = _patch_changes(item.input or "", self._cwd)
-            started = [b for b in ci.file_change_started(call_id, changes, set()) if not isinstance(b, FileDiff)]
-            return self._start(_Call("patch", call_id, started, changes=changes))
+            (started,) = [b for b in ci.file_change_started(call_id, changes, set()) if isinstance(b, ToolCall)]
+            return self._start(started, _Patch(changes))
         body = ToolCall(call_id=call_id, tool=name, phase="started", title=name, category="other", input=item.input)
-        return self._start(_Call("other", call_id, [body]))
+        return self._start(body, body)
 
     def _local_shell_call(self, item: _RItem) -> list[Item]:
         call_id = item.call_id or item.id or f"call@{self._n}"
         action = _any_decoder.decode(item.action)
         cmd = action.get("command") if isinstance(action, dict) else None
         command = cmd if isinstance(cmd, str | list) else ""
-        return self._start(_Call("command", call_id, [ci.command_started(call_id, command, None)], command=command))
+        return self._start(ci.command_started(call_id, command, None), _Command(command=command))
 
     def _call_output(self, item: _RItem) -> list[Item]:
         self._reply_due = True  # the model answers a tool output
-        call = self._open.pop(item.call_id or "", None)
+        call = self.calls.get(item.call_id or "")
         if call is None:
             # finished already (a core item), or a plan update: the output repeats it
             return [Passthrough()]
-        self._done.add(call.call_id)
         text = _output_text(item.output)
         code = _exit_code(text) if text is not None else None
         if text is not None and _rejected(text):
@@ -712,33 +705,37 @@ class CodexRolloutAdapter(Adapter):
             status = "failed" if code not in (None, 0) else "completed"
         return self._finish_call(call, status, text if text is not None else ci.raw_or_none(item.output), code)
 
-    def _finish_call(self, call: _Call, status: str, output: Any, exit_code: int | None) -> list[Item]:
+    def _finish_call(self, call: OpenCall, status: str, output: Any, exit_code: int | None) -> list[Item]:
         """The end of a call known only from its output (older files, declined commands)."""
-        if call.kind == "command":
+        note = call.note
+        if isinstance(note, _Command):
             text = output if isinstance(output, str) and status != "declined" else None
             return list(
                 ci.command_finished(
-                    call.call_id, call.command, call.cwd, status, text, exit_code, output_streamed=False
+                    call.call_id, note.command, note.cwd, status, text, exit_code, output_streamed=False
                 )
             )
-        if call.kind == "mcp":
+        if isinstance(note, McpTool):
             failed = status != "completed"
             return list(
                 ci.mcp_finished(
                     call.call_id,
-                    call.server,
-                    call.tool,
-                    call.args,
+                    note.server,
+                    note.tool,
+                    note.arguments,
                     status,
                     None if failed else output,
                     output if failed else None,
                 )
             )
-        if call.kind == "patch":
-            bodies = ci.file_change_finished(call.call_id, call.changes, status, set())
+        if isinstance(note, _Patch):
+            bodies = ci.file_change_finished(call.call_id, note.changes, status, set())
             return [b for b in bodies if not isinstance(b, FileDiff)]
+        # another call: its start repeated, with its outcome
         phase = ci.phase_of(status)
-        return [structs.replace(b, phase=phase, output=output) for b in call.started if isinstance(b, ToolCall)]
+        if isinstance(note, ToolCall):
+            return [structs.replace(note, phase=phase, output=output)]
+        return [ToolCall(call_id=call.call_id, tool="", phase=phase, output=output)]
 
     def _web_search_call(self, item: _RItem) -> list[Item]:
         if item.id is not None and item.id in self._searches:
@@ -775,7 +772,6 @@ class CodexRolloutAdapter(Adapter):
         """A turn begins: its usage is counted from here; no call of it has finished yet."""
         self._turn_base = self._total
         self._turn_error = None
-        self._done.clear()
         self._searches.clear()
 
     def _end_turn(self, event: _Event | None) -> list[Item]:
@@ -785,10 +781,9 @@ class CodexRolloutAdapter(Adapter):
             base = self._turn_base or _Tok()
             out.append(Usage(tokens=_tokens(_minus(self._total, base)), scope="turn"))
         self._turn_base = self._total
-        # calls left open when the turn ended never finished (the turn failed or was stopped)
-        out.extend(structs.replace(b, phase="failed") for call in self._open.values() for b in call.started)
-        self._open.clear()
-        self._done.clear()
+        # calls left open when the turn ended never finished (the turn failed or was stopped):
+        # the core fails them at the turn's end; their MCP view ends with them
+        out.extend(mcp_left_open(self))
         return out
 
     def _task_complete(self, event: _Event) -> list[Item]:
@@ -843,7 +838,7 @@ class CodexRolloutAdapter(Adapter):
     # 4. Once a ``task_started`` is seen the file writes its own turns: no rule applies.
 
     def _pending(self) -> bool:
-        return self._reply_due or bool(self._open)
+        return self._reply_due or bool(self.calls)
 
     def _infer_prompt(self) -> list[Item]:
         """Rule 1 for a user message; what comes before its event."""
@@ -937,64 +932,61 @@ class CodexRolloutAdapter(Adapter):
 
     def _exec_begin(self, event: _Event) -> list[Item]:
         call_id = event.call_id or f"call@{self._n}"
-        if call_id in self._open:
+        if call_id in self.calls:
             return [Passthrough()]
         command = event.command or []
-        return self._start(_Call("command", call_id, [ci.command_started(call_id, command, None)], command=command))
+        return self._start(ci.command_started(call_id, command, None), _Command(command=command))
 
     def _exec_end(self, event: _Event) -> list[Item]:
-        call = self._open.get(event.call_id or "")
-        if call is None or call.kind != "command":
+        call_id = event.call_id or ""
+        note = _note(self.calls.get(call_id))
+        if not isinstance(note, _Command):
             return [Passthrough()]
-        self._finish_id(call.call_id)
         output = event.aggregated_output if event.aggregated_output is not None else event.stdout
         status = "completed" if event.exit_code == 0 else "failed"
         return list(
-            ci.command_finished(
-                call.call_id, call.command, call.cwd, status, output, event.exit_code, output_streamed=False
-            )
+            ci.command_finished(call_id, note.command, note.cwd, status, output, event.exit_code, output_streamed=False)
         )
 
     def _patch_begin(self, event: _Event) -> list[Item]:
         call_id = event.call_id or f"call@{self._n}"
         changes = [_change(path, _patch_change_decoder.decode(raw)) for path, raw in (event.changes or {}).items()]
-        call = self._open.get(call_id)
+        call = self.calls.get(call_id)
         if call is not None:  # the custom_tool_call started it: now the diffs are known
-            call.changes = changes
-            return list(ci.file_diffs(call_id, changes, call.seen))
-        call = _Call("patch", call_id, [], changes=changes)
-        started = ci.file_change_started(call_id, changes, call.seen)
-        call.started = [b for b in started if not isinstance(b, FileDiff)]
-        self._open[call_id] = call
-        return list(started)
+            if not isinstance(call.note, _Patch):
+                return list(ci.file_diffs(call_id, changes, set()))
+            call.note.changes = changes
+            return list(ci.file_diffs(call_id, changes, call.note.seen))
+        note = _Patch(changes)
+        started, *diffs = ci.file_change_started(call_id, changes, note.seen)
+        assert isinstance(started, ToolCall)
+        return self._start(started, note, *diffs)
 
     def _patch_end(self, event: _Event) -> list[Item]:
-        call = self._open.get(event.call_id or "")
-        if call is None or call.kind != "patch":
+        call_id = event.call_id or ""
+        note = _note(self.calls.get(call_id))
+        if not isinstance(note, _Patch):
             return [Passthrough()]
-        self._finish_id(call.call_id)
         status = "completed" if event.success else "failed"
-        return list(ci.file_change_finished(call.call_id, call.changes, status, call.seen))
+        return list(ci.file_change_finished(call_id, note.changes, status, note.seen))
 
     def _mcp_begin(self, event: _Event) -> list[Item]:
         call_id = event.call_id or f"call@{self._n}"
-        if call_id in self._open:
+        if call_id in self.calls:
             return [Passthrough()]
         inv = event.invocation or _Invocation()
-        args = ci.raw_or_none(inv.arguments)
-        started = ci.mcp_started(call_id, inv.server, inv.tool, args)
-        return self._start(_Call("mcp", call_id, started, server=inv.server, tool=inv.tool, args=args))
+        return _mcp_start(call_id, inv.server, inv.tool, ci.raw_or_none(inv.arguments))
 
     def _mcp_end(self, event: _Event) -> list[Item]:
-        call = self._open.get(event.call_id or "")
-        if call is None or call.kind != "mcp":
+        call_id = event.call_id or ""
+        mcp = _note(self.calls.get(call_id))
+        if not isinstance(mcp, McpTool):
             return [Passthrough()]
-        self._finish_id(call.call_id)
         result = _any_decoder.decode(event.result)
         if isinstance(result, dict) and "Err" in result:
-            return list(ci.mcp_finished(call.call_id, call.server, call.tool, call.args, "failed", None, result["Err"]))
+            return list(ci.mcp_finished(call_id, mcp.server, mcp.tool, mcp.arguments, "failed", None, result["Err"]))
         ok = result.get("Ok") if isinstance(result, dict) and "Ok" in result else result
-        return list(ci.mcp_finished(call.call_id, call.server, call.tool, call.args, "completed", ok, None))
+        return list(ci.mcp_finished(call_id, mcp.server, mcp.tool, mcp.arguments, "completed", ok, None))
 
     def _web_search_end(self, event: _Event) -> list[Item]:
         call_id = event.call_id or f"ws@{self._n}"
@@ -1044,17 +1036,13 @@ class CodexRolloutAdapter(Adapter):
     def _core_reasoning(self, item: _CoreItem) -> list[Item]:
         return [ci.reasoning(item.id, item.summary_text or (), item.raw_content or ())]
 
-    def _finish_id(self, call_id: str) -> None:
-        self._open.pop(call_id, None)
-        self._done.add(call_id)
-
     def _core_command(self, item: _CoreItem) -> list[Item]:
         if ci.phase_of(item.status) == "started":
             return [Passthrough()]
         # the call started with the model's `cmd` ("ls"); the item has the argv that ran
         # (["/bin/bash", "-lc", "ls"]): the call keeps the title it started with
-        title = _started_title(self._open.get(item.id))
-        self._finish_id(item.id)
+        known = self.calls.get(item.id)
+        title = known.title if known is not None else None
         cwd = item.cwd[len("file://") :] if item.cwd and item.cwd.startswith("file://") else item.cwd
         return list(
             ci.command_finished(
@@ -1072,16 +1060,14 @@ class CodexRolloutAdapter(Adapter):
     def _core_file_change(self, item: _CoreItem) -> list[Item]:
         if ci.phase_of(item.status) == "started":
             return [Passthrough()]
-        call = self._open.get(item.id)
-        self._finish_id(item.id)
+        note = _note(self.calls.get(item.id))
         changes = [_change(path, change) for path, change in (item.changes or {}).items()]
-        seen = call.seen if call is not None else set()
+        seen = note.seen if isinstance(note, _Patch) else set()
         return list(ci.file_change_finished(item.id, changes, item.status, seen))
 
     def _core_mcp(self, item: _CoreItem) -> list[Item]:
         if ci.phase_of(item.status) == "started":
             return [Passthrough()]
-        self._finish_id(item.id)
         return list(
             ci.mcp_finished(
                 item.id,
@@ -1103,41 +1089,47 @@ class CodexRolloutAdapter(Adapter):
         return [ci.compaction(item.id, "completed")]
 
 
-def _started_title(call: _Call | None) -> str | None:
-    """The title a call started with (None: not seen starting)."""
-    if call is None:
-        return None
-    return next((b.title for b in call.started if isinstance(b, ToolCall)), None)
+# ------------------------------------------------ what a call's end repeats
+#
+# The core keeps the table of open calls (``self.calls``); each start attaches as its note
+# what the call's end must repeat and the end's own line does not say.
 
 
-class _Call:
-    """A call started and not finished yet: what its end needs to repeat."""
+class _Command(Struct, frozen=True, kw_only=True):
+    """The note of a command: its end (``exec_command_end``, an output) names only its call."""
 
-    __slots__ = ("args", "call_id", "changes", "command", "cwd", "kind", "seen", "server", "started", "tool")
+    command: str | list[str]
+    cwd: str | None = None
 
-    def __init__(
-        self,
-        kind: str,
-        call_id: str,
-        started: list[Body],
-        *,
-        command: str | list[str] = "",
-        cwd: str | None = None,
-        changes: list[ci.Change] | None = None,
-        server: str = "",
-        tool: str = "",
-        args: Any = None,
-    ) -> None:
-        self.kind = kind
-        self.call_id = call_id
-        self.started = started
-        self.command = command
-        self.cwd = cwd
-        self.changes = changes or []
-        self.server = server
-        self.tool = tool
-        self.args = args
+
+class _Patch:
+    """The note of a patch: its changes (their diffs come with ``patch_apply_begin``) and
+    the diffs already reported."""
+
+    __slots__ = ("changes", "seen")
+
+    def __init__(self, changes: list[ci.Change]) -> None:
+        self.changes = changes
         self.seen: set[tuple[str, str]] = set()
+
+
+# An MCP call's note is its started ``mcp-tool`` (server, tool, arguments); another call's
+# its started ``tool-call`` (the end repeats its input).
+
+
+def _note(call: OpenCall | None) -> Any:
+    return call.note if call is not None else None
+
+
+def _mcp_start(call_id: str, server: str, tool: str, args: Any) -> list[Item]:
+    started, mcp = ci.mcp_started(call_id, server, tool, args)
+    return [Emit(body=started, note=mcp), mcp]
+
+
+def mcp_left_open(adapter: Adapter) -> list[Body]:
+    """The ``mcp-tool`` view of each MCP call still open, ``failed``: at a turn's end the core
+    fails the call (its ``tool-call``), the adapter its MCP view, as any other end of it."""
+    return [structs.replace(call.note, phase="failed") for call in adapter.calls if isinstance(call.note, McpTool)]
 
 
 _PATCH_HEADERS = {"*** Add File: ": "add", "*** Update File: ": "update", "*** Delete File: ": "delete"}
