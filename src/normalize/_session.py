@@ -217,7 +217,8 @@ class Session:
         self._turns = 0
         self._turn_id: str | None = None
         self._state: SessionState = "starting"
-        self._mcp_open: OrderedDict[str, str | None] = OrderedDict()  # MCP calls started: their time
+        #: MCP calls started: their view and its time
+        self._mcp_open: OrderedDict[str, tuple[McpTool, str | None]] = OrderedDict()
         self._native_ts: str | None = None  # the native time of the item being emitted (MCP durations)
         self._calls: Calls = adapter.calls  # one start and one end per call; what is left open
         self._pending = Requests(MAX_PENDING)  # open requests, for the waiting state and decisions
@@ -648,6 +649,10 @@ class Session:
         self._event(out, warning, None, "open-call", None, None, subagent_id, True)
         failed = ToolCall(call_id=call_id, tool=tool, phase="failed", category=category)
         self._event(out, failed, None, "open-call", None, None, subagent_id, True)
+        mcp = self._mcp_open.get(call_id)
+        if mcp is not None:  # its MCP view ends with it
+            view = McpTool(call_id=call_id, server=mcp[0].server, tool=mcp[0].tool, phase="failed")
+            self._event(out, view, None, "open-call", None, None, subagent_id, True)
 
     def _mcp_call(self, out: list[_Core], body: McpTool, ts: str | None) -> None:
         """``tool.called`` when an MCP call starts, ``tool.finished`` when it ends.
@@ -659,12 +664,12 @@ class Session:
         """
         sid = self.session_id or ""
         if body.phase == "started":
-            self._mcp_open[body.call_id] = ts
+            self._mcp_open[body.call_id] = (body, ts)
             if len(self._mcp_open) > MAX_PENDING:
                 self._mcp_open.popitem(last=False)
             out.append(ToolCalled(session_id=sid, server=body.server, tool=body.tool, call_id=body.call_id))
         elif body.phase in ("completed", "failed"):
-            started = self._mcp_open.pop(body.call_id, None)
+            started = self._mcp_open.pop(body.call_id, (None, None))[1]
             duration = body.duration_ms
             if duration is None and started is not None and ts is not None:
                 duration = _ms_between(started, ts)

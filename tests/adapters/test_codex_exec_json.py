@@ -217,12 +217,12 @@ def test_an_mcp_call_open_when_its_turn_fails_ends_failed_in_both_its_views() ->
     assert kinds == [
         ("tool-call", "started"),
         ("mcp-tool", "started"),
-        ("mcp-tool", "failed"),
-        ("warning", None),
+        ("warning", None),  # the core fails the call left open, saying why
         ("tool-call", "failed"),
+        ("mcp-tool", "failed"),  # and its MCP view with it
     ]
     (view,) = [b for b in out if b["kind"] == "mcp-tool" and b["phase"] == "failed"]
-    assert (view["server"], view["tool"], view["arguments"]) == ("docs", "search", {"q": "x"})
+    assert (view["server"], view["tool"]) == ("docs", "search")
     (failed,) = [b for b in out if b["kind"] == "tool-call" and b["phase"] == "failed"]
     assert (failed["tool"], failed["category"]) == ("search", "mcp")
     assert out[-1]["kind"] == "turn-complete" and out[-1]["stopReason"] == "failed"

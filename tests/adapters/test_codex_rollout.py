@@ -514,15 +514,15 @@ def test_an_aborted_turn_closes_its_open_calls_as_failed() -> None:
         ("turn-start", None),
         ("tool-call", "started"),
         ("mcp-tool", "started"),
-        ("mcp-tool", "failed"),  # the adapter ends the call's MCP view
         ("warning", None),  # the core fails the call itself, saying why
         ("tool-call", "failed"),
+        ("mcp-tool", "failed"),  # and its MCP view with it
         ("turn-complete", "interrupt"),
     ]
-    assert out[2]["server"] == "docs"
-    assert out[3]["arguments"] == {"query": "x"}
-    assert out[4]["message"] == "tool call m1 (search_docs) was still open when turn:1 ended"
-    assert (out[5]["tool"], out[5]["category"]) == ("search_docs", "mcp")
+    assert (out[2]["server"], out[2]["arguments"]) == ("docs", {"query": "x"})
+    assert out[3]["message"] == "tool call m1 (search_docs) was still open when turn:1 ended"
+    assert (out[4]["tool"], out[4]["category"]) == ("search_docs", "mcp")
+    assert (out[5]["server"], out[5]["tool"]) == ("docs", "search_docs")
 
 
 def test_detection_tells_rollouts_from_other_codex_streams() -> None:

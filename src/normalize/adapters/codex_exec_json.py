@@ -68,7 +68,7 @@ from normalize import (
 from normalize import Warning as WarningBody
 from normalize.adapters import _codex_items as ci
 from normalize.adapters._limits import OPEN_ITEMS, Bounded, bounded_feed
-from normalize.adapters.codex_rollout import CodexRolloutAdapter, mcp_left_open
+from normalize.adapters.codex_rollout import CodexRolloutAdapter
 
 __all__ = ["CodexExecJsonAdapter"]
 
@@ -297,7 +297,6 @@ class CodexExecJsonAdapter(Adapter):
                 reasoning=u.reasoning_output_tokens,
             )
             out.append(Usage(tokens=tokens, scope="turn"))
-        out.extend(mcp_left_open(self))  # the core fails the calls left open at the turn's end
         out.append(TurnComplete(reason="ok", stop_reason="completed"))
         return out
 
@@ -306,7 +305,6 @@ class CodexExecJsonAdapter(Adapter):
         message = line.error.message if line.error is not None else ""
         if message and message != self._last_error:
             out.append(Error(message=message, error_type="turn-failed", recoverable=False))
-        out.extend(mcp_left_open(self))  # the core fails the calls left open at the turn's end
         out.append(ci.failed_turn())
         self._last_error = None
         return out

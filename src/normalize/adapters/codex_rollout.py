@@ -782,8 +782,7 @@ class CodexRolloutAdapter(Adapter):
             out.append(Usage(tokens=_tokens(_minus(self._total, base)), scope="turn"))
         self._turn_base = self._total
         # calls left open when the turn ended never finished (the turn failed or was stopped):
-        # the core fails them at the turn's end; their MCP view ends with them
-        out.extend(mcp_left_open(self))
+        # the core fails them, and their MCP views, at the turn's end
         return out
 
     def _task_complete(self, event: _Event) -> list[Item]:
@@ -1124,12 +1123,6 @@ def _note(call: OpenCall | None) -> Any:
 def _mcp_start(call_id: str, server: str, tool: str, args: Any) -> list[Item]:
     started, mcp = ci.mcp_started(call_id, server, tool, args)
     return [Emit(body=started, note=mcp), mcp]
-
-
-def mcp_left_open(adapter: Adapter) -> list[Body]:
-    """The ``mcp-tool`` view of each MCP call still open, ``failed``: at a turn's end the core
-    fails the call (its ``tool-call``), the adapter its MCP view, as any other end of it."""
-    return [structs.replace(call.note, phase="failed") for call in adapter.calls if isinstance(call.note, McpTool)]
 
 
 _PATCH_HEADERS = {"*** Add File: ": "add", "*** Update File: ": "update", "*** Delete File: ": "delete"}
