@@ -104,7 +104,7 @@ LIVE = {"claude-stream-json", "codex-app-server", "acp", "hm-json"}
 
 #: Adapters that keep no table of calls of their own: the core's (``Adapter.calls``) bounds
 #: their open calls, and the Session names each call it forgets.
-CORE_TABLE: set[str] = set()
+CORE_TABLE: set[str] = {"codex-app-server"}
 
 
 def _session_warnings(session: Session, lines: Iterator[bytes]) -> int:
