@@ -14,11 +14,13 @@ from normalize import (
     AccountAvailable,
     AccountExhausted,
     Adapter,
+    AssistantMessage,
     ContextDegraded,
     ConversationReset,
     Direction,
     Emit,
     EventEnvelope,
+    InTurn,
     Item,
     Message,
     OpenCall,
@@ -30,8 +32,11 @@ from normalize import (
     Session,
     SessionCreated,
     SessionEvent,
+    SessionRecord,
     SessionStateChanged,
+    SessionUpdate,
     Subagent,
+    Tokens,
     ToolCall,
     ToolCalled,
     ToolCallRef,
@@ -46,7 +51,7 @@ from normalize import (
 from normalize import Error as ErrorBody
 from normalize import Warning as WarningBody
 from normalize._convert import merge_records
-from normalize._lifecycle import DECISION_WORDS, Calls, Requests, decision_of
+from normalize._lifecycle import DECISION_WORDS, Calls, Requests, decision_of, tokens_plus, tokens_since
 
 REF = ToolCallRef(call_id="c1", tool="Bash", title="ls")
 
@@ -375,6 +380,74 @@ def test_a_call_forgotten_past_the_bound_is_named_in_a_warning() -> None:
     warnings = [(e.body.message.split(":")[0], e.native.protocol) for e in envs if isinstance(e.body, WarningBody)]
     assert warnings == [("tool call c0 forgotten", "core"), ("tool call c1 forgotten", "core")]
     assert [c.call_id for c in adapter.calls] == ["c2", "c3"]
+
+
+def test_a_message_in_a_turn_starts_one_only_when_none_is_open() -> None:
+    text = AssistantMessage(message_id="m", text="hi")
+    _, envs = _scripted(
+        [
+            [InTurn(), text],  # starts turn:1, from this message
+            [InTurn(), text],  # inside turn:1
+            [InTurn()],  # nothing to say and a turn is open: the message is kept as it is
+            [TurnComplete(reason="ok")],
+            [InTurn(), text],  # turn:2
+        ]
+    )
+    kinds = [(type(e.body).__name__, e.turn_id, e.native.protocol) for e in envs]
+    assert kinds[:6] == [
+        ("TurnStart", "turn:1", "test-scripted"),
+        ("AssistantMessage", "turn:1", "test-scripted"),
+        ("AssistantMessage", "turn:1", "test-scripted"),
+        ("TurnComplete", "turn:1", "test-scripted"),
+        ("TurnStart", "turn:2", "test-scripted"),
+        ("AssistantMessage", "turn:2", "test-scripted"),
+    ]
+    # a message that only belongs to the open turn is not lost: it is kept as it is
+    session = Session(_Scripted([[InTurn()], [InTurn()]]), clock=lambda: 0.0)
+    out = [e for _ in range(2) for e in session.feed(b"{}")]
+    assert [type(e).__name__ for e in out if isinstance(e, SessionEvent | SessionUpdate)] == [
+        "SessionEvent",
+        "SessionUpdate",
+    ]
+
+
+def test_a_turns_usage_from_two_cumulative_counts() -> None:
+    before = Tokens(input=100, output=10, total=110, cache_read=None)
+    now = Tokens(input=250, output=30, total=280, cache_read=40, reasoning=None)
+    assert tokens_since(now, before) == Tokens(input=150, output=20, total=170, cache_read=40)
+    assert tokens_since(now, None) is now  # the first count is the first turn's
+    call = Tokens(input=5, output=None, cache_write=2)
+    assert tokens_plus(call, Tokens(input=7, total=9)) == Tokens(input=12, total=9, cache_write=2)
+
+
+class _Announcing(_Scripted):
+    announces_session = True
+
+
+def test_messages_held_until_the_session_is_announced_are_translated_in_order_with_the_calls_they_start() -> None:
+    started = ToolCall(call_id="c1", tool="Bash", phase="started", title="ls")
+    created = SessionCreated(session_id="", record=SessionRecord(id="", agent="", protocol="", native_session_id="n1"))
+    adapter = _Announcing(
+        [
+            [InTurn(), started],
+            [ToolCall(call_id="c1", tool="", phase="completed")],  # still held: its call is known
+            [created],
+        ]
+    )
+    session = Session(adapter, clock=lambda: 0.0)
+    assert session.feed(b"{}") == [] and session.feed(b"{}") == []  # held
+    assert adapter.seen[1] is not None and adapter.seen[1].tool == "Bash"
+    out = session.feed(b"{}")
+    assert isinstance(out[0], SessionCreated)
+    sid = session_id_for("unknown", "n1")
+    events = [e.event for e in out if isinstance(e, SessionEvent)]
+    assert [(type(e.body).__name__, e.seq, e.turn_id) for e in events] == [
+        ("TurnStart", 1, "turn:1"),
+        ("ToolCall", 2, "turn:1"),
+        ("ToolCall", 3, "turn:1"),
+    ]
+    assert events[2].body == ToolCall(call_id="c1", tool="Bash", phase="completed", title="ls")
+    assert {e.session_id for e in out} == {sid} and {e.session_id for e in events} == {sid}
 
 
 # account.*: what the agents say of the account itself.

@@ -8,7 +8,7 @@ from typing import Any as _Any
 
 from ._codec import SCHEMA_VERSION, StreamHeader, decode, encode, to_builtins
 from ._connection import Connection
-from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Routing, Sample, Source
+from ._contract import Adapter, Direction, Emit, InTurn, Item, Passthrough, Problem, Routing, Sample, Source
 from ._convert import SessionInput, events, find_inputs, iter_records, read_records
 from ._errors import (
     DetectionError,
@@ -22,7 +22,7 @@ from ._errors import (
     UnreadableInput,
     UsageError,
 )
-from ._lifecycle import Calls, OpenCall
+from ._lifecycle import Calls, OpenCall, tokens_plus, tokens_since
 from ._lines import DEFAULT_MAX_LINE, CaptureParser, LineProblem, LineSplitter, Message, Record
 from ._model import *  # noqa: F403 - the model's own __all__
 
@@ -127,6 +127,7 @@ __all__ = [
     "Emit",
     "EventStream",
     "FileChanged",
+    "InTurn",
     "InputError",
     "Item",
     "LineProblem",
@@ -174,6 +175,8 @@ __all__ = [
     "tap",
     "tap_line",
     "to_builtins",
+    "tokens_plus",
+    "tokens_since",
     "unregister",
     *_model_all,
 ]

@@ -15,6 +15,9 @@ Items an adapter may return:
 * :class:`Source`: the native method and timestamp of the message being fed;
   put it first, it applies to the items after it;
 * :class:`Passthrough`: the message is kept untranslated as ``session.update``;
+* :class:`InTurn`: the message belongs to a turn: the Session starts one (a
+  ``turn-start`` from this message) when none is open, for protocols that do not
+  say where a turn starts;
 * :class:`Problem`: bad input; the Session raises it in strict mode and turns it
   into an ``error`` event otherwise;
 * any other CoreEvent (``MessageAccepted``, ``SessionCreated``, ...) with
@@ -40,6 +43,7 @@ __all__ = [
     "Adapter",
     "Direction",
     "Emit",
+    "InTurn",
     "Item",
     "Passthrough",
     "Problem",
@@ -76,6 +80,15 @@ class Source(Struct, frozen=True, kw_only=True):
     ts: str | None = None
 
 
+class InTurn(Struct, frozen=True, kw_only=True):
+    """The message being fed belongs to a turn: a ``turn-start`` from it when none is open.
+
+    For protocols that do not mark a turn's start (a stored file whose prompt was cut, a
+    stream that begins mid-turn): the adapter says what the message is part of, and the
+    Session, which knows whether a turn is open, decides; adapters keep no turn flag.
+    """
+
+
 class Passthrough(Struct, frozen=True, kw_only=True):
     """Keep the message being fed as ``session.update``, untranslated."""
 
@@ -91,7 +104,7 @@ class Problem(Struct, frozen=True, kw_only=True):
     origin: Origin | None = None
 
 
-Item = Union[Body, Emit, Source, Passthrough, Problem, CoreEvent]
+Item = Union[Body, Emit, Source, InTurn, Passthrough, Problem, CoreEvent]
 
 
 class Routing(Struct, frozen=True, kw_only=True):

@@ -31,9 +31,19 @@ from typing import Any
 
 from msgspec import structs
 
-from ._model import Decision, PermissionAuto, PermissionRequest, RequestResolved, ToolCall, UserQuestion
+from ._model import Decision, PermissionAuto, PermissionRequest, RequestResolved, Tokens, ToolCall, UserQuestion
 
-__all__ = ["DECISION_WORDS", "OPEN_CALLS", "SEEN_CALLS", "Calls", "OpenCall", "Requests", "decision_of"]
+__all__ = [
+    "DECISION_WORDS",
+    "OPEN_CALLS",
+    "SEEN_CALLS",
+    "Calls",
+    "OpenCall",
+    "Requests",
+    "decision_of",
+    "tokens_plus",
+    "tokens_since",
+]
 
 #: Option kinds (ACP's vocabulary) and the answer words of each agent, to decisions.
 DECISION_WORDS: dict[str, Decision] = {
@@ -266,3 +276,32 @@ class Calls:
 
     def open_calls(self) -> list[tuple[str, OpenCall]]:
         return list(self._open.items())
+
+
+# Usage arithmetic: agents report cumulative counters (Codex's thread totals, Antigravity's
+# session totals) where the model speaks of turns; one rule for every adapter.
+
+_TOKEN_FIELDS = ("input", "output", "total", "cache_read", "cache_write", "reasoning")
+
+
+def _since(now: int | None, before: int | None) -> int | None:
+    return None if now is None else now - (before or 0)
+
+
+def _plus(a: int | None, b: int | None) -> int | None:
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
+def tokens_since(now: Tokens, before: Tokens | None) -> Tokens:
+    """What a cumulative counter grew by since ``before`` (a turn's usage from two totals).
+
+    A count ``now`` does not give stays absent; a count ``before`` did not give counts as 0.
+    """
+    if before is None:
+        return now
+    return Tokens(**{f: _since(getattr(now, f), getattr(before, f)) for f in _TOKEN_FIELDS})
+
+
+def tokens_plus(a: Tokens, b: Tokens) -> Tokens:
+    """Two counts added (per-call usage summed into a turn's); absent only when both are."""
+    return Tokens(**{f: _plus(getattr(a, f), getattr(b, f)) for f in _TOKEN_FIELDS})

@@ -46,7 +46,7 @@ from typing import Any, cast
 import msgspec
 from msgspec import Raw, structs
 
-from ._contract import Adapter, Direction, Emit, Item, Passthrough, Problem, Source
+from ._contract import Adapter, Direction, Emit, InTurn, Item, Passthrough, Problem, Source
 from ._errors import InputError, MalformedMessage, ProtocolViolation, UsageError
 from ._lifecycle import Calls, Requests
 from ._model import (
@@ -225,7 +225,10 @@ class Session:
         self._closed = False
         self._failed = False
         self._first: bytes | None = None
-        self._held: list[tuple[list[Item], bytes | None, str | None]] = []
+        #: what the messages held before the session was announced gave (translated at once,
+        #: so the turn and the table of calls follow them; emitted after ``session.created``)
+        self._held: list[_Core] = []
+        self._holding = 0  # how many messages were held
         #: the last native or receive time an event carried (made-up events take it)
         self._last_ts: str | None = None
         #: a session another one spawned (a sub-agent's thread): its record, announced at once
@@ -325,11 +328,13 @@ class Session:
         announced = next((i for i in items if isinstance(i, SessionCreated | SessionResumed)), None)
         if announced is None and self._spawned is not None:
             announced = self._spawned
-        holding = type(self.adapter).announces_session and not self._closed and len(self._held) < HOLD_LIMIT
+        holding = type(self.adapter).announces_session and not self._closed and self._holding < HOLD_LIMIT
         if announced is None and holding:
-            if self.strict:
-                self._raise_early(items, message)
-            self._held.append((items, message, t))
+            # translated now, with the session's id to come ("" until then, see _named): the
+            # events keep their order and seq, and the state (turn, calls, requests) follows
+            # them as if not held
+            self._holding += 1
+            self._held += self._run(items, message, t)
             return []
         self._created = True
         if self.session_id is None:
@@ -342,10 +347,23 @@ class Session:
             )
         out: list[_Core] = [self._fill_record(first)]
         held, self._held = self._held, []
-        for h_items, h_message, h_t in held:
-            out += self._run(h_items, h_message, h_t)
+        if held:
+            out += self._named(held)
         out += self._run([i for i in items if i is not announced], message, t)
         return out
+
+    def _named(self, held: list[_Core]) -> list[_Core]:
+        """Held output, given the session's id now that it is known."""
+        sid = self.session_id
+        assert sid is not None
+        named: list[_Core] = []
+        for core in held:
+            if isinstance(core, SessionEvent):
+                env = structs.replace(core.event, session_id=sid)
+                named.append(SessionEvent(session_id=sid, event=env))
+            else:
+                named.append(structs.replace(core, session_id=sid))
+        return named
 
     def _derive_id(self, announced: SessionCreated | SessionResumed | None, message: bytes | None) -> str:
         """The session's id (docs/events.md, "Identity").
@@ -363,19 +381,9 @@ class Session:
         seed = self._first + (b"\0" + message if announced is not None and message is not None else b"")
         return "s-" + hashlib.sha256(seed).hexdigest()[:16]
 
-    def _raise_early(self, items: list[Item], message: bytes | None) -> None:
-        """Strict mode: bad input raises when it is fed, even while events are held."""
-        for item in items:
-            if isinstance(item, Problem):
-                raise item.error
-        translated = any(isinstance(i, Body | Emit) for i in items)
-        if message is not None and not translated and not _is_json(message):
-            raise MalformedMessage("not a JSON message")
-
     def _run(self, items: list[Item], message: bytes | None, t: str | None) -> list[_Core]:
         out: list[_Core] = []
-        sid = self.session_id
-        assert sid is not None
+        sid = self.session_id or ""
         method: str | None = None
         native_ts: str | None = None
         accounted = message is None
@@ -402,6 +410,10 @@ class Session:
                 accounted = accounted or not item.synthetic
             elif isinstance(item, Source):
                 method, native_ts = item.method, item.ts
+            elif isinstance(item, InTurn):
+                if self._turn_id is None:
+                    self._event(out, TurnStart(), message, method, native_ts or t, None, None, False)
+                    accounted = True
             elif isinstance(item, Passthrough):
                 self._keep(out, message, item.method or method, native_ts or t)
                 accounted = True
@@ -416,7 +428,7 @@ class Session:
                 accounted = True
             elif isinstance(item, SessionCreated) and item.record.fork_of is not None:
                 self._fork(out, item)
-                sid = self.session_id
+                sid = self.session_id or ""
             elif isinstance(item, SessionCreated | SessionResumed):
                 out.append(self._fill_record(item))
             else:
@@ -430,8 +442,7 @@ class Session:
 
     def _keep(self, out: list[_Core], message: bytes | None, method: str | None, ts: str | None) -> None:
         """A message kept untranslated: ``session.update``, or an error when it is not even JSON."""
-        sid = self.session_id
-        assert sid is not None
+        sid = self.session_id or ""
         if message is not None and not _is_json(message):
             error = MalformedMessage("not a JSON message")
             if self.strict:
@@ -542,8 +553,7 @@ class Session:
             else:
                 native = Native(protocol=self._protocol, method=method, payload=Raw(message))  # type: ignore[arg-type]
                 self._native_of = (message, method, native)
-        sid = self.session_id
-        assert sid is not None
+        sid = self.session_id or ""
         env = EventEnvelope(
             session_id=sid,
             agent=self.adapter.agent,
@@ -647,8 +657,7 @@ class Session:
         capture's receive time, or the conversion's clock) there is no ``tool.finished``: a
         duration that depends on how the stream was read is not the call's.
         """
-        sid = self.session_id
-        assert sid is not None
+        sid = self.session_id or ""
         if body.phase == "started":
             self._mcp_open[body.call_id] = ts
             if len(self._mcp_open) > MAX_PENDING:
@@ -674,6 +683,5 @@ class Session:
     def _set_state(self, out: list[_Core], state: SessionState) -> None:
         if state != self._state:
             self._state = state
-            sid = self.session_id
-            assert sid is not None
+            sid = self.session_id or ""
             out.append(SessionStateChanged(session_id=sid, state=state))

@@ -40,6 +40,7 @@ from normalize import (
     CommandOutput,
     Direction,
     Error,
+    InTurn,
     Item,
     MalformedMessage,
     Passthrough,
@@ -51,7 +52,6 @@ from normalize import (
     ToolCall,
     ToolCallRef,
     TurnComplete,
-    TurnStart,
     Usage,
     UserMessage,
 )
@@ -114,7 +114,6 @@ class GeminiStreamJsonAdapter(_Adapter):
         #: the assistant message streaming now: its id and text so far
         self._message: tuple[str, str] | None = None
         self._messages = 0  # message ids: the stream gives none
-        self._in_turn = False
         self._lines: dict[str, Callable[[_Line], list[Item]]] = {
             "init": self._init,
             "message": self._msg,
@@ -160,13 +159,6 @@ class GeminiStreamJsonAdapter(_Adapter):
         record = SessionRecord(id="", agent="", protocol="", native_session_id=line.session_id, model=line.model)
         return [SessionCreated(session_id="", record=record)]
 
-    def _turn(self) -> list[Item]:
-        """A turn start if none is open (a line of a turn whose prompt was not echoed)."""
-        if self._in_turn:
-            return []
-        self._in_turn = True
-        return [TurnStart()]
-
     def _end_message(self) -> list[Item]:
         if self._message is None:
             return []
@@ -177,12 +169,12 @@ class GeminiStreamJsonAdapter(_Adapter):
     def _msg(self, line: _Line) -> list[Item]:
         text = line.content or ""
         if line.role == "user":
-            out = [*self._end_message(), *self._turn()]
+            out = [*self._end_message(), *[InTurn()]]
             self._messages += 1
             return [*out, UserMessage(message_id=f"user-{self._messages}", text=text)]
         if line.role != "assistant":
             return [Passthrough(method=f"message:{line.role}")]
-        out = self._turn()
+        out = [InTurn()]
         if self._message is None:
             self._messages += 1
             self._message = (f"msg-{self._messages}", "")
@@ -195,7 +187,7 @@ class GeminiStreamJsonAdapter(_Adapter):
 
     def _tool_use(self, line: _Line) -> list[Item]:
         tool, call_id = line.tool_name or "", line.tool_id or ""
-        out = [*self._end_message(), *self._turn()]
+        out = [*self._end_message(), *[InTurn()]]
         started = ToolCall(
             call_id=call_id,
             tool=tool,
@@ -234,12 +226,11 @@ class GeminiStreamJsonAdapter(_Adapter):
         return [WarningBody(message=message, source="gemini-cli")]
 
     def _result(self, line: _Line) -> list[Item]:
-        out = [*self._end_message(), *self._turn()]
+        out = [*self._end_message(), *[InTurn()]]
         if line.stats is not None:
             s = line.stats
             tokens = gc.tokens(input=s.input_tokens, output=s.output_tokens, cached=s.cached, total=s.total_tokens)
             out.append(Usage(tokens=tokens, scope="turn"))  # one process is one turn
-        self._in_turn = False
         if line.status == "success":
             return [*out, TurnComplete(reason="ok", stop_reason="success")]
         err = line.error or _ErrorInfo()

@@ -28,6 +28,7 @@ from normalize import (
     Adapter,
     Direction,
     Error,
+    InTurn,
     Item,
     MalformedMessage,
     Passthrough,
@@ -36,7 +37,6 @@ from normalize import (
     SessionRecord,
     Source,
     TurnComplete,
-    TurnStart,
 )
 from normalize.adapters import _opencode_parts as op
 from normalize.adapters._limits import bounded_feed
@@ -81,7 +81,6 @@ class OpenCodeJsonAdapter(Adapter):
     def __init__(self) -> None:
         super().__init__()
         self._session: str | None = None
-        self._in_turn = False
 
     @classmethod
     def detect(cls, sample: Sequence[Sample]) -> float:
@@ -111,18 +110,13 @@ class OpenCodeJsonAdapter(Adapter):
         if line.type not in LINE_TYPES:
             return [*out, Passthrough(method=line.type)]
         out.append(Source(method=line.type, ts=iso_ms(line.timestamp)))
-        if not self._in_turn:
-            self._in_turn = True
-            out.append(TurnStart())
+        out.append(InTurn())  # every line is part of a turn: the run prints no turn start
         if line.type == "error":
             err = line.error or _Error()
-            self._in_turn = False
             text = error_message(err.name, err.data.message if err.data else None)
             error = Error(message=text, error_type=err.name or "error", recoverable=False)
             return [*out, error, TurnComplete(reason="interrupt", stop_reason="error")]
         bodies = op.part_bodies(line.part.id or "", line.part) if line.part is not None else None
-        if bodies is None:  # a step start: nothing but the turn start it may give
-            return out if any(isinstance(b, TurnStart) for b in out) else [*out, Passthrough()]
-        if any(isinstance(b, TurnComplete) for b in bodies):
-            self._in_turn = False
+        if bodies is None:  # a step start: nothing but the turn start it may give (else kept as it is)
+            return out
         return [*out, *bodies]
