@@ -107,6 +107,7 @@ LIVE = {"claude-stream-json", "codex-app-server", "acp", "hm-json"}
 CORE_TABLE: set[str] = {
     "claude-stream-json",
     "claude-transcript",
+    "codex-app-server",
     "codex-exec-json",
     "codex-rollout",
 }

@@ -25,6 +25,7 @@ from normalize import (
     Message,
     PermissionRequest,
     RequestResolved,
+    Session,
     SessionCreated,
     SessionEvent,
     SessionResumed,
@@ -124,6 +125,18 @@ def translate(*messages: tuple[str, dict[str, Any]]) -> list[Item]:
     for from_, msg in messages:
         out.extend(adapter.feed(json.dumps(msg).encode(), from_))  # type: ignore[arg-type]
     return out
+
+
+def converse(*messages: tuple[str, dict[str, Any]]) -> list[EventEnvelope]:
+    """Feed inline messages, after a ``thread/started``, through a Session (whose table of
+    calls the adapter reads at a call's end); every event, in order."""
+    session = Session(CodexAppServerAdapter(), clock=fixed_clock)
+    thread = {"method": "thread/started", "params": {"thread": {"id": "th", "cwd": "/p", "cliVersion": VERSION}}}
+    out: list[_Core] = []
+    for from_, msg in (("agent", thread), *messages):
+        out += session.feed(json.dumps(msg).encode(), from_)  # type: ignore[arg-type]
+    out += session.close()
+    return [e.event for e in out if isinstance(e, SessionEvent)]
 
 
 def bodies_of(items: list[Item]) -> list[Any]:
@@ -384,15 +397,64 @@ def test_a_command_without_deltas_reports_its_output_once() -> None:
 def test_an_added_file_gives_a_hunk_and_a_declined_patch_fails() -> None:
     change = {"path": "/p/new.txt", "kind": {"type": "add"}, "diff": "a\nb\n"}
     item = {"type": "fileChange", "id": "f", "changes": [change], "status": "inProgress"}
-    bodies = bodies_of(
-        translate(
-            ("agent", {"method": "item/started", "params": {"item": item, "turnId": "u"}}),
-            ("agent", {"method": "item/completed", "params": {"item": {**item, "status": "declined"}}}),
-        )
+    events = converse(
+        ("agent", {"method": "item/started", "params": {"item": item, "turnId": "u"}}),
+        ("agent", {"method": "item/completed", "params": {"item": {**item, "status": "declined"}}}),
     )
+    bodies = [e.body for e in events]
     diffs = [b for b in bodies if isinstance(b, FileDiff)]
     assert diffs == [FileDiff(call_id="f", path="/p/new.txt", diff="@@ -0,0 +1,2 @@\n+a\n+b\n", change_kind="add")]
     assert [b.phase for b in bodies if isinstance(b, ToolCall)] == ["started", "failed"]
+
+
+TURN = {"id": "u", "items": [], "status": "inProgress"}
+INTERRUPTED = {**TURN, "status": "interrupted"}
+
+
+def test_calls_in_flight_at_an_interrupt_end_failed_with_what_their_start_said() -> None:
+    command = {"type": "commandExecution", "id": "c", "command": "make", "cwd": "/p", "status": "inProgress"}
+    mcp = {"type": "mcpToolCall", "id": "m", "server": "fs", "tool": "read", "arguments": {"p": 1}}
+    spawn = {"type": "subAgentActivity", "id": "s", "kind": "started", "agentThreadId": "th2", "agentPath": "/a"}
+    events = converse(
+        ("agent", {"method": "turn/started", "params": {"threadId": "th", "turn": TURN}}),
+        *[("agent", {"method": "item/started", "params": {"item": i, "turnId": "u"}}) for i in (command, mcp, spawn)],
+        ("agent", {"method": "item/commandExecution/outputDelta", "params": {"itemId": "c", "delta": "cc -c a.c\n"}}),
+        ("agent", {"method": "item/agentMessage/delta", "params": {"itemId": "a", "delta": "x"}}),
+        ("agent", {"method": "turn/completed", "params": {"threadId": "th", "turn": INTERRUPTED}}),
+    )
+    ended = [e for e in events if isinstance(e.body, ToolCall) and e.body.phase == "failed"]
+    # closed by the adapter from the turn's end (not settled by the core), oldest first
+    assert [e.native.method for e in ended] == ["turn/completed"] * 3
+    run, read, spawned = (e.body for e in ended)
+    assert isinstance(run, ToolCall) and isinstance(read, ToolCall) and isinstance(spawned, ToolCall)
+    assert (run.call_id, run.tool, run.title, run.category) == ("c", "exec_command", "make", "execute")
+    assert run.input == {"command": "make", "cwd": "/p"}
+    assert (read.tool, read.title, read.category) == ("read", "fs.read", "mcp")
+    assert json.loads(bytes(read.input)) == {"p": 1}
+    assert (spawned.tool, spawned.title, spawned.category) == ("spawnAgent", "/a", "other")
+    mcp_ends = [e.body for e in events if isinstance(e.body, McpTool) and e.body.phase == "failed"]
+    assert [(b.server, b.tool) for b in mcp_ends] == [("fs", "read")]
+    # the streamed output is not repeated, and no call was left for the core to settle
+    assert [e.body.delta for e in events if isinstance(e.body, CommandOutput)] == ["cc -c a.c\n"]
+    assert not [e for e in events if isinstance(e.body, WarningBody)]
+
+
+def test_a_dynamic_tool_call_answered_by_the_client_ends_named_by_its_start() -> None:
+    params = {"threadId": "th", "turnId": "u", "callId": "d1", "tool": "lookup", "arguments": {"q": "x"}}
+    events = converse(
+        ("agent", {"method": "turn/started", "params": {"threadId": "th", "turn": TURN}}),
+        ("agent", {"method": "item/tool/call", "id": 5, "params": params}),
+        ("client", {"id": 5, "result": {"contentItems": [{"type": "inputText", "text": "y"}], "success": True}}),
+        ("agent", {"method": "item/tool/call", "id": 6, "params": {**params, "callId": "d2"}}),
+        ("client", {"id": 6, "error": {"code": -1, "message": "no such tool"}}),
+    )
+    calls = [e.body for e in events if isinstance(e.body, ToolCall)]
+    assert [(c.call_id, c.tool, c.phase, c.category) for c in calls] == [
+        ("d1", "lookup", "started", "other"),
+        ("d1", "lookup", "completed", "other"),
+        ("d2", "lookup", "started", "other"),
+        ("d2", "lookup", "failed", "other"),
+    ]
 
 
 def test_a_request_resolved_without_an_answer_is_cancelled() -> None:

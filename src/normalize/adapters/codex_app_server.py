@@ -663,33 +663,46 @@ def _grants(raw: Raw) -> bool:
 
 
 class _Open:
-    """An item between item/started and item/completed."""
+    """An item that is not a tool call, between item/started and item/completed: a text
+    being streamed (agent message, plan, reasoning), a user message, a web search, a
+    compaction.  The core keeps no table of these (tool calls are in ``Adapter.calls``)."""
 
-    __slots__ = ("kind", "seen", "streamed", "text", "view")
+    __slots__ = ("kind", "text", "view")
 
     def __init__(self, kind: str, view: Any) -> None:
         self.kind = kind
         self.view = view
-        self.streamed = False
         self.text: list[str] = []
+
+
+class _Note:
+    """What a tool call's ``item/started`` attaches to the call in the core's table
+    (``Emit(note=...)``, read back from ``Adapter.calls``): the item as it started, and
+    what came since (output deltas seen, diffs reported).  Its end repeats them."""
+
+    __slots__ = ("kind", "seen", "streamed", "view")
+
+    def __init__(self, kind: str, view: Raw) -> None:
+        self.kind = kind
+        self.view = view
+        self.streamed = False
         self.seen: set[tuple[str, str]] = set()
 
 
 class _Pending:
     """A request waiting for its response."""
 
-    __slots__ = ("call_id", "method", "request_id", "tool")
+    __slots__ = ("call_id", "method", "request_id")
 
-    def __init__(self, method: str, request_id: str = "", call_id: str = "", tool: str = "") -> None:
+    def __init__(self, method: str, request_id: str = "", call_id: str = "") -> None:
         self.method = method
         self.request_id = request_id
         self.call_id = call_id
-        self.tool = tool
 
 
 _Handler = Callable[["CodexAppServerAdapter", Raw], list[Item]]
 _ResponseHandler = Callable[["CodexAppServerAdapter", "_Pending", Raw], list[Item]]
-_ItemHandler = Callable[["CodexAppServerAdapter", Raw, "_Open | None"], list[Body]]
+_ItemHandler = Callable[["CodexAppServerAdapter", Raw, "_Note | None"], list[Body]]
 
 _StopReason = Literal["end_turn", "cancelled", "error"]
 _TERMINAL_STATUS: dict[str, tuple[Literal["ok", "interrupt"], _StopReason]] = {
@@ -715,6 +728,7 @@ class CodexAppServerAdapter(Adapter):
         super().__init__()
         self._pending: Bounded[tuple[Direction, int | str], _Pending] = Bounded("request", PENDING_REQUESTS)
         self._answered: Recent[str] = Recent()
+        #: items that are not tool calls, while open (the tool calls are in ``self.calls``)
         self._open: Bounded[str, _Open] = Bounded("item", OPEN_CALLS)
         #: sub-agent threads this thread spawned -> the spawning call, while they run
         self._subagents: Bounded[str, str] = Bounded("sub-agent", OPEN_CALLS)
@@ -819,7 +833,7 @@ class CodexAppServerAdapter(Adapter):
         err = _RPC_ERROR.decode(raw)
         if asker == "agent":  # the client refused or failed to answer the server's request
             if pending.method == "item/tool/call":
-                call = ToolCall(call_id=pending.call_id, tool=pending.tool, phase="failed", output=err.message)
+                call = ToolCall(call_id=pending.call_id, tool="", phase="failed", output=err.message)
                 return [call]
             self._answered.add(pending.request_id)
             return [RequestResolved(request_id=pending.request_id, outcome="cancelled")]
@@ -908,10 +922,14 @@ class CodexAppServerAdapter(Adapter):
     def _on_turn_completed(self, params: Raw) -> list[Item]:
         turn = _TURN_PARAMS.decode(params).turn
         out: list[Item] = []
-        # Items in flight (an interrupt leaves them open) end with the turn.
-        for item_id in list(self._open):
-            op = self._open.pop(item_id)
+        # Items in flight (an interrupt leaves them open) end with the turn: the tool calls
+        # the core knows open (oldest first), then the other items.
+        for known in self.calls:
+            if isinstance(known.note, _Note):
+                out.extend(_CALL_CLOSE[known.note.kind](self, known.call_id, known.note))
+        for item_id, op in self._open.items():
             out.extend(_ITEM_CLOSE[op.kind](self, item_id, op))
+        self._open.clear()
         reason, stop = _TERMINAL_STATUS.get(turn.status, ("interrupt", "cancelled"))
         error: ErrorInfo | None = None
         if turn.error is not None:
@@ -943,14 +961,29 @@ class CodexAppServerAdapter(Adapter):
             self._open[head.id] = _Open(head.type, p.item)
         if started is None:
             return [Passthrough()]
-        return [*started(self, p.item, self._open.get(head.id))] or [Passthrough()]
+        if head.type not in _CALL_CLOSE:
+            return [*started(self, p.item, None)] or [Passthrough()]
+        # a tool call: its start carries, in the core's table, what its end repeats
+        note = _Note(head.type, p.item)
+        out: list[Item] = [
+            Emit(body=b, note=note) if type(b) is ToolCall and b.phase == "started" else b
+            for b in started(self, p.item, note)
+        ]
+        return out or [Passthrough()]
+
+    def _note(self, item_id: str) -> _Note | None:
+        """What the open tool call ``item_id`` was started with (None: not open, or unknown)."""
+        known = self.calls.get(item_id)
+        note = known.note if known is not None else None
+        return note if isinstance(note, _Note) else None
 
     def _on_item_completed(self, params: Raw) -> list[Item]:
         p = _ITEM_PARAMS.decode(params)
         head = _ITEM_HEAD.decode(p.item)
         completed = _ITEM_COMPLETED.get(head.type)
-        op = self._open.pop(head.id, None)
-        if op is None and head.id in self._declined:
+        self._open.pop(head.id, None)
+        note = self._note(head.id)
+        if note is None and head.id in self._declined:
             # 0.77: a declined command completes again, ``failed`` with "exec command rejected by
             # user": the same end, already reported
             return [Passthrough()]
@@ -958,37 +991,37 @@ class CodexAppServerAdapter(Adapter):
             self._declined.add(head.id)
         if completed is None:
             return [Passthrough()]
-        return [*completed(self, p.item, op)] or [Passthrough()]
+        return [*completed(self, p.item, note)] or [Passthrough()]
 
     # started -----------------------------------------------------------
 
-    def _started_command(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _started_command(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _COMMAND.decode(raw)
         return [ci.command_started(v.id, v.command, v.cwd)]
 
-    def _started_file_change(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _started_file_change(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _FILE_CHANGE.decode(raw)
-        return ci.file_change_started(v.id, _changes(v.changes), op.seen if op else set())
+        return ci.file_change_started(v.id, _changes(v.changes), note.seen if note else set())
 
-    def _started_mcp(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _started_mcp(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _MCP.decode(raw)
         return ci.mcp_started(v.id, v.server, v.tool, v.arguments)
 
-    def _started_web_search(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _started_web_search(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _WEB_SEARCH.decode(raw)
         return [ci.web_search_started(v.id, v.query)]
 
-    def _started_image_view(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _started_image_view(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _IMAGE_VIEW.decode(raw)
         return [ci.image_view(v.id, v.path, "started")]
 
-    def _started_generic_tool(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _started_generic_tool(self, raw: Raw, note: _Note | None) -> list[Body]:
         head = _ITEM_HEAD.decode(raw)
         v = _GENERIC_TOOL.decode(raw)
         tool = v.tool or head.type
         return [ToolCall(call_id=v.id, tool=tool, phase="started", category="other", input=ci.raw_or_none(v.arguments))]
 
-    def _started_subagent(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _started_subagent(self, raw: Raw, note: _Note | None) -> list[Body]:
         """multi_agent_v2 reports a spawn as a ``subAgentActivity`` item (id: the model's
         ``spawn_agent`` call id), not as a tool item: that item is the spawning call."""
         v = _SUB_AGENT.decode(raw)
@@ -1024,10 +1057,10 @@ class CodexAppServerAdapter(Adapter):
             Task(task_id=thread, task_kind="collab", phase=phase, label=label, parent_call_id=call),
         ]
 
-    def _completed_collab(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _completed_collab(self, raw: Raw, note: _Note | None) -> list[Body]:
         """A collab tool call's end; ``spawnAgent`` starts its receivers, and the states it
         reports end the sub-agents that finished (the shape before multi_agent_v2)."""
-        out = self._completed_generic_tool(raw, op)
+        out = self._completed_generic_tool(raw, note)
         v = _COLLAB.decode(raw)
         if v.status != "completed":
             return out
@@ -1043,70 +1076,64 @@ class CodexAppServerAdapter(Adapter):
                 out += self._subagent_phase(thread, phase, call, None)
         return out
 
-    def _completed_subagent(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _completed_subagent(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _SUB_AGENT.decode(raw)
         if v.kind != "started":
             return []  # the notice was said at its start
         return [ToolCall(call_id=v.id, tool="spawnAgent", phase="completed", category="other", title=v.agent_path)]
 
-    def _close_subagent(self, item_id: str, op: _Open) -> list[Body]:
-        v = _SUB_AGENT.decode(op.view)
-        if v.kind != "started":
-            return []
-        return [ToolCall(call_id=item_id, tool="spawnAgent", phase="failed", category="other", title=v.agent_path)]
-
-    def _started_compaction(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _started_compaction(self, raw: Raw, note: _Note | None) -> list[Body]:
         return [ci.compaction(_ITEM_HEAD.decode(raw).id, "in_progress")]
 
     # completed ---------------------------------------------------------
 
-    def _completed_user_message(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _completed_user_message(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _USER_MESSAGE.decode(raw)
         texts = [c.text for c in v.content if c.type == "text" and c.text is not None]
         images = [Image(uri=c.url or c.path) for c in v.content if c.type in ("image", "localImage")]
         return [ci.user_message(v.id, texts, images)]
 
-    def _completed_agent_message(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _completed_agent_message(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _TEXT_ITEM.decode(raw)
         if self._turn_text is None or v.phase in (None, "final_answer"):
             self._turn_text = v.text
         return [ci.agent_message(v.id, v.text)]
 
-    def _completed_plan(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _completed_plan(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _TEXT_ITEM.decode(raw)
         return [ci.agent_message(v.id, v.text)]
 
-    def _completed_reasoning(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _completed_reasoning(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _REASONING.decode(raw)
         return [ci.reasoning(v.id, v.summary, v.content)]
 
-    def _completed_command(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _completed_command(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _COMMAND.decode(raw)
-        streamed = op is not None and op.streamed
+        streamed = note is not None and note.streamed
         return ci.command_finished(
             v.id, v.command, v.cwd, v.status, v.aggregated_output, v.exit_code, output_streamed=streamed
         )
 
-    def _completed_file_change(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _completed_file_change(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _FILE_CHANGE.decode(raw)
-        return ci.file_change_finished(v.id, _changes(v.changes), v.status, op.seen if op else set())
+        return ci.file_change_finished(v.id, _changes(v.changes), v.status, note.seen if note else set())
 
-    def _completed_mcp(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _completed_mcp(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _MCP.decode(raw)
         result = ci.raw_or_none(v.result)
         error = ci.raw_or_none(v.error)
         return ci.mcp_finished(v.id, v.server, v.tool, v.arguments, v.status, result, error, v.duration_ms)
 
-    def _completed_web_search(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _completed_web_search(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _WEB_SEARCH.decode(raw)
         results = ci.raw_or_none(v.results)
         return [ci.web_search_finished(v.id, v.query, results)]
 
-    def _completed_image_view(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _completed_image_view(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _IMAGE_VIEW.decode(raw)
         return [ci.image_view(v.id, v.path, "completed")]
 
-    def _completed_generic_tool(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _completed_generic_tool(self, raw: Raw, note: _Note | None) -> list[Body]:
         head = _ITEM_HEAD.decode(raw)
         v = _GENERIC_TOOL.decode(raw)
         phase = ci.phase_of(v.status)
@@ -1124,10 +1151,10 @@ class CodexAppServerAdapter(Adapter):
             )
         ]
 
-    def _completed_compaction(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _completed_compaction(self, raw: Raw, note: _Note | None) -> list[Body]:
         return [ci.compaction(_ITEM_HEAD.decode(raw).id, "completed")]
 
-    def _completed_review(self, raw: Raw, op: _Open | None) -> list[Body]:
+    def _completed_review(self, raw: Raw, note: _Note | None) -> list[Body]:
         head = _ITEM_HEAD.decode(raw)
         return [ModeUpdate(mode_id="review" if head.type == "enteredReviewMode" else "default")]
 
@@ -1144,28 +1171,28 @@ class CodexAppServerAdapter(Adapter):
     def _close_user_message(self, item_id: str, op: _Open) -> list[Body]:
         return self._completed_user_message(op.view, None)
 
-    def _close_command(self, item_id: str, op: _Open) -> list[Body]:
-        v = _COMMAND.decode(op.view)
+    def _close_command(self, item_id: str, note: _Note) -> list[Body]:
+        v = _COMMAND.decode(note.view)
         return ci.command_finished(v.id, v.command, v.cwd, "interrupted", None, None, output_streamed=True)
 
-    def _close_file_change(self, item_id: str, op: _Open) -> list[Body]:
-        v = _FILE_CHANGE.decode(op.view)
-        return ci.file_change_finished(v.id, _changes(v.changes), "interrupted", op.seen)
+    def _close_file_change(self, item_id: str, note: _Note) -> list[Body]:
+        v = _FILE_CHANGE.decode(note.view)
+        return ci.file_change_finished(v.id, _changes(v.changes), "interrupted", note.seen)
 
-    def _close_mcp(self, item_id: str, op: _Open) -> list[Body]:
-        v = _MCP.decode(op.view)
+    def _close_mcp(self, item_id: str, note: _Note) -> list[Body]:
+        v = _MCP.decode(note.view)
         return ci.mcp_finished(v.id, v.server, v.tool, v.arguments, "interrupted", None, None)
 
     def _close_web_search(self, item_id: str, op: _Open) -> list[Body]:
         v = _WEB_SEARCH.decode(op.view)
         return [ci.web_search_finished(v.id, v.query, failed=True)]
 
-    def _close_image_view(self, item_id: str, op: _Open) -> list[Body]:
-        return [ci.image_view(item_id, _IMAGE_VIEW.decode(op.view).path, "failed")]
+    def _close_image_view(self, item_id: str, note: _Note) -> list[Body]:
+        return [ci.image_view(item_id, _IMAGE_VIEW.decode(note.view).path, "failed")]
 
-    def _close_generic_tool(self, item_id: str, op: _Open) -> list[Body]:
-        v = _GENERIC_TOOL.decode(op.view)
-        return [ToolCall(call_id=item_id, tool=v.tool or op.kind, phase="failed", category="other")]
+    def _close_named(self, item_id: str, note: _Note) -> list[Body]:
+        """A generic tool or a sub-agent's spawn: the core repeats its tool, title, category."""
+        return [ToolCall(call_id=item_id, tool="", phase="failed")]
 
     def _close_compaction(self, item_id: str, op: _Open) -> list[Body]:
         return [ci.compaction(item_id, "cancelled")]
@@ -1198,9 +1225,9 @@ class CodexAppServerAdapter(Adapter):
 
     def _on_output_delta(self, params: Raw) -> list[Item]:
         p = _DELTA.decode(params)
-        op = self._open.get(p.item_id)
-        if op is not None:
-            op.streamed = True
+        note = self._note(p.item_id)
+        if note is not None:
+            note.streamed = True
         return [CommandOutput(call_id=p.item_id, stream="merged", delta=p.delta)]
 
     def _on_terminal_interaction(self, params: Raw) -> list[Item]:
@@ -1213,15 +1240,15 @@ class CodexAppServerAdapter(Adapter):
 
     def _on_patch_updated(self, params: Raw) -> list[Item]:
         p = _PROGRESS.decode(params)
-        op = self._open.get(p.item_id)
-        return list(ci.file_diffs(p.item_id, _changes(p.changes), op.seen if op else set())) or [Passthrough()]
+        note = self._note(p.item_id)
+        return list(ci.file_diffs(p.item_id, _changes(p.changes), note.seen if note else set())) or [Passthrough()]
 
     def _on_mcp_progress(self, params: Raw) -> list[Item]:
         p = _PROGRESS.decode(params)
-        op = self._open.get(p.item_id)
-        if op is None or op.kind != "mcpToolCall":
+        note = self._note(p.item_id)
+        if note is None or note.kind != "mcpToolCall":
             return [Passthrough()]
-        v = _MCP.decode(op.view)
+        v = _MCP.decode(note.view)
         return [McpTool(call_id=p.item_id, server=v.server, tool=v.tool, phase="progress", result=p.message)]
 
     # ------------------------------------------------------------ turn-scoped notifications
@@ -1343,9 +1370,9 @@ class CodexAppServerAdapter(Adapter):
         key = self._ask(rid, "item/commandExecution/requestApproval")
         command = p.command
         cwd = p.cwd
-        op = self._open.get(p.item_id)
-        if op is not None and op.kind == "commandExecution":
-            started = _COMMAND.decode(op.view)
+        note = self._note(p.item_id)
+        if note is not None and note.kind == "commandExecution":
+            started = _COMMAND.decode(note.view)
             command = command or started.command
             cwd = cwd or started.cwd
         names = [_decision_name(d) for d in p.available_decisions] if p.available_decisions else _DEFAULT_DECISIONS
@@ -1363,9 +1390,9 @@ class CodexAppServerAdapter(Adapter):
         p = _FILE_APPROVAL.decode(params)
         key = self._ask(rid, "item/fileChange/requestApproval")
         paths: list[str] = []
-        op = self._open.get(p.item_id)
-        if op is not None and op.kind == "fileChange":
-            paths = [c.path for c in _FILE_CHANGE.decode(op.view).changes]
+        note = self._note(p.item_id)
+        if note is not None and note.kind == "fileChange":
+            paths = [c.path for c in _FILE_CHANGE.decode(note.view).changes]
         ref = ToolCallRef(
             call_id=p.item_id,
             tool=ci.PATCH_TOOL,
@@ -1417,7 +1444,7 @@ class CodexAppServerAdapter(Adapter):
 
     def _on_tool_call_request(self, params: Raw, rid: int | str) -> list[Item]:
         p = _TOOL_CALL_REQUEST.decode(params)
-        self._ask(rid, "item/tool/call", call_id=p.call_id, tool=p.tool)
+        self._ask(rid, "item/tool/call", call_id=p.call_id)
         return [ToolCall(call_id=p.call_id, tool=p.tool, phase="started", category="other", input=p.arguments)]
 
     # ------------------------------------------------------------ the client's answers
@@ -1452,24 +1479,12 @@ class CodexAppServerAdapter(Adapter):
         r = _TOOL_CALL_RESULT.decode(raw)
         output = ci.raw_or_none(r.content_items)
         phase: Literal["completed", "failed"] = "failed" if r.success is False else "completed"
-        return [ToolCall(call_id=pending.call_id, tool=pending.tool, phase=phase, category="other", output=output)]
+        # named by its id only: the core repeats the tool and category of its start
+        return [ToolCall(call_id=pending.call_id, tool="", phase=phase, output=output)]
 
 
-_CALL_KINDS = frozenset(
-    {
-        "commandExecution",
-        "fileChange",
-        "mcpToolCall",
-        "webSearch",
-        "imageView",
-        "dynamicToolCall",
-        "collabAgentToolCall",
-        "imageGeneration",
-        "contextCompaction",
-    }
-)
-
-#: Open items whose start is not a ``tool-call`` body (the core settles those).
+#: Open items that are not texts, and whose start is not a ``tool-call`` body: the core
+#: does not know them as calls, and does not settle them.
 _NOT_CALLS = frozenset({"webSearch", "contextCompaction"})
 
 #: A collab agent's state (``agentsStates``) that ends it, and how.
@@ -1523,21 +1538,28 @@ _ITEM_COMPLETED: dict[str, _ItemHandler] = {
     "exitedReviewMode": A._completed_review,
 }
 
+#: Items that are not tool calls, kept open in the adapter (``_open``), by how their turn's
+#: end closes them.
 _ITEM_CLOSE: dict[str, Callable[[CodexAppServerAdapter, str, _Open], list[Body]]] = {
     "userMessage": A._close_user_message,
     "agentMessage": A._close_text,
     "plan": A._close_text,
     "reasoning": A._close_text,
+    "webSearch": A._close_web_search,
+    "contextCompaction": A._close_compaction,
+}
+
+#: Items that are tool calls (open in the core's table, ``Adapter.calls``, with a ``_Note``),
+#: by how their turn's end closes them.
+_CALL_CLOSE: dict[str, Callable[[CodexAppServerAdapter, str, _Note], list[Body]]] = {
     "commandExecution": A._close_command,
     "fileChange": A._close_file_change,
     "mcpToolCall": A._close_mcp,
-    "webSearch": A._close_web_search,
     "imageView": A._close_image_view,
-    "dynamicToolCall": A._close_generic_tool,
-    "collabAgentToolCall": A._close_generic_tool,
-    "imageGeneration": A._close_generic_tool,
-    "contextCompaction": A._close_compaction,
-    "subAgentActivity": A._close_subagent,
+    "dynamicToolCall": A._close_named,
+    "collabAgentToolCall": A._close_named,
+    "imageGeneration": A._close_named,
+    "subAgentActivity": A._close_named,  # a spawn (``kind: started``): the others start no call
 }
 
 _AGENT_NOTIFICATIONS: dict[str, _Handler] = {
