@@ -104,6 +104,7 @@ from normalize import (
     TurnStart,
     Usage,
     UserQuestion,
+    tokens_since,
 )
 from normalize import (
     Warning as WarningBody,
@@ -566,25 +567,6 @@ def _tokens(b: _Breakdown) -> Tokens:
     )
 
 
-def _minus(a: int | None, b: int | None) -> int | None:
-    if a is None:
-        return None
-    return a - (b or 0)
-
-
-def _token_delta(now: _Breakdown, base: _Breakdown | None) -> Tokens:
-    if base is None:
-        return _tokens(now)
-    return ci.tokens(
-        input=_minus(now.input_tokens, base.input_tokens),
-        output=_minus(now.output_tokens, base.output_tokens),
-        total=_minus(now.total_tokens, base.total_tokens),
-        cached=_minus(now.cached_input_tokens, base.cached_input_tokens),
-        cache_write=_minus(now.cache_write_input_tokens, base.cache_write_input_tokens),
-        reasoning=_minus(now.reasoning_output_tokens, base.reasoning_output_tokens),
-    )
-
-
 def _is_overflow_marker(u: _TokenUsage) -> bool:
     """Context-window overflow: every count 0 but ``totalTokens`` (= the window)."""
     t = u.total
@@ -938,7 +920,7 @@ class CodexAppServerAdapter(Adapter):
                 out.append(Error(message=_error_text(turn.error), error_type=error.error_type, recoverable=False))
         usage: CompletionUsage | None = None
         if self._totals is not None and self._totals != self._turn_base:
-            tokens = _token_delta(self._totals, self._turn_base)
+            tokens = tokens_since(_tokens(self._totals), _tokens(self._turn_base) if self._turn_base else None)
             out.append(Usage(tokens=tokens, scope="turn"))
             usage = CompletionUsage(tokens=tokens)
         text = self._turn_text

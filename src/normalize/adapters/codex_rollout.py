@@ -93,6 +93,7 @@ from normalize import (
     Usage,
     WebSearch,
     session_id_for,
+    tokens_since,
 )
 from normalize.adapters import _codex_items as ci
 from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent, bounded_feed
@@ -322,20 +323,6 @@ def _tokens(t: _Tok) -> Tokens:
         cached=t.cached_input_tokens,
         cache_write=t.cache_write_input_tokens,
         reasoning=t.reasoning_output_tokens,
-    )
-
-
-def _minus(a: _Tok, b: _Tok) -> _Tok:
-    cw = None
-    if a.cache_write_input_tokens is not None:
-        cw = a.cache_write_input_tokens - (b.cache_write_input_tokens or 0)
-    return _Tok(
-        input_tokens=a.input_tokens - b.input_tokens,
-        cached_input_tokens=a.cached_input_tokens - b.cached_input_tokens,
-        cache_write_input_tokens=cw,
-        output_tokens=a.output_tokens - b.output_tokens,
-        reasoning_output_tokens=a.reasoning_output_tokens - b.reasoning_output_tokens,
-        total_tokens=a.total_tokens - b.total_tokens,
     )
 
 
@@ -779,7 +766,7 @@ class CodexRolloutAdapter(Adapter):
         self._inferred_open = self._prompted = self._reply_due = False
         if self._total is not None and self._total != self._turn_base:
             base = self._turn_base or _Tok()
-            out.append(Usage(tokens=_tokens(_minus(self._total, base)), scope="turn"))
+            out.append(Usage(tokens=tokens_since(_tokens(self._total), _tokens(base)), scope="turn"))
         self._turn_base = self._total
         # calls left open when the turn ended never finished (the turn failed or was stopped):
         # the core fails them, and their MCP views, at the turn's end
