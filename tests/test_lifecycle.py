@@ -51,7 +51,7 @@ from normalize import (
 from normalize import Error as ErrorBody
 from normalize import Warning as WarningBody
 from normalize._convert import merge_records
-from normalize._lifecycle import DECISION_WORDS, Calls, Requests, decision_of, tokens_plus, tokens_since
+from normalize._lifecycle import DECISION_WORDS, ENDED_CALLS, Calls, Requests, decision_of, tokens_plus, tokens_since
 
 REF = ToolCallRef(call_id="c1", tool="Bash", title="ls")
 
@@ -369,6 +369,27 @@ def test_an_update_may_name_the_call_better_and_replace_its_note() -> None:
     known = calls.get("c1")
     assert known is not None and (known.tool, known.title, known.category, known.note) == ("Read", "a.txt", "read", 2)
     assert "c1" in calls and [c.call_id for c in calls] == ["c1"]
+
+
+def test_a_call_that_ended_lately_stays_readable_with_its_note() -> None:
+    calls = Calls(10, 1000)
+    note = {"merged": "fields"}
+    calls.refuse(ToolCall(call_id="c1", tool="Read", phase="started", title="a.txt"), "agent-1", "turn:1", note)
+    assert calls.ended("c1") is None  # open, not ended
+    calls.refuse(ToolCall(call_id="c1", tool="", phase="completed"), None, "turn:1")
+    assert calls.get("c1") is None and "c1" not in calls
+    known = calls.ended("c1")
+    assert known is not None
+    assert (known.tool, known.title, known.subagent_id, known.note) == ("Read", "a.txt", "agent-1", note)
+    # only the last ENDED_CALLS are kept; a call never started is not one of them
+    for n in range(ENDED_CALLS):
+        calls.refuse(ToolCall(call_id=f"d{n}", tool="Bash", phase="started"), None, None)
+        calls.refuse(ToolCall(call_id=f"d{n}", tool="Bash", phase="completed"), None, None)
+    calls.refuse(ToolCall(call_id="never", tool="Bash", phase="completed"), None, None)
+    assert calls.ended("c1") is None and calls.ended("never") is None
+    assert calls.ended("d0") is not None
+    calls.clear()
+    assert calls.ended("d0") is None
 
 
 def test_a_call_forgotten_past_the_bound_is_named_in_a_warning() -> None:

@@ -35,6 +35,7 @@ from ._model import Decision, PermissionAuto, PermissionRequest, RequestResolved
 
 __all__ = [
     "DECISION_WORDS",
+    "ENDED_CALLS",
     "OPEN_CALLS",
     "SEEN_CALLS",
     "Calls",
@@ -145,6 +146,9 @@ class Requests:
 #: and ended call ids remembered to refuse a duplicated start or end.
 OPEN_CALLS = 10_000
 SEEN_CALLS = 100_000
+#: Ended calls whose entry (and note) stays readable (:meth:`Calls.ended`): a protocol
+#: that patches a call after its end (ACP) finds what it said of it.
+ENDED_CALLS = 64
 
 
 class OpenCall:
@@ -193,13 +197,14 @@ class Calls:
     ``seen``) to recognise duplicates.  Eviction is O(1).
     """
 
-    __slots__ = ("_ended", "_open", "evicted", "limit", "seen")
+    __slots__ = ("_ended", "_open", "_recent", "evicted", "limit", "seen")
 
     def __init__(self, limit: int = OPEN_CALLS, seen: int = SEEN_CALLS) -> None:
         self.limit = limit
         self.seen = seen
         self._open: OrderedDict[str, OpenCall] = OrderedDict()
         self._ended: OrderedDict[str, None] = OrderedDict()
+        self._recent: OrderedDict[str, OpenCall] = OrderedDict()  # the last ENDED_CALLS ended
         #: ids of open calls forgotten past ``limit``, until the Session reports them
         self.evicted: list[str] = []
 
@@ -217,9 +222,18 @@ class Calls:
         """The open call ``call_id``, or None (never started, ended, or forgotten)."""
         return self._open.get(call_id)
 
+    def ended(self, call_id: str) -> OpenCall | None:
+        """The call ``call_id`` if it is one of the last ``ENDED_CALLS`` that ended, else None.
+
+        Its entry as it was at its end, note included: for a protocol whose agents patch a
+        call after its end (an ACP ``tool_call_update`` after ``completed``).
+        """
+        return self._recent.get(call_id)
+
     def clear(self) -> None:
         self._open.clear()
         self._ended.clear()
+        self._recent.clear()
         self.evicted.clear()
 
     def named(self, call: ToolCall, subagent_id: str | None) -> tuple[ToolCall, str | None]:
@@ -264,7 +278,11 @@ class Calls:
             if len(self._open) > self.limit:
                 self.evicted.append(self._open.popitem(last=False)[0])  # a later end is let through
             return None
-        self._open.pop(cid, None)
+        known = self._open.pop(cid, None)
+        if known is not None:
+            self._recent[cid] = known
+            if len(self._recent) > ENDED_CALLS:
+                self._recent.popitem(last=False)
         self._ended[cid] = None
         if len(self._ended) > self.seen:
             self._ended.popitem(last=False)
