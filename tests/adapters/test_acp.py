@@ -670,3 +670,48 @@ def test_bad_input_inside_load_history_is_replay_and_after_it_live() -> None:
     )
     errors = [(ev.event.origin, b.error_type) for ev in session_events(events) if isinstance(b := ev.event.body, Error)]
     assert errors == [("replay", "malformed"), ("live", "malformed")]
+
+
+def _call_traffic() -> list[tuple[str, Wire]]:
+    """One call asked about, run, ended and patched after its end; a second left open when
+    the prompt is cancelled."""
+    perm = {
+        "sessionId": "S",
+        "toolCall": {"toolCallId": "t1", "title": "ls -la", "rawInput": {"command": "ls -la"}},
+        "options": [{"optionId": "ok", "name": "Allow", "kind": "allow_once"}],
+    }
+    return [
+        prompt(1),
+        upd({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "ls", "kind": "execute", "status": "pending"}),
+        req("agent", 0, "session/request_permission", perm),
+        res("client", 0, {"outcome": {"outcome": "selected", "optionId": "ok"}}),
+        upd({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"}),
+        upd({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "rawOutput": {"exit_code": 0}}),
+        upd({"sessionUpdate": "tool_call", "toolCallId": "t2", "title": "cat a", "kind": "read"}),
+        res("agent", 1, {"stopReason": "cancelled"}),
+    ]
+
+
+@pytest.mark.parametrize("announced", [True, False], ids=["announced", "never-announced"])
+def test_a_calls_fields_are_merged_across_its_updates_whether_or_not_the_session_was_announced(
+    announced: bool,
+) -> None:
+    # announced: the adapter reads the core's table of calls; never announced: the Session
+    # holds every message until the end, and the adapter reads the calls it started itself
+    new = [req("client", 9, "session/new", {"cwd": "/w", "mcpServers": []}), res("agent", 9, {"sessionId": "S"})]
+    events = run(*(new if announced else []), *_call_traffic())
+    calls = [(c.call_id, c.phase, c.tool, c.title, c.category) for c in bodies(events) if isinstance(c, ToolCall)]
+    assert calls == [
+        ("t1", "started", "execute", "ls", "execute"),
+        ("t1", "completed", "execute", "ls -la", "execute"),  # the permission's title, merged
+        ("t1", "updated", "execute", "ls -la", "execute"),  # a patch after the end: the call's fields again
+        ("t2", "started", "read", "cat a", "read"),
+        ("t2", "failed", "read", "cat a", "read"),  # the cancelled prompt's open call, failed once
+    ]
+    patched = [c for c in bodies(events) if isinstance(c, ToolCall) and c.phase == "updated"]
+    assert json.loads(bytes(patched[0].input)) == {"command": "ls -la"}
+    assert json.loads(bytes(patched[0].output)) == {"exit_code": 0}
+    (request,) = [b for b in bodies(events) if isinstance(b, PermissionRequest)]
+    assert (request.tool_call.tool, request.tool_call.category) == ("execute", "execute")
+    # nothing duplicated or left open for the core to settle
+    assert not [b for b in bodies(events) if isinstance(b, WarningBody | Error)]

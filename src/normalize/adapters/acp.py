@@ -119,6 +119,7 @@ from normalize import (
 from normalize import (
     Warning as WarningBody,
 )
+from normalize._session import HOLD_LIMIT
 
 from ._claude_common import SUBAGENT_TOOLS
 from ._limits import (
@@ -658,14 +659,14 @@ class _Prompt:
         self.last_text: str | None = None
 
 
-class _Call:
-    """What is known of one tool call (merged from ``tool_call`` and its updates)."""
+class _Merged:
+    """What ACP said of one tool call so far: ``tool_call`` and its updates merged (updates
+    are partial).  The call's note in the core's table (``self.calls``), read back by id."""
 
     __slots__ = (
         "call_id",
         "category",
         "diffs",
-        "ended",
         "exit_code",
         "input",
         "locations",
@@ -689,7 +690,6 @@ class _Call:
         self.input: Raw | None = None
         self.output: Raw | None = None
         self.exit_code: int | None = None
-        self.ended = False
         self.diffs: dict[str, tuple[str | None, str]] = {}
 
     def body(self, phase: Literal["started", "updated", "completed", "failed"]) -> ToolCall:
@@ -741,7 +741,10 @@ class AcpAdapter(Adapter):
         self._prompts: Bounded[int | str | None, _Prompt] = Bounded("prompt", OPEN_ITEMS)  # open, oldest first
         self._current: _Prompt | None = None  # the prompt whose turn is open
         self._loads: Recent[int | str | None] = Recent(PENDING_REQUESTS)
-        self._calls: Bounded[str, _Call] = Bounded("tool call", OPEN_CALLS)
+        #: calls started before the session is announced, and whether each is still open: the
+        #: Session holds those messages (up to HOLD_LIMIT), so the core's table has them only
+        #: at the announcement (docs/adapters.md); emptied when this adapter announces it
+        self._unannounced: dict[str, tuple[_Merged, bool]] | None = {}
         self._terminals: Bounded[str, str] = Bounded("terminal", OPEN_CALLS)  # terminal id -> call id
         self._terminal_seen: Bounded[str, str] = Bounded("client terminal", OPEN_CALLS)  # -> output reported
         self._buffers: dict[_Kind, _Buffer | None] = {"message": None, "thought": None}
@@ -965,6 +968,7 @@ class AcpAdapter(Adapter):
             via=self._via,
             via_version=self._via_version,
         )
+        self._unannounced = None
         return [SessionCreated(session_id="", record=record), *self._mode_update(mode, model, always=True)]
 
     def _req_load(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
@@ -984,6 +988,7 @@ class AcpAdapter(Adapter):
             via=self._via,
             via_version=self._via_version,
         )
+        self._unannounced = None
         return [SessionResumed(session_id="", record=record), *out]
 
     def _res_load(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
@@ -1013,6 +1018,7 @@ class AcpAdapter(Adapter):
             via=self._via,
             via_version=self._via_version,
         )
+        self._unannounced = None
         return [SessionResumed(session_id="", record=record)]
 
     def _res_resume(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
@@ -1134,10 +1140,10 @@ class AcpAdapter(Adapter):
             out.append(
                 Error(message=_rpc_error_message(error), error_type=_rpc_error_type(error.code), recoverable=True)
             )
-        if stop in ("cancelled", "error"):
-            for call in self._calls.values():
-                if call.prompt is prompt and not call.ended:
-                    call.ended = True
+        if stop in ("cancelled", "error"):  # the agent gives its open calls no final status
+            for call in self._open_calls():
+                if call.prompt is prompt:
+                    self._hold(call, False)
                     out.append(Emit(body=call.body("failed"), subagent_id=call.subagent, synthetic=True))
         cost = self._cost_delta(prompt)
         if tokens is not None or cost is not None:
@@ -1253,12 +1259,12 @@ class AcpAdapter(Adapter):
     # tool calls ---------------------------------------------------------
 
     def _tool_call(self, raw: Raw) -> list[Item]:
-        return self._tool(_TOOL_CALL.decode(raw), create=True)
+        return self._tool(_TOOL_CALL.decode(raw))[0]
 
     def _tool_call_update(self, raw: Raw) -> list[Item]:
-        return self._tool(_TOOL_CALL.decode(raw), create=False)
+        return self._tool(_TOOL_CALL.decode(raw))[0]
 
-    def _merge(self, call: _Call, view: _ToolCallView) -> tuple[bool, list[Item]]:
+    def _merge(self, call: _Merged, view: _ToolCallView) -> tuple[bool, list[Item]]:
         """Apply a ToolCall / ToolCallUpdate; returns (something changed, content events)."""
         changed = False
         extra: list[Item] = []
@@ -1315,15 +1321,49 @@ class AcpAdapter(Adapter):
                 call.exit_code = meta.terminal_exit.exit_code
         return changed or bool(view.content), extra
 
-    def _tool(self, view: _ToolCallView, *, create: bool) -> list[Item]:
+    def _known(self, call_id: str) -> tuple[_Merged | None, bool]:
+        """The merged fields of a call the core knows, and whether it is still open."""
+        entry = self.calls.get(call_id)
+        if entry is not None:
+            return entry.note if isinstance(entry.note, _Merged) else None, True
+        entry = self.calls.ended(call_id)  # ACP agents patch calls after their end
+        if entry is not None:
+            return entry.note if isinstance(entry.note, _Merged) else None, False
+        held = self._held()
+        known = held.get(call_id) if held else None
+        return known if known is not None else (None, False)
+
+    def _open_calls(self) -> list[_Merged]:
+        """The merged fields of the calls still open, oldest first."""
+        calls = [c.note for c in self.calls if isinstance(c.note, _Merged)]
+        held = self._held()
+        if held:
+            calls += [call for call, is_open in held.values() if is_open]
+        return calls
+
+    def _held(self) -> dict[str, tuple[_Merged, bool]] | None:
+        """The calls started before the announcement, while the core has not processed them."""
+        held = self._unannounced
+        if held and any(cid in self.calls or self.calls.ended(cid) is not None for cid in held):
+            self._unannounced = held = None  # the core holds no more: its table is the one to read
+        return held
+
+    def _hold(self, call: _Merged, is_open: bool) -> None:
+        """Before the session is announced: remember a call the core has not processed yet."""
+        held = self._unannounced
+        if held is not None and (call.call_id in held or len(held) < HOLD_LIMIT):
+            held[call.call_id] = (call, is_open)
+
+    def _tool(self, view: _ToolCallView) -> tuple[list[Item], _Merged | None]:
+        """A ``tool_call`` or ``tool_call_update``: its items, and the call's merged fields."""
         if not view.tool_call_id:
-            return [Problem(error=MalformedMessage("tool call without toolCallId"))]
+            return [Problem(error=MalformedMessage("tool call without toolCallId"))], None
         out: list[Item] = []
-        call = self._calls.get(view.tool_call_id)
+        call, is_open = self._known(view.tool_call_id)
         known = call is not None
+        ended = known and not is_open
         if call is None:
-            call = _Call(view.tool_call_id, None if self._replaying else self._active())
-            self._calls[view.tool_call_id] = call
+            call = _Merged(view.tool_call_id, None if self._replaying else self._active())
         claude = view.meta.claude_code if view.meta is not None else None
         if claude is not None and claude.parent_tool_use_id and call.subagent is None:
             call.subagent = claude.parent_tool_use_id  # later updates may not say it again
@@ -1331,14 +1371,15 @@ class AcpAdapter(Adapter):
         if not known:
             if call.category is None:
                 call.category = "other"
-            out.append(call.body("started"))
+            out.append(Emit(body=call.body("started"), note=call))  # the core keeps the merged fields
+            self._hold(call, True)
         out += extra
         status = view.status
         spawns = call.name in SUBAGENT_TOOLS
         if spawns and not call.spawned and (status in ("completed", "failed") or _prompt_of(call.input)):
             out.append(self._subagent_started(call))
-        if status in ("completed", "failed") and not call.ended:
-            call.ended = True
+        if status in ("completed", "failed") and not ended:
+            self._hold(call, False)
             if spawns:  # the sub-agent ends, then the call that ran it returns
                 phase: Literal["completed", "failed"] = "completed" if status == "completed" else "failed"
                 out.append(Subagent(subagent_id=call.call_id, phase=phase, call_id=call.call_id))
@@ -1346,12 +1387,12 @@ class AcpAdapter(Adapter):
         elif known and (changed or status is not None):
             out.append(call.body("updated"))
         if not out:
-            return [Passthrough(method="session/update")]  # only vendor `_meta` the model has no place for
+            return [Passthrough(method="session/update")], call  # only vendor `_meta` the model has no place for
         if call.subagent is None:
-            return out
-        return [*self._spawned(call.subagent), *_from(call.subagent, out)]
+            return out, call
+        return [*self._spawned(call.subagent), *_from(call.subagent, out)], call
 
-    def _subagent_started(self, call: _Call) -> Subagent:
+    def _subagent_started(self, call: _Merged) -> Subagent:
         """The sub-agent an Agent/Task call runs, once its input says what it is asked."""
         call.spawned = True
         inp = _agent_input(call.input)
@@ -1368,7 +1409,7 @@ class AcpAdapter(Adapter):
 
     def _spawned(self, subagent: str) -> list[Item]:
         """The sub-agent's start, when one of its events comes before its input was complete."""
-        call = self._calls.get(subagent)
+        call, _ = self._known(subagent)
         if call is None or call.spawned or call.name not in SUBAGENT_TOOLS:
             return []
         return _from(call.subagent, [self._subagent_started(call)])
@@ -1379,10 +1420,10 @@ class AcpAdapter(Adapter):
         view = _PERM_PARAMS.decode(params)
         tc = view.tool_call
         out: list[Item] = []
-        call = self._calls.get(tc.tool_call_id)
-        if call is None:
-            out += self._tool(tc, create=True) if tc.tool_call_id else []
-            call = self._calls.get(tc.tool_call_id)
+        call, _ = self._known(tc.tool_call_id)
+        if call is None:  # the call's first sight (Gemini CLI sends no tool_call)
+            if tc.tool_call_id:
+                out, call = self._tool(tc)
         else:
             _, extra = self._merge(call, tc)
             out += [e for e in extra if isinstance(e, FileDiff)]
@@ -1462,11 +1503,9 @@ class AcpAdapter(Adapter):
 
     # client file system and terminals ----------------------------------
 
-    def _linked(self, path: str) -> _Call | None:
-        for call in reversed(self._calls.values()):
-            if not call.ended and path in call.paths():
-                return call
-        return None
+    def _linked(self, path: str) -> _Merged | None:
+        """The newest open call that names ``path`` (a client fs request of the agent's)."""
+        return next((call for call in reversed(self._open_calls()) if path in call.paths()), None)
 
     def _req_fs_read(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
         view = _FS_PARAMS.decode(params)
@@ -1521,7 +1560,7 @@ class AcpAdapter(Adapter):
             return self._rpc_error(pending.method, msg.error)
         terminal_id: str = pending.extra or ""
         result = _TERM_OUTPUT_RESULT.decode(msg.result)
-        call = self._calls.get(self._terminals.get(terminal_id, ""))
+        call, _ = self._known(self._terminals.get(terminal_id, ""))
         if call is None:
             return [Passthrough()]
         seen = self._terminal_seen.get(terminal_id, "")
@@ -1541,7 +1580,7 @@ class AcpAdapter(Adapter):
             return self._rpc_error(pending.method, msg.error)
         terminal_id: str = pending.extra or ""
         status = _EXIT_STATUS.decode(msg.result) if _given(msg.result) else _ExitStatus()
-        call = self._calls.get(self._terminals.get(terminal_id, ""))
+        call, _ = self._known(self._terminals.get(terminal_id, ""))
         if call is None or status.exit_code is None or status.exit_code == call.exit_code:
             return [Passthrough()]
         call.exit_code = status.exit_code
