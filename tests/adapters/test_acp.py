@@ -696,8 +696,8 @@ def _call_traffic() -> list[tuple[str, Wire]]:
 def test_a_calls_fields_are_merged_across_its_updates_whether_or_not_the_session_was_announced(
     announced: bool,
 ) -> None:
-    # announced: the adapter reads the core's table of calls; never announced: the Session
-    # holds every message until the end, and the adapter reads the calls it started itself
+    # the adapter reads its calls from the core's table: also while the Session holds the
+    # events of a session never announced (no session/new here)
     new = [req("client", 9, "session/new", {"cwd": "/w", "mcpServers": []}), res("agent", 9, {"sessionId": "S"})]
     events = run(*(new if announced else []), *_call_traffic())
     calls = [(c.call_id, c.phase, c.tool, c.title, c.category) for c in bodies(events) if isinstance(c, ToolCall)]

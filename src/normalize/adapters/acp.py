@@ -119,7 +119,6 @@ from normalize import (
 from normalize import (
     Warning as WarningBody,
 )
-from normalize._session import HOLD_LIMIT
 
 from ._claude_common import SUBAGENT_TOOLS
 from ._limits import (
@@ -741,10 +740,6 @@ class AcpAdapter(Adapter):
         self._prompts: Bounded[int | str | None, _Prompt] = Bounded("prompt", OPEN_ITEMS)  # open, oldest first
         self._current: _Prompt | None = None  # the prompt whose turn is open
         self._loads: Recent[int | str | None] = Recent(PENDING_REQUESTS)
-        #: calls started before the session is announced, and whether each is still open: the
-        #: Session holds those messages (up to HOLD_LIMIT), so the core's table has them only
-        #: at the announcement (docs/adapters.md); emptied when this adapter announces it
-        self._unannounced: dict[str, tuple[_Merged, bool]] | None = {}
         self._terminals: Bounded[str, str] = Bounded("terminal", OPEN_CALLS)  # terminal id -> call id
         self._terminal_seen: Bounded[str, str] = Bounded("client terminal", OPEN_CALLS)  # -> output reported
         self._buffers: dict[_Kind, _Buffer | None] = {"message": None, "thought": None}
@@ -968,7 +963,6 @@ class AcpAdapter(Adapter):
             via=self._via,
             via_version=self._via_version,
         )
-        self._unannounced = None
         return [SessionCreated(session_id="", record=record), *self._mode_update(mode, model, always=True)]
 
     def _req_load(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
@@ -988,7 +982,6 @@ class AcpAdapter(Adapter):
             via=self._via,
             via_version=self._via_version,
         )
-        self._unannounced = None
         return [SessionResumed(session_id="", record=record), *out]
 
     def _res_load(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
@@ -1018,7 +1011,6 @@ class AcpAdapter(Adapter):
             via=self._via,
             via_version=self._via_version,
         )
-        self._unannounced = None
         return [SessionResumed(session_id="", record=record)]
 
     def _res_resume(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
@@ -1141,10 +1133,11 @@ class AcpAdapter(Adapter):
                 Error(message=_rpc_error_message(error), error_type=_rpc_error_type(error.code), recoverable=True)
             )
         if stop in ("cancelled", "error"):  # the agent gives its open calls no final status
-            for call in self._open_calls():
-                if call.prompt is prompt:
-                    self._hold(call, False)
-                    out.append(Emit(body=call.body("failed"), subagent_id=call.subagent, synthetic=True))
+            out.extend(
+                Emit(body=call.body("failed"), subagent_id=call.subagent, synthetic=True)
+                for call in self._open_calls()
+                if call.prompt is prompt
+            )
         cost = self._cost_delta(prompt)
         if tokens is not None or cost is not None:
             out.append(Usage(tokens=tokens, cost=cost, scope="turn"))
@@ -1327,32 +1320,11 @@ class AcpAdapter(Adapter):
         if entry is not None:
             return entry.note if isinstance(entry.note, _Merged) else None, True
         entry = self.calls.ended(call_id)  # ACP agents patch calls after their end
-        if entry is not None:
-            return entry.note if isinstance(entry.note, _Merged) else None, False
-        held = self._held()
-        known = held.get(call_id) if held else None
-        return known if known is not None else (None, False)
+        return (entry.note if entry is not None and isinstance(entry.note, _Merged) else None), False
 
     def _open_calls(self) -> list[_Merged]:
         """The merged fields of the calls still open, oldest first."""
-        calls = [c.note for c in self.calls if isinstance(c.note, _Merged)]
-        held = self._held()
-        if held:
-            calls += [call for call, is_open in held.values() if is_open]
-        return calls
-
-    def _held(self) -> dict[str, tuple[_Merged, bool]] | None:
-        """The calls started before the announcement, while the core has not processed them."""
-        held = self._unannounced
-        if held and any(cid in self.calls or self.calls.ended(cid) is not None for cid in held):
-            self._unannounced = held = None  # the core holds no more: its table is the one to read
-        return held
-
-    def _hold(self, call: _Merged, is_open: bool) -> None:
-        """Before the session is announced: remember a call the core has not processed yet."""
-        held = self._unannounced
-        if held is not None and (call.call_id in held or len(held) < HOLD_LIMIT):
-            held[call.call_id] = (call, is_open)
+        return [c.note for c in self.calls if isinstance(c.note, _Merged)]
 
     def _tool(self, view: _ToolCallView) -> tuple[list[Item], _Merged | None]:
         """A ``tool_call`` or ``tool_call_update``: its items, and the call's merged fields."""
@@ -1372,14 +1344,12 @@ class AcpAdapter(Adapter):
             if call.category is None:
                 call.category = "other"
             out.append(Emit(body=call.body("started"), note=call))  # the core keeps the merged fields
-            self._hold(call, True)
         out += extra
         status = view.status
         spawns = call.name in SUBAGENT_TOOLS
         if spawns and not call.spawned and (status in ("completed", "failed") or _prompt_of(call.input)):
             out.append(self._subagent_started(call))
         if status in ("completed", "failed") and not ended:
-            self._hold(call, False)
             if spawns:  # the sub-agent ends, then the call that ran it returns
                 phase: Literal["completed", "failed"] = "completed" if status == "completed" else "failed"
                 out.append(Subagent(subagent_id=call.call_id, phase=phase, call_id=call.call_id))
