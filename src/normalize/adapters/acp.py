@@ -1252,9 +1252,7 @@ class AcpAdapter(Adapter):
     # tool calls ---------------------------------------------------------
 
     def _tool_call(self, raw: Raw) -> list[Item]:
-        return self._tool(_TOOL_CALL.decode(raw))[0]
-
-    def _tool_call_update(self, raw: Raw) -> list[Item]:
+        """``tool_call`` (an upsert) and ``tool_call_update`` (a patch) alike."""
         return self._tool(_TOOL_CALL.decode(raw))[0]
 
     def _merge(self, call: _Merged, view: _ToolCallView) -> tuple[bool, list[Item]]:
@@ -1747,7 +1745,7 @@ _UPDATES: dict[str, Callable[[AcpAdapter, Raw], list[Item]]] = {
     "agent_message_chunk": AcpAdapter._agent_chunk,
     "agent_thought_chunk": AcpAdapter._thought_chunk,
     "tool_call": AcpAdapter._tool_call,
-    "tool_call_update": AcpAdapter._tool_call_update,
+    "tool_call_update": AcpAdapter._tool_call,
     "plan": AcpAdapter._plan,
     "available_commands_update": AcpAdapter._commands,
     "current_mode_update": AcpAdapter._current_mode,
