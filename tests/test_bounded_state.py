@@ -110,6 +110,7 @@ CORE_TABLE: set[str] = {
     "codex-app-server",
     "codex-exec-json",
     "codex-rollout",
+    "hm-json",
 }
 
 
