@@ -105,6 +105,7 @@ LIVE = {"claude-stream-json", "codex-app-server", "acp", "hm-json"}
 #: Adapters that keep no table of calls of their own: the core's (``Adapter.calls``) bounds
 #: their open calls, and the Session names each call it forgets.
 CORE_TABLE: set[str] = {
+    "antigravity-stream-json",
     "claude-stream-json",
     "claude-transcript",
     "codex-app-server",
