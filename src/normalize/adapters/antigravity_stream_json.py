@@ -93,6 +93,8 @@ from normalize import (
     TurnStart,
     Usage,
     UserMessage,
+    tokens_plus,
+    tokens_since,
 )
 from normalize import (
     Warning as WarningBody,
@@ -271,23 +273,6 @@ def _tokens(u: _Usage) -> Tokens:
         cache_read=u.cache_read_tokens,
         reasoning=u.thinking_tokens,
     )
-
-
-_TOKEN_FIELDS = ("input", "output", "total", "cache_read", "reasoning")
-
-
-def _minus(a: Tokens, b: Tokens) -> Tokens:
-    def sub(x: int | None, y: int | None) -> int | None:
-        return None if x is None else x - (y or 0)
-
-    return Tokens(**{f: sub(getattr(a, f), getattr(b, f)) for f in _TOKEN_FIELDS})
-
-
-def _plus(a: Tokens, b: Tokens) -> Tokens:
-    def add(x: int | None, y: int | None) -> int | None:
-        return None if x is None and y is None else (x or 0) + (y or 0)
-
-    return Tokens(**{f: add(getattr(a, f), getattr(b, f)) for f in _TOKEN_FIELDS})
 
 
 _ZERO = Tokens(input=0, output=0, total=0, cache_read=0, reasoning=0)
@@ -503,7 +488,7 @@ class AntigravityStreamJsonAdapter(Adapter):
         tokens = _tokens(usage)
         if self._turn is not None:
             prev = self._turn.call_tokens
-            self._turn.call_tokens = tokens if prev is None else _plus(prev, tokens)
+            self._turn.call_tokens = tokens if prev is None else tokens_plus(prev, tokens)
         return Usage(tokens=tokens, scope="call")
 
     def _open_call(self, step: _Step, cid: str, out: list[Item]) -> OpenCall:
@@ -706,7 +691,7 @@ class AntigravityStreamJsonAdapter(Adapter):
 
     def _turn_tokens(self, turn: _Turn, total: Tokens) -> Tokens:
         if self._cumulative is not None:
-            return _minus(total, self._cumulative)
+            return tokens_since(total, self._cumulative)
         if not turn.first_step:
             return total  # the conversation's first turn: everything so far is this turn's
         # a resumed conversation: earlier turns are counted in ``total`` but were never seen
