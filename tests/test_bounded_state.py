@@ -53,30 +53,6 @@ OPEN_CALL = {
     b'"parameters":{"CommandLine":"ls"}}}}',
 }
 
-#: The adapter module of each protocol (where its limits are read at construction).
-MODULES = {
-    "claude-stream-json": "claude_stream_json",
-    "codex-app-server": "codex_app_server",
-    "acp": "acp",
-    "hm-json": "hm_json",
-    "claude-transcript": "claude_transcript",
-    "codex-exec-json": "codex_exec_json",
-    "codex-rollout": "codex_rollout",
-    "antigravity-stream-json": "antigravity_stream_json",
-}
-
-#: How each adapter names an evicted call in its warning (the id follows).
-EVICTED = {
-    "claude-stream-json": "tool call toolu_",
-    "codex-app-server": "item call_",
-    "acp": "tool call call_",
-    "hm-json": "tool call c",
-    "claude-transcript": "tool call toolu_",
-    "codex-exec-json": "tool call item_",
-    "codex-rollout": "tool call call_",
-    "antigravity-stream-json": "tool call at step ",
-}
-
 #: RSS an adapter's process may grow by between the checkpoint (every table full and turned
 #: over) and the end.  Unbounded, 160,000 more open calls take 40 MiB or more.
 SLACK = 8 * 1024 * 1024
@@ -95,23 +71,8 @@ def _lines(protocol: str, start: int, stop: int) -> Iterator[bytes]:
         yield template % ((i,) * k)
 
 
-def _warnings(items: list[normalize.Item]) -> int:
-    return sum(isinstance(i, normalize.Emit) and isinstance(i.body, WarningBody) for i in items)
-
-
 #: The four adapters of live agents get the full flood; the others half of it (suite time).
 LIVE = {"claude-stream-json", "codex-app-server", "acp", "hm-json"}
-
-#: Adapters that keep no table of calls of their own: the core's (``Adapter.calls``) bounds
-#: their open calls, and the Session names each call it forgets.
-CORE_TABLE: set[str] = {
-    "acp",
-    "claude-stream-json",
-    "claude-transcript",
-    "codex-app-server",
-    "codex-exec-json",
-    "codex-rollout",
-}
 
 
 def _session_warnings(session: Session, lines: Iterator[bytes]) -> int:
@@ -130,36 +91,32 @@ def test_a_flood_of_unfinished_calls_keeps_memory_flat(protocol: str, monkeypatc
     monkeypatch.setattr(_limits, "SEEN_IDS", 2 * _limits.OPEN_CALLS)
     assert CHECKPOINT >= 2 * _limits.OPEN_CALLS
     n = N if protocol in LIVE else N // 2
+    # every adapter's open calls are the core's table (Adapter.calls), kept by its Session
     adapter = normalize.adapter_class(protocol)()
-    if protocol in CORE_TABLE:
-        assert adapter.calls.limit == _limits.OPEN_CALLS
-        adapter.calls.seen = 2 * _limits.OPEN_CALLS
-        session = Session(adapter, clock=lambda: 0.0)
-        warnings = _session_warnings(session, _lines(protocol, 0, CHECKPOINT))
-        base = _rss()
-        warnings += _session_warnings(session, _lines(protocol, CHECKPOINT, n))
-    else:
-        feed = adapter.feed
-        warnings = sum(_warnings(feed(line)) for line in _lines(protocol, 0, CHECKPOINT))
-        base = _rss()
-        warnings += sum(_warnings(feed(line)) for line in _lines(protocol, CHECKPOINT, n))
+    assert adapter.calls.limit == _limits.OPEN_CALLS
+    adapter.calls.seen = 2 * _limits.OPEN_CALLS
+    session = Session(adapter, clock=lambda: 0.0)
+    warnings = _session_warnings(session, _lines(protocol, 0, CHECKPOINT))
+    base = _rss()
+    warnings += _session_warnings(session, _lines(protocol, CHECKPOINT, n))
     grown = _rss() - base
     assert grown < SLACK, f"{protocol}: RSS grew {grown} bytes over {n - CHECKPOINT} more open calls"
     # every call beyond the limit pushed an older one out, and said so
     assert warnings == n - _limits.OPEN_CALLS
-    # the adapter leaves the calls still open to the core, which settles them at close
-    assert _warnings(adapter.close()) == 0
+    # the calls still open are the core's to settle at close: one warning each, no other
+    warned = [
+        e.event.body.message
+        for e in session.close()
+        if isinstance(e, SessionEvent) and isinstance(e.event.body, WarningBody)
+    ]
+    assert len(warned) == _limits.OPEN_CALLS
+    assert all("never finished" in m for m in warned)
 
 
 @pytest.mark.parametrize("protocol", sorted(OPEN_CALL))
-def test_an_evicted_call_is_named_in_a_synthesized_warning(protocol: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_evicted_call_is_named_in_a_synthesized_warning(protocol: str) -> None:
     adapter = normalize.adapter_class(protocol)()
-    prefix = EVICTED[protocol]
-    if protocol in CORE_TABLE:
-        adapter.calls.limit = 3
-    else:
-        monkeypatch.setattr(f"normalize.adapters.{MODULES[protocol]}.OPEN_CALLS", 3)
-        adapter = normalize.adapter_class(protocol)()
+    adapter.calls.limit = 3
     session = Session(adapter, clock=lambda: 0.0)
     events = [e.event for line in _lines(protocol, 0, 5) for e in session.feed(line) if isinstance(e, SessionEvent)]
     events += [e.event for e in session.close() if isinstance(e, SessionEvent)]
@@ -171,13 +128,10 @@ def test_an_evicted_call_is_named_in_a_synthesized_warning(protocol: str, monkey
         assert isinstance(body, WarningBody)
         assert body.source == "normalize"
         assert event.native.protocol == "core"
-        named = f"tool call {started[n]}" if protocol in CORE_TABLE else f"{prefix}{n}"
+        named = f"tool call {started[n]}"
         assert body.message.startswith(f"{named} forgotten: more than 3 open at once")
     never = [e for e in events if isinstance(e.body, WarningBody) and "never finished" in e.body.message]
-    if protocol in CORE_TABLE:  # forgotten calls are no longer open: the three left are settled at close
-        assert len(never) == 3
-    else:  # the core keeps its own table of open calls (bounded apart): all five are settled at close
-        assert len(never) == 5
+    assert len(never) == 3  # forgotten calls are no longer open: the three left are settled at close
 
 
 def test_bounded_table_keeps_the_newest_and_queues_what_it_evicts() -> None:

@@ -310,6 +310,32 @@ def test_a_tool_error_fails_its_call_and_a_permission_error_is_matched_to_the_de
     assert of(events, Error) == []
 
 
+def test_a_denied_action_is_matched_to_the_latest_started_call_whatever_order_they_ended_in() -> None:
+    # two commands run at once, the later one ends first; a denied step 8 is still open at result
+    events = convert_lines(
+        INIT,
+        USER_INPUT,
+        tool_step(3, "ACTIVE"),
+        tool_step(5, "ACTIVE"),
+        tool_step(5, "DONE"),
+        tool_step(3, "DONE"),
+        tool_step(6, "DONE", tool="view_file"),
+        result(denied_actions=[{"action": "command"}, {"action": "command"}, {"action": "command"}]),
+    )
+    refs = [a.tool_call for a in of(events, PermissionAuto)]
+    assert [r.call_id for r in refs] == [f"{CID}:5", f"{CID}:3", f"{CID}:denied:2"]
+    assert [(r.tool, r.title, r.category) for r in refs[:2]] == [("run_command", "make", "execute")] * 2
+    assert json.loads(bytes(refs[0].input)) == {"CommandLine": "make"}
+
+
+def test_a_call_open_at_the_result_is_a_candidate_for_its_denial() -> None:
+    events = convert_lines(
+        INIT, USER_INPUT, tool_step(3, "ACTIVE"), tool_step(4, "ACTIVE"), result(denied_actions=[{"action": "command"}])
+    )
+    (auto,) = of(events, PermissionAuto)
+    assert auto.tool_call.call_id == f"{CID}:4"
+
+
 def test_a_denied_action_without_its_step_gets_a_call_of_its_own() -> None:
     events = convert_lines(
         INIT, USER_INPUT, result(denied_actions=[{"action": "write_file", "display_name": "WriteToFile"}])

@@ -74,6 +74,7 @@ from normalize import (
     MessageCompleted,
     MessageStarted,
     ModeUpdate,
+    OpenCall,
     Passthrough,
     PermissionAuto,
     Problem,
@@ -92,12 +93,14 @@ from normalize import (
     TurnStart,
     Usage,
     UserMessage,
+    tokens_plus,
+    tokens_since,
 )
 from normalize import (
     Warning as WarningBody,
 )
 
-from ._limits import OPEN_CALLS, OPEN_ITEMS, Bounded, bounded_feed
+from ._limits import OPEN_ITEMS, Bounded, bounded_feed
 
 __all__ = ["AntigravityStreamJsonAdapter"]
 
@@ -272,23 +275,6 @@ def _tokens(u: _Usage) -> Tokens:
     )
 
 
-_TOKEN_FIELDS = ("input", "output", "total", "cache_read", "reasoning")
-
-
-def _minus(a: Tokens, b: Tokens) -> Tokens:
-    def sub(x: int | None, y: int | None) -> int | None:
-        return None if x is None else x - (y or 0)
-
-    return Tokens(**{f: sub(getattr(a, f), getattr(b, f)) for f in _TOKEN_FIELDS})
-
-
-def _plus(a: Tokens, b: Tokens) -> Tokens:
-    def add(x: int | None, y: int | None) -> int | None:
-        return None if x is None and y is None else (x or 0) + (y or 0)
-
-    return Tokens(**{f: add(getattr(a, f), getattr(b, f)) for f in _TOKEN_FIELDS})
-
-
 _ZERO = Tokens(input=0, output=0, total=0, cache_read=0, reasoning=0)
 
 
@@ -302,27 +288,13 @@ def _error_text(err: _ToolError | str | None) -> str | None:
 # State
 
 
-class _Call:
-    """A tool (or invoke_subagent) step between its first line and its end."""
-
-    __slots__ = ("call_id", "category", "denied", "input", "subagents", "title", "tool", "unanswered")
-
-    def __init__(self, call_id: str, tool: str, title: str, category: Category, input: Raw | None) -> None:
-        self.call_id = call_id
-        self.tool = tool
-        self.title = title
-        self.category = category
-        self.input = input
-        #: ended with no output (DONE without ``output``, or ERROR): how a soft-denied call looks
-        self.unanswered = False
-        self.denied = False
-        self.subagents: list[str] = []
-
-
 class _Turn:
-    """What one turn (one prompt, one ``result``) accumulates."""
+    """What one turn (one prompt, one ``result``) accumulates: its prompt, whether the CLI took
+    it, its first step and its model calls' tokens (a resumed conversation's turn usage),
+    whether a reply streamed, and the calls that ended with no output (soft-denied ones look
+    so, matched to ``result.denied_actions``).  The core keeps the turn's id and open calls."""
 
-    __slots__ = ("call_tokens", "calls", "first_step", "prompt_id", "replied", "taken")
+    __slots__ = ("call_tokens", "first_step", "prompt_id", "replied", "taken", "unanswered")
 
     def __init__(self, prompt_id: str, taken: bool) -> None:
         self.prompt_id = prompt_id
@@ -331,7 +303,20 @@ class _Turn:
         self.first_step: int | None = None
         self.replied = False  # some text_delta was seen
         self.call_tokens: Tokens | None = None
-        self.calls: list[_Call] = []
+        #: calls that ended with no output (DONE without ``output``, or ERROR), by step index
+        self.unanswered: list[tuple[int, ToolCallRef]] = []
+
+
+class _Note:
+    """What a step's end needs that the core's entry of its call does not hold (``Emit.note``)."""
+
+    __slots__ = ("input", "step", "subagents", "turn")
+
+    def __init__(self, input: Raw | None, step: int, turn: _Turn | None) -> None:
+        self.input = input  # the tool's parameters: a denied call's ``toolCall.input``
+        self.step = step
+        self.turn = turn  # the turn it started in, which a soft denial of it is matched in
+        self.subagents: list[str] = []  # the sub-agents an invoke_subagent step launched
 
 
 _Handler = Callable[["AntigravityStreamJsonAdapter", _Line], list[Item]]
@@ -355,7 +340,6 @@ class AntigravityStreamJsonAdapter(Adapter):
         #: prompts written on stdin that the CLI has not taken yet: (id, started its turn)
         self._queued: deque[tuple[str, bool]] = deque()
         self._turn: _Turn | None = None
-        self._calls: Bounded[int, _Call] = Bounded("tool call at step", OPEN_CALLS)
         self._replies: Bounded[int, list[str]] = Bounded("reply at step", OPEN_ITEMS)
         self._subagents: Bounded[str, str] = Bounded("sub-agent", OPEN_ITEMS)  # child conversation -> spawning call
         self._cumulative: Tokens | None = None
@@ -407,7 +391,6 @@ class AntigravityStreamJsonAdapter(Adapter):
         left = [
             f"sub-agent {child} (call {call_id}) never reported an end" for child, call_id in self._subagents.items()
         ]
-        self._calls.clear()
         self._subagents.clear()
         return [Emit(body=WarningBody(message=m, source="normalize"), synthetic=True) for m in left]
 
@@ -505,61 +488,71 @@ class AntigravityStreamJsonAdapter(Adapter):
         tokens = _tokens(usage)
         if self._turn is not None:
             prev = self._turn.call_tokens
-            self._turn.call_tokens = tokens if prev is None else _plus(prev, tokens)
+            self._turn.call_tokens = tokens if prev is None else tokens_plus(prev, tokens)
         return Usage(tokens=tokens, scope="call")
 
-    def _open_call(self, step: _Step, cid: str, out: list[Item]) -> _Call:
+    def _open_call(self, step: _Step, cid: str, out: list[Item]) -> OpenCall:
+        """The call of a tool step: the core's entry, or the one this line starts."""
         idx = step.step_index
         assert idx is not None
-        call = self._calls.get(idx)
-        info = step.tool_info
-        if call is not None:
+        call_id = f"{cid}:{idx}"
+        known = self.calls.get(call_id)
+        if known is not None:
             if step.state == "ACTIVE":
-                out.append(ToolCall(call_id=call.call_id, tool=call.tool, phase="updated"))
-            return call
+                out.append(ToolCall(call_id=call_id, tool=known.tool, phase="updated"))
+            return known
+        info = step.tool_info
         tool = step.tool_name or (info.name if info else None) or step.step_type
         raw = info.parameters if info is not None and info.parameters else None
         try:
             params = _params_decoder.decode(raw) if raw is not None else _NO_PARAMS
         except (msgspec.DecodeError, msgspec.ValidationError):
             params = _NO_PARAMS
-        category = _CATEGORIES.get(tool, "other")
         title = _title(tool, params)
         if step.subagent_info is not None and step.subagent_info.subagents:
             first = step.subagent_info.subagents[0]
             title = first.role or first.type_name or title
-        call = _Call(f"{cid}:{idx}", tool, title, category, raw)
-        self._calls[idx] = call
-        if self._turn is not None:
-            self._turn.calls.append(call)
-        out.append(
-            ToolCall(
-                call_id=call.call_id,
-                tool=tool,
-                phase="started",
-                title=call.title,
-                category=category,
-                locations=_locations(params),
-                input=raw,
-            )
+        started = ToolCall(
+            call_id=call_id,
+            tool=tool,
+            phase="started",
+            title=title,
+            category=_CATEGORIES.get(tool, "other"),
+            locations=_locations(params),
+            input=raw,
         )
-        return call
+        note = _Note(raw, idx, self._turn)
+        out.append(Emit(body=started, note=note))
+        # the core records it once this message is processed: until then, as it will
+        return OpenCall(started, None, None, note)
 
-    def _end_call(self, step: _Step, call: _Call, out: list[Item]) -> None:
-        idx = step.step_index
-        assert idx is not None
+    def _end_call(self, step: _Step, call: OpenCall, out: list[Item]) -> None:
         info = step.tool_info
         output = info.output if info else None
         if step.state == "DONE":
             if output is not None and call.tool == "run_command":
                 out.append(CommandOutput(call_id=call.call_id, stream="merged", delta=output))
-            call.unanswered = output is None
             out.append(ToolCall(call_id=call.call_id, tool=call.tool, phase="completed", output=output))
+            if output is None:
+                self._unanswered(call)
         else:  # ERROR
             text = _error_text(info.error if info else None) or _error_text(step.error)
-            call.unanswered = True
             out.append(ToolCall(call_id=call.call_id, tool=call.tool, phase="failed", output=text))
-        del self._calls[idx]
+            self._unanswered(call)
+
+    @staticmethod
+    def _unanswered(call: OpenCall) -> None:
+        """A call ended with no output: how a soft-denied call looks, kept for its turn's result."""
+        note: _Note = call.note
+        if note.turn is not None:
+            ref = ToolCallRef(
+                call_id=call.call_id,
+                tool=call.tool,
+                title=call.title or call.tool,
+                input=note.input,
+                category=call.category,
+            )
+            note.turn.unanswered.append((note.step, ref))
 
     def _on_tool(self, step: _Step, cid: str) -> list[Item]:
         out: list[Item] = []
@@ -570,12 +563,13 @@ class AntigravityStreamJsonAdapter(Adapter):
 
     def _on_subagent(self, step: _Step, cid: str) -> list[Item]:
         out: list[Item] = []
-        new = step.step_index not in self._calls
+        new = f"{cid}:{step.step_index}" not in self.calls
         call = self._open_call(step, cid, out)
+        note: _Note = call.note
         if new and step.subagent_info is not None:
             for entry in step.subagent_info.subagents:
-                child = entry.conversation_id or f"{call.call_id}:{len(call.subagents)}"
-                call.subagents.append(child)
+                child = entry.conversation_id or f"{call.call_id}:{len(note.subagents)}"
+                note.subagents.append(child)
                 self._subagents[child] = call.call_id
                 out.append(
                     Subagent(
@@ -590,7 +584,7 @@ class AntigravityStreamJsonAdapter(Adapter):
         if step.state in ("DONE", "ERROR"):
             failed = step.state == "ERROR"
             self._end_call(step, call, out)
-            for child in call.subagents:
+            for child in note.subagents:
                 if failed:
                     self._subagents.pop(child, None)
                     out.append(Subagent(subagent_id=child, phase="failed", call_id=call.call_id))
@@ -641,10 +635,9 @@ class AntigravityStreamJsonAdapter(Adapter):
         if not turn.replied and res.response:
             # text that no delta carried (agy's fallback): the turn's reply
             out.append(AssistantMessage(message_id=f"{cid}:result:{res.num_turns or 0}", text=res.response))
-        for call in list(self._calls.values()):
-            call.unanswered = True
+        for call in self.calls:  # the steps that never ended: failed here, not left to the core
             out.append(ToolCall(call_id=call.call_id, tool=call.tool, phase="failed", output="the turn ended first"))
-        self._calls.clear()
+            self._unanswered(call)
         subagent_phase: Literal["completed", "failed", "cancelled"] = (
             "completed" if res.status == "SUCCESS" else "cancelled" if interrupted else "failed"
         )
@@ -698,7 +691,7 @@ class AntigravityStreamJsonAdapter(Adapter):
 
     def _turn_tokens(self, turn: _Turn, total: Tokens) -> Tokens:
         if self._cumulative is not None:
-            return _minus(total, self._cumulative)
+            return tokens_since(total, self._cumulative)
         if not turn.first_step:
             return total  # the conversation's first turn: everything so far is this turn's
         # a resumed conversation: earlier turns are counted in ``total`` but were never seen
@@ -706,12 +699,13 @@ class AntigravityStreamJsonAdapter(Adapter):
 
     def _denied_call(self, turn: _Turn, denied: _Denied, cid: str, i: int) -> ToolCallRef:
         tools = _DENIED_TOOLS.get(denied.action, ())
-        for call in reversed(turn.calls):
-            if call.tool in tools and call.unanswered and not call.denied:
-                call.denied = True
-                return ToolCallRef(
-                    call_id=call.call_id, tool=call.tool, title=call.title, input=call.input, category=call.category
-                )
+        # the latest call of that tool the turn started and that ended with no output
+        candidates = turn.unanswered
+        for n in sorted(range(len(candidates)), key=lambda n: candidates[n][0], reverse=True):
+            ref = candidates[n][1]
+            if ref.tool in tools:
+                del candidates[n]
+                return ref
         tool = tools[0] if tools else denied.action
         title = denied.display_name or denied.action
         return ToolCallRef(call_id=f"{cid}:denied:{i}", tool=tool, title=title, category=_CATEGORIES.get(tool))

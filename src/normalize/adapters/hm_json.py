@@ -107,7 +107,6 @@ from normalize import (
 
 from ._limits import (
     BUFFER_TEXT,
-    OPEN_CALLS,
     OPEN_ITEMS,
     PENDING_REQUESTS,
     Bounded,
@@ -331,18 +330,20 @@ MESSAGE_COMMANDS = frozenset({"prompt", "steer", "follow_up"})
 # ------------------------------------------------------------------ state
 
 
-@dataclass
-class _Call:
-    """An open tool call."""
+class _Note:
+    """What hm's tool result needs of its call, attached to the core's entry (``Emit.note``).
 
-    call_id: str
-    tool: str
-    title: str | None
-    category: Category
-    input: Raw | None
-    subagent: str | None
-    path: str | None = None
-    refused: bool = False
+    The core keeps the tool, title, category and sub-agent; the note the input (for the
+    approval's ``toolCall`` and an edit's diff), the path it names, and whether an approval
+    or a guard refused it (a refused call ran nothing: no output, no diff).
+    """
+
+    __slots__ = ("input", "path", "refused")
+
+    def __init__(self, input: Raw | None, path: str | None) -> None:
+        self.input = input
+        self.path = path
+        self.refused = False
 
 
 @dataclass
@@ -439,9 +440,10 @@ class HmJsonAdapter(Adapter):
         self._ended = False  # session_end seen
         self._turn: _Turn | None = None
         self._subs: Bounded[str, _Sub] = Bounded("sub-agent", OPEN_ITEMS)
-        self._unlinked_agents: list[_Call] = []
-        self._calls: Bounded[str, _Call] = Bounded("tool call", OPEN_CALLS)
-        self._last_call: Bounded[str, str] = Bounded("session", OPEN_ITEMS)  # -> its latest call id (for blocked)
+        #: ``agent`` calls whose sub-agent has not spoken yet: (call id, input), oldest first
+        self._unlinked_agents: list[tuple[str, Raw | None]] = []
+        #: session -> its latest tool_call's start, which ``blocked`` and the approval lines follow
+        self._last_call: Bounded[str, ToolCall] = Bounded("session", OPEN_ITEMS)
         self._requests: Bounded[str, str | None] = Bounded("request", PENDING_REQUESTS)  # -> sub-agent id
         self._approves: Bounded[str, _Command] = Bounded("approve command", PENDING_REQUESTS)  # not yet decided
         self._aborting = False
@@ -567,7 +569,6 @@ class HmJsonAdapter(Adapter):
         out: list[Item] = []
         # calls and requests left open are settled by the core (docs/adapters.md)
         self._requests.clear()
-        self._calls.clear()
         for sid, info in self._subs.items():
             if not info.ended:
                 msg = f"sub-agent {sid} never ended: the stream ended before its subagent_end"
@@ -596,9 +597,9 @@ class HmJsonAdapter(Adapter):
         if not sid or sid in self._mains or line.type == "session_start":
             return None
         if sid not in self._subs:
-            call = self._unlinked_agents.pop(0) if self._unlinked_agents else None
-            self._subs[sid] = _Sub(call_id=call.call_id if call else None)
-            inp = _tool_input(call.input) if call else None
+            call_id, raw = self._unlinked_agents.pop(0) if self._unlinked_agents else (None, None)
+            self._subs[sid] = _Sub(call_id=call_id)
+            inp = _tool_input(raw) if call_id is not None else None
             out.append(
                 Subagent(
                     subagent_id=sid,
@@ -606,7 +607,7 @@ class HmJsonAdapter(Adapter):
                     description=inp.description if inp else None,
                     prompt=inp.prompt if inp else None,
                     background=inp.background if inp else None,
-                    call_id=call.call_id if call else None,
+                    call_id=call_id,
                 )
             )
         return sid
@@ -740,41 +741,47 @@ class HmJsonAdapter(Adapter):
         tool = line.tool or ""
         inp = _raw_or_none(line.input)
         view = _tool_input(inp)
-        call = _Call(
-            call_id=call_id,
-            tool=tool,
-            title=line.summary,
-            category=TOOL_CATEGORIES.get(tool, "other"),
-            input=inp,
-            subagent=sub,
-            path=view.path if view else None,
-        )
-        self._calls[call_id] = call
-        self._last_call[line.session] = call_id
+        path = view.path if view else None
         if tool == AGENT_TOOL:
-            self._unlinked_agents.append(call)
-            if len(self._unlinked_agents) > OPEN_ITEMS:  # still open in _calls: only the link is lost
+            self._unlinked_agents.append((call_id, inp))
+            if len(self._unlinked_agents) > OPEN_ITEMS:  # the call stays open: only the link is lost
                 del self._unlinked_agents[0]
         body = ToolCall(
             call_id=call_id,
             tool=tool,
             phase="started",
             title=line.summary,
-            category=call.category,
-            locations=[Location(path=call.path)] if call.path else None,
+            category=TOOL_CATEGORIES.get(tool, "other"),
+            locations=[Location(path=path)] if path else None,
             input=inp,
         )
-        return [self._emit(body, sub)]
+        self._last_call[line.session] = body
+        return [Emit(body=body, subagent_id=sub, note=_Note(inp, path))]
 
     def _ref(self, call_id: str, line: _Line) -> ToolCallRef:
-        call = self._calls.get(call_id)
-        tool = call.tool if call else (line.tool or "")
+        call = self.calls.get(call_id)
+        if call is not None:
+            note: _Note = call.note
+            return ToolCallRef(
+                call_id=call_id,
+                tool=call.tool,
+                title=call.title or line.summary or call.tool,
+                input=note.input,
+                category=call.category,
+            )
+        last = self._last_call.get(line.session)
+        if last is not None and last.call_id == call_id:
+            # not open (its result came first): the tool_call line just before names it
+            return ToolCallRef(
+                call_id=call_id,
+                tool=last.tool,
+                title=last.title or line.summary or last.tool,
+                input=last.input,
+                category=last.category,
+            )
+        tool = line.tool or ""
         return ToolCallRef(
-            call_id=call_id,
-            tool=tool,
-            title=(call.title if call else None) or line.summary or tool,
-            input=call.input if call else None,
-            category=call.category if call else TOOL_CATEGORIES.get(tool, "other"),
+            call_id=call_id, tool=tool, title=line.summary or tool, category=TOOL_CATEGORIES.get(tool, "other")
         )
 
     def _approval_needed(self, line: _Line, sub: str | None) -> list[Item]:
@@ -796,9 +803,9 @@ class HmJsonAdapter(Adapter):
     def _approval(self, line: _Line, sub: str | None) -> list[Item]:
         call_id = line.call_id or ""
         allow = bool(line.allow)
-        call = self._calls.get(call_id)
+        call = self.calls.get(call_id)
         if call is not None and not allow:
-            call.refused = True
+            call.note.refused = True
         asked = self._requests.pop(call_id, "none") != "none"
         sent = self._approves.pop(call_id, None)
         out: list[Item] = []
@@ -826,12 +833,12 @@ class HmJsonAdapter(Adapter):
         return out
 
     def _blocked(self, line: _Line, sub: str | None) -> list[Item]:
-        call_id = self._last_call.get(line.session)
-        call = self._calls.get(call_id) if call_id else None
+        last = self._last_call.get(line.session)
+        call = self.calls.get(last.call_id) if last is not None and last.call_id else None
         if call is None or (line.tool and call.tool != line.tool):
             msg = f"guard.yaml refused a {line.tool or 'tool'} call: {line.reason or ''}".rstrip(": ")
             return [self._emit(Warning(message=msg, source="guard"), sub)]
-        call.refused = True
+        call.note.refused = True
         auto = PermissionAuto(tool_call=self._ref(call.call_id, line), option_id=REJECT, reason=line.reason)
         return [self._emit(auto, sub)]
 
@@ -848,44 +855,45 @@ class HmJsonAdapter(Adapter):
             # a question nobody answered (-p, abort) or an approval never decided
             self._requests.pop(call_id)
             out.append(self._emit(RequestResolved(request_id=call_id, outcome="cancelled"), sub))
-        call = self._calls.pop(call_id, None)
-        tool = call.tool if call else (line.tool or "")
+        call = self.calls.get(call_id)
         text = line.text or ""
         failed = bool(line.is_error)
-        if call is not None and not call.refused:
-            if tool in SHELL_TOOLS and text:
+        if call is not None and not call.note.refused:
+            if call.tool in SHELL_TOOLS and text:
                 out.append(self._emit(CommandOutput(call_id=call_id, stream="merged", delta=text), sub))
             if not failed:
-                diff = self._file_diff(call)
+                diff = self._file_diff(call_id, call.category, call.note)
                 if diff is not None:
                     out.append(self._emit(diff, sub))
         output: Any = text
         if line.images:
             output = {"text": text, "images": [_image(i) for i in line.images]}
-        body = ToolCall(
-            call_id=call_id,
-            tool=tool,
-            phase="failed" if failed else "completed",
-            title=call.title if call else None,
-            category=call.category if call else TOOL_CATEGORIES.get(tool, "other"),
-            output=output,
-        )
+        phase: Literal["completed", "failed"] = "failed" if failed else "completed"
+        if call is not None:
+            # named by its id only: the core repeats the tool, title and category of its start
+            body = ToolCall(call_id=call_id, tool="", phase=phase, output=output)
+        else:  # a call never seen: what the result line says (a tool named "" is "unknown")
+            tool = line.tool or ""
+            body = ToolCall(
+                call_id=call_id, tool=tool, phase=phase, category=TOOL_CATEGORIES.get(tool, "other"), output=output
+            )
         out.append(self._emit(body, sub))
         return out
 
-    def _file_diff(self, call: _Call) -> FileDiff | None:
-        if call.category != "edit" or not call.path:
+    @staticmethod
+    def _file_diff(call_id: str, category: Category | None, note: _Note) -> FileDiff | None:
+        if category != "edit" or not note.path:
             return None
-        view = _tool_input(call.input)
+        view = _tool_input(note.input)
         if view is None:
             return None
         if view.old_text is not None and view.new_text is not None:
-            diff = _diff(call.path, view.old_text, view.new_text)
-            return FileDiff(path=call.path, diff=diff, call_id=call.call_id, change_kind="update")
+            diff = _diff(note.path, view.old_text, view.new_text)
+            return FileDiff(path=note.path, diff=diff, call_id=call_id, change_kind="update")
         if view.content is not None:
             # the old content is not in the stream: the diff shows the whole new content
-            diff = _diff(call.path, "", view.content)
-            return FileDiff(path=call.path, diff=diff, call_id=call.call_id, change_kind="write")
+            diff = _diff(note.path, "", view.content)
+            return FileDiff(path=note.path, diff=diff, call_id=call_id, change_kind="write")
         return None
 
     # ------------------------------------------------------------ usage, notices, compaction
