@@ -760,29 +760,20 @@ class HmJsonAdapter(Adapter):
 
     def _ref(self, call_id: str, line: _Line) -> ToolCallRef:
         call = self.calls.get(call_id)
+        last = self._last_call.get(line.session)
         if call is not None:
             note: _Note = call.note
-            return ToolCallRef(
-                call_id=call_id,
-                tool=call.tool,
-                title=call.title or line.summary or call.tool,
-                input=note.input,
-                category=call.category,
-            )
-        last = self._last_call.get(line.session)
-        if last is not None and last.call_id == call_id:
+            tool, title, inp, category = call.tool, call.title, note.input, call.category
+        elif last is not None and last.call_id == call_id:
             # not open (its result came first): the tool_call line just before names it
+            tool, title, inp, category = last.tool, last.title, last.input, last.category
+        else:
+            tool = line.tool or ""
             return ToolCallRef(
-                call_id=call_id,
-                tool=last.tool,
-                title=last.title or line.summary or last.tool,
-                input=last.input,
-                category=last.category,
+                call_id=call_id, tool=tool, title=line.summary or tool, category=TOOL_CATEGORIES.get(tool, "other")
             )
-        tool = line.tool or ""
-        return ToolCallRef(
-            call_id=call_id, tool=tool, title=line.summary or tool, category=TOOL_CATEGORIES.get(tool, "other")
-        )
+        title = title or line.summary or tool
+        return ToolCallRef(call_id=call_id, tool=tool, title=title, input=inp, category=category)
 
     def _approval_needed(self, line: _Line, sub: str | None) -> list[Item]:
         call_id = line.call_id or ""
