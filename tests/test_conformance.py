@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ADAPTERS, convert_capture
+from helpers import ADAPTERS, capture_files, convert_capture
 from normalize import (
     AssistantMessage,
     EventEnvelope,
@@ -442,3 +442,26 @@ def test_a_codex_sub_agent_thread_is_the_same_session_live_and_stored() -> None:
     (alone,) = stored.records.values()
     assert (alone.id, alone.parent_id) == (child.id, child.parent_id)
     assert child.parent_id in live.records
+
+
+def test_every_phase_of_a_call_names_its_tool_category_and_sub_agent_whatever_the_agent() -> None:
+    """The core's table of calls gives a call's later phases what its start said (an update may
+    name it better), so a consumer counting ends by tool or category, or by sub-agent, counts
+    every agent's the same way."""
+    checked = 0
+    for capture in capture_files():
+        known: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
+        for core in convert_capture(capture):
+            if not isinstance(core, SessionEvent) or not isinstance(core.event.body, ToolCall):
+                continue
+            body, key = core.event.body, (core.session_id, core.event.body.call_id)
+            said = (body.tool, body.category, core.event.subagent_id)
+            if body.phase == "started":
+                known[key] = said
+            elif body.phase == "updated" and key in known:  # may name the call better, never worse
+                tool, category, sub = known[key]
+                known[key] = (body.tool or tool, body.category or category, sub)
+            elif body.phase in ("completed", "failed") and key in known:
+                assert said == known.pop(key), f"{capture}: {body.call_id} {body.phase}"
+                checked += 1
+    assert checked > 500

@@ -532,12 +532,13 @@ class AntigravityStreamJsonAdapter(Adapter):
         if step.state == "DONE":
             if output is not None and call.tool == "run_command":
                 out.append(CommandOutput(call_id=call.call_id, stream="merged", delta=output))
-            out.append(ToolCall(call_id=call.call_id, tool=call.tool, phase="completed", output=output))
+            # named by its id only: the core repeats the tool, title and category of its start
+            out.append(ToolCall(call_id=call.call_id, tool="", phase="completed", output=output))
             if output is None:
                 self._unanswered(call)
         else:  # ERROR
             text = _error_text(info.error if info else None) or _error_text(step.error)
-            out.append(ToolCall(call_id=call.call_id, tool=call.tool, phase="failed", output=text))
+            out.append(ToolCall(call_id=call.call_id, tool="", phase="failed", output=text))
             self._unanswered(call)
 
     @staticmethod
@@ -636,7 +637,7 @@ class AntigravityStreamJsonAdapter(Adapter):
             # text that no delta carried (agy's fallback): the turn's reply
             out.append(AssistantMessage(message_id=f"{cid}:result:{res.num_turns or 0}", text=res.response))
         for call in self.calls:  # the steps that never ended: failed here, not left to the core
-            out.append(ToolCall(call_id=call.call_id, tool=call.tool, phase="failed", output="the turn ended first"))
+            out.append(ToolCall(call_id=call.call_id, tool="", phase="failed", output="the turn ended first"))
             self._unanswered(call)
         subagent_phase: Literal["completed", "failed", "cancelled"] = (
             "completed" if res.status == "SUCCESS" else "cancelled" if interrupted else "failed"
