@@ -109,7 +109,9 @@ class Connection:
         self.sessions: list[Session] = [first_session]
         self._by_key: dict[str, Session] = {}
         self._bound: dict[int, str] = {}  # id(session) -> key
-        self._opening: set[int] = set()  # ids of Sessions sent an opener not yet answered
+        #: Sessions sent an opener not yet answered, by id, in the order they were opened (few:
+        #: an opener is answered within its round trip)
+        self._opening: dict[int, Session] = {}
         self._requests: OrderedDict[tuple[Direction, int | str], tuple[Session, str]] = OrderedDict()
         self._handshake: list[tuple[bytes, Direction, str | None]] = []
         self._in_handshake = True
@@ -224,7 +226,7 @@ class Connection:
             session, req_method = sent
             path = routing.opened_by.get(req_method)
             if path is not None:
-                self._opening.discard(id(session))
+                self._opening.pop(id(session), None)
                 self._changed = True
                 key = _at(message, ("result", *path))
                 if key is not None and key not in self._by_key:
@@ -243,7 +245,7 @@ class Connection:
             else:
                 # a session being opened may be named before the opener's response
                 # (Codex sends thread notifications first): it is that session
-                opening = [s for s in self.sessions if id(s) in self._opening and id(s) not in self._bound]
+                opening = [s for s in self._opening.values() if id(s) not in self._bound]
                 if key in self._spawned or not opening:
                     session = self._unbound(out, opener=False, key=key)
                 else:
@@ -289,7 +291,7 @@ class Connection:
             for message, from_, t in self._handshake:
                 out += session.feed(message, from_, t=t)
         if opener:
-            self._opening.add(id(session))
+            self._opening[id(session)] = session
         self._changed = True
         return session
 
