@@ -372,7 +372,11 @@ def test_an_update_may_name_the_call_better_and_replace_its_note() -> None:
 
 
 def test_a_call_that_ended_lately_stays_readable_with_its_note() -> None:
-    calls = Calls(10, 1000)
+    kept = Calls(10, 1000)  # by default an ended call is forgotten at once
+    kept.refuse(ToolCall(call_id="c1", tool="Read", phase="started"), None, None)
+    kept.refuse(ToolCall(call_id="c1", tool="", phase="completed"), None, None)
+    assert kept.ended("c1") is None
+    calls = Calls(10, 1000, ended=ENDED_CALLS)  # an adapter that asks (Adapter.ended_calls) keeps the last ones
     note = {"merged": "fields"}
     calls.refuse(ToolCall(call_id="c1", tool="Read", phase="started", title="a.txt"), "agent-1", "turn:1", note)
     assert calls.ended("c1") is None  # open, not ended

@@ -170,6 +170,9 @@ class Adapter:
     owned: ClassVar[tuple[str, ...]] = ()
     interleave: ClassVar[bool] = False
     default_paths: ClassVar[tuple[str, ...]] = ()
+    #: how many ended calls stay readable (``self.calls.ended(call_id)``), for a protocol whose
+    #: agents patch a call after its end (ACP: ``ENDED_CALLS``); none by default
+    ended_calls: ClassVar[int] = 0
     agent: str = "unknown"
 
     def __init__(self) -> None:
@@ -177,7 +180,7 @@ class Adapter:
         #: the tool calls open in this adapter's session: the core's table, kept by the
         #: Session that wraps the adapter; adapters read it and never write it
         #: (docs/adapters.md, "The lifecycle the core owns")
-        self.calls = Calls()
+        self.calls = Calls(ended=type(self).ended_calls)
 
     @classmethod
     def time_of(cls, message: bytes) -> str | None:

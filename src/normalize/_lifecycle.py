@@ -146,9 +146,15 @@ class Requests:
 #: and ended call ids remembered to refuse a duplicated start or end.
 OPEN_CALLS = 10_000
 SEEN_CALLS = 100_000
-#: Ended calls whose entry (and note) stays readable (:meth:`Calls.ended`): a protocol
-#: that patches a call after its end (ACP) finds what it said of it.
+#: Ended calls whose entry (and note) stays readable (:meth:`Calls.ended`) for an adapter
+#: that asks (``Adapter.ended_calls``): a protocol that patches a call after its end (ACP)
+#: finds what it said of it.  Others keep none: a connection of many sessions keeps every
+#: session's table.
 ENDED_CALLS = 64
+
+
+_NO_RECENT: OrderedDict[str, Any] = OrderedDict()
+_NO_EVICTED: list[str] = []
 
 
 class OpenCall:
@@ -197,16 +203,19 @@ class Calls:
     ``seen``) to recognise duplicates.  Eviction is O(1).
     """
 
-    __slots__ = ("_ended", "_open", "_recent", "evicted", "limit", "seen")
+    __slots__ = ("_ended", "_open", "_recent", "evicted", "kept_ended", "limit", "seen")
 
-    def __init__(self, limit: int = OPEN_CALLS, seen: int = SEEN_CALLS) -> None:
+    def __init__(self, limit: int = OPEN_CALLS, seen: int = SEEN_CALLS, ended: int = 0) -> None:
         self.limit = limit
         self.seen = seen
         self._open: OrderedDict[str, OpenCall] = OrderedDict()
         self._ended: OrderedDict[str, None] = OrderedDict()
-        self._recent: OrderedDict[str, OpenCall] = OrderedDict()  # the last ENDED_CALLS ended
-        #: ids of open calls forgotten past ``limit``, until the Session reports them
-        self.evicted: list[str] = []
+        self.kept_ended = ended
+        # the last ``kept_ended`` ended (a shared empty table until one is kept)
+        self._recent: OrderedDict[str, OpenCall] = _NO_RECENT
+        #: ids of open calls forgotten past ``limit``, until the Session reports them (a
+        #: connection of many sessions keeps every table: nothing allocated until needed)
+        self.evicted: list[str] = _NO_EVICTED
 
     def __len__(self) -> int:
         return len(self._open)
@@ -223,7 +232,7 @@ class Calls:
         return self._open.get(call_id)
 
     def ended(self, call_id: str) -> OpenCall | None:
-        """The call ``call_id`` if it is one of the last ``ENDED_CALLS`` that ended, else None.
+        """The call ``call_id`` if it is one of the last ``kept_ended`` that ended, else None.
 
         Its entry as it was at its end, note included: for a protocol whose agents patch a
         call after its end (an ACP ``tool_call_update`` after ``completed``).
@@ -234,7 +243,7 @@ class Calls:
         self._open.clear()
         self._ended.clear()
         self._recent.clear()
-        self.evicted.clear()
+        self.evicted = _NO_EVICTED
 
     def named(self, call: ToolCall, subagent_id: str | None) -> tuple[ToolCall, str | None]:
         """A phase that names only its call (``tool=""``), completed from the call's start.
@@ -276,12 +285,15 @@ class Calls:
                 return f"tool call {cid} already started; a second start is not reported"
             self._open[cid] = OpenCall(call, subagent_id, turn_id, note)
             if len(self._open) > self.limit:
-                self.evicted.append(self._open.popitem(last=False)[0])  # a later end is let through
+                # forgotten: a later end is let through
+                self.evicted = [*self.evicted, self._open.popitem(last=False)[0]]
             return None
         known = self._open.pop(cid, None)
-        if known is not None:
+        if known is not None and self.kept_ended:
+            if self._recent is _NO_RECENT:
+                self._recent = OrderedDict()
             self._recent[cid] = known
-            if len(self._recent) > ENDED_CALLS:
+            if len(self._recent) > self.kept_ended:
                 self._recent.popitem(last=False)
         self._ended[cid] = None
         if len(self._ended) > self.seen:

@@ -119,6 +119,7 @@ from normalize import (
 from normalize import (
     Warning as WarningBody,
 )
+from normalize._lifecycle import ENDED_CALLS
 
 from ._claude_common import SUBAGENT_TOOLS
 from ._limits import (
@@ -732,6 +733,7 @@ class AcpAdapter(Adapter):
     protocol = "acp"
     routing = Routing(key="sessionId", opened_by={"session/new": ("sessionId",)})
     announces_session = True
+    ended_calls = ENDED_CALLS  # agents patch a call after its end (tool_call_update after completed)
     agent = "unknown"
 
     def __init__(self) -> None:
