@@ -222,6 +222,7 @@ class _Delta(Struct, frozen=True, kw_only=True):
 
 class _Event(Struct, frozen=True, kw_only=True):
     type: str = ""
+    subtype: str | None = None  # unused: checked as the head checks it (``_Typed``)
     index: int = 0
     message: _Message | None = None
     content_block: ContentBlock | None = None
@@ -428,6 +429,58 @@ class _ClientUser(Struct, frozen=True, kw_only=True):
     parent_tool_use_id: str | None = None
 
 
+# One view per line type, each with the head's fields, as a tagged union on ``type``: a line of
+# these types is decoded once.  Each view checks at least what the head and the type's own view
+# check, so a line it reads would have been read the same way by the two; a line it cannot read
+# (malformed, or of another type) is read again as before, head first, so the error a malformed
+# line gives is unchanged.
+
+
+class _ConversationLine(_Conversation, frozen=True, kw_only=True, tag_field="type"):
+    subtype: str | None = None
+    event: _Typed | None = None
+    request: _Typed | None = None
+
+
+class _AssistantLine(_ConversationLine, frozen=True, kw_only=True, tag="assistant"):
+    pass
+
+
+class _UserLine(_ConversationLine, frozen=True, kw_only=True, tag="user"):
+    pass
+
+
+class _StreamLine(_StreamEvent, frozen=True, kw_only=True, tag_field="type", tag="stream_event"):
+    subtype: str | None = None
+    timestamp: str | None = None
+    request: _Typed | None = None
+
+
+class _ResultLine(_Result, frozen=True, kw_only=True, tag_field="type", tag="result"):
+    timestamp: str | None = None
+    event: _Typed | None = None
+    request: _Typed | None = None
+
+
+class _SystemLine(_System, frozen=True, kw_only=True, tag_field="type", tag="system"):
+    """A ``system`` line: every subtype's fields, ``init``'s too."""
+
+    subtype: str | None = None
+    timestamp: str | None = None
+    event: _Typed | None = None
+    request: _Typed | None = None
+    cwd: str | None = None
+    model: str | None = None
+    tools: list[str] = []
+    mcp_servers: list[_McpServer] = []
+    slash_commands: list[str] = []
+    claude_code_version: str | None = None
+    capabilities: Raw = NULL
+
+
+_Line = _AssistantLine | _UserLine | _StreamLine | _ResultLine | _SystemLine
+
+
 def _decoder(t: Any) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(t)
 
@@ -449,6 +502,14 @@ _CRESP = _decoder(_ControlResponse)
 _CANCEL = _decoder(_CancelRequest)
 _INIT_RESP = _decoder(_InitResponse)
 _CLIENT_USER = _decoder(_ClientUser)
+_LINE = _decoder(_Line)
+_TAG: dict[type, str] = {
+    _AssistantLine: "assistant",
+    _UserLine: "user",
+    _StreamLine: "stream_event",
+    _ResultLine: "result",
+    _SystemLine: "system",
+}
 _PARTIAL_JSON = msgspec.json.Decoder()
 
 #: documented line types this adapter reads (used by :meth:`detect`)
@@ -568,6 +629,13 @@ class ClaudeStreamJsonAdapter(Adapter):
             "conversation_reset": self._conversation_reset,
             "auth_status": self._auth_status,
         }
+        self._line_handlers: dict[type, Callable[[Any], list[Item]]] = {
+            _AssistantLine: self._on_assistant,
+            _UserLine: self._on_user,
+            _StreamLine: self._on_stream_event,
+            _ResultLine: self._on_result,
+            _SystemLine: self._on_system,
+        }
         self._client_handlers: dict[str, Callable[[bytes], list[Item]]] = {
             "user": self._client_user,
             "control_request": self._client_request,
@@ -645,6 +713,28 @@ class ClaudeStreamJsonAdapter(Adapter):
     @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
+        if from_ == "agent":
+            try:
+                line: _Line = _LINE.decode(message)
+            except msgspec.DecodeError:
+                pass  # malformed, or another type: read as before, for the same error
+            else:
+                sub = line.subtype
+                if sub is None:  # as _Head.method
+                    if line.event is not None:
+                        sub = line.event.type
+                    if sub is None and line.request is not None:
+                        sub = line.request.subtype
+                # "" is a default here where the head has None (no subtype, or an event without
+                # type): the head reads the method of such a line
+                if sub != "" or (line.event is None and line.request is None):
+                    tag = _TAG[type(line)]
+                    items = self._line_handlers[type(line)](line)
+                    method = f"{tag}/{sub}" if sub else tag
+                    if not items:
+                        return [Passthrough(method=method)]
+                    lead = 1 if isinstance(items[0], SessionCreated) else 0
+                    return [*items[:lead], Source(method=method, ts=line.timestamp), *items[lead:]]
         head: _Head = _decode(_HEAD, message)
         self._head = head  # the line's head, for a handler that reads it too (read once per line)
         method = head.method
@@ -665,7 +755,7 @@ class ClaudeStreamJsonAdapter(Adapter):
 
     # ------------------------------------------------------------ session/turns
 
-    def _session(self, session_id: str | None, init: _Init | None = None) -> list[Item]:
+    def _session(self, session_id: str | None, init: _Init | _SystemLine | None = None) -> list[Item]:
         """SessionCreated the first time a session id is seen; conversation-reset when it changes."""
         if not session_id:
             return []
@@ -869,7 +959,15 @@ class ClaudeStreamJsonAdapter(Adapter):
         line: _System = _decode(_SYSTEM, message)
         return [*self._session(line.session_id), *handler(line)]
 
-    def _init(self, init: _Init) -> list[Item]:
+    def _on_system(self, line: _SystemLine) -> list[Item]:
+        if line.subtype == "init":
+            return self._init(line)
+        handler = self._system_handlers.get(line.subtype or "")
+        if handler is None:
+            return []
+        return [*self._session(line.session_id), *handler(line)]
+
+    def _init(self, init: _Init | _SystemLine) -> list[Item]:
         out: list[Item] = self._session(init.session_id, init)
         if not self._in_turn:
             mid = self._queued.popleft() if self._queued else self._new_prompt_id()
@@ -1052,7 +1150,9 @@ class ClaudeStreamJsonAdapter(Adapter):
         return t
 
     def _assistant(self, message: bytes) -> list[Item]:
-        line: _Conversation = _decode(_CONV, message)
+        return self._on_assistant(_decode(_CONV, message))
+
+    def _on_assistant(self, line: _Conversation) -> list[Item]:
         out: list[Item] = self._session(line.session_id)
         sub = line.parent_tool_use_id
         msg = line.message
@@ -1118,7 +1218,9 @@ class ClaudeStreamJsonAdapter(Adapter):
     # ------------------------------------------------------------ agent: user
 
     def _user(self, message: bytes) -> list[Item]:
-        line: _Conversation = _decode(_CONV, message)
+        return self._on_user(_decode(_CONV, message))
+
+    def _on_user(self, line: _Conversation) -> list[Item]:
         out: list[Item] = self._session(line.session_id)
         sub = line.parent_tool_use_id
         raw = line.message.content
@@ -1162,7 +1264,9 @@ class ClaudeStreamJsonAdapter(Adapter):
     # ----------------------------------------------------- agent: stream_event
 
     def _stream_event(self, message: bytes) -> list[Item]:
-        line: _StreamEvent = _decode(_STREAM, message)
+        return self._on_stream_event(_decode(_STREAM, message))
+
+    def _on_stream_event(self, line: _StreamEvent) -> list[Item]:
         ev = line.event
         sub = line.parent_tool_use_id
         out: list[Item] = self._session(line.session_id)
@@ -1235,7 +1339,9 @@ class ClaudeStreamJsonAdapter(Adapter):
         return ContextWindow(used=used, size=size)
 
     def _result(self, message: bytes) -> list[Item]:
-        r: _Result = _decode(_RESULT, message)
+        return self._on_result(_decode(_RESULT, message))
+
+    def _on_result(self, r: _Result) -> list[Item]:
         out: list[Item] = self._session(r.session_id)
         if not self._in_turn:
             # a result with no turn open (``--output-format json``, or a lost init)
