@@ -152,6 +152,52 @@ def test_bounded_table_keeps_the_newest_and_queues_what_it_evicts() -> None:
     assert _limits.evictions(table.outbox) == []
 
 
+def _can_use_tool(n: int) -> bytes:
+    return (
+        b'{"type":"control_request","request_id":"r%d","request":{"subtype":"can_use_tool",'
+        b'"tool_name":"Bash","input":{"command":"ls"},"tool_use_id":"toolu_%d"}}' % (n, n)
+    )
+
+
+def test_the_session_reports_what_an_adapters_table_forgot_after_the_message() -> None:
+    adapter = normalize.adapter_class("claude-stream-json")()
+    session = Session(adapter, clock=lambda: 0.0)
+    adapter._asked.limit = 2  # type: ignore[attr-defined]  # requests waiting for the client's answer
+    session.feed(b'{"type":"system","subtype":"init","session_id":"s1"}')
+    per_line = [[e.event.body for e in session.feed(_can_use_tool(n)) if isinstance(e, SessionEvent)] for n in range(4)]
+    assert [len([b for b in bodies if isinstance(b, WarningBody)]) for bodies in per_line] == [0, 0, 1, 1]
+    for n, bodies in ((0, per_line[2]), (1, per_line[3])):
+        last = bodies[-1]  # after the request that pushed it out
+        assert isinstance(last, WarningBody)
+        assert last.source == "normalize"
+        assert last.message.startswith(f"control request r{n} forgotten: more than 2 open at once")
+
+
+def test_an_inner_adapter_made_later_reports_its_evictions_too() -> None:
+    # codex-exec-json's older shape is translated by a rollout adapter made at its first line
+    adapter = normalize.adapter_class("codex-exec-json")()
+    session = Session(adapter, clock=lambda: 0.0)
+    session.feed(b'{"model":"m","workdir":"/w"}')
+    inner = adapter._legacy.rollout._subagents  # type: ignore[attr-defined]
+    inner.limit = 1
+    inner["t1"] = "call_1"
+    inner["t2"] = "call_2"  # forgets t1
+    events = session.feed(b'{"prompt":"hi"}')
+    warned = [
+        e.event.body.message for e in events if isinstance(e, SessionEvent) and isinstance(e.event.body, WarningBody)
+    ]
+    assert len(warned) == 1
+    assert warned[0].startswith("sub-agent t1 forgotten: more than 1 open at once")
+
+
+def test_an_adapter_fed_without_a_session_queues_a_bounded_number_of_evictions() -> None:
+    table: _limits.Bounded[int, None] = _limits.Bounded("tool call", 3)
+    for key in range(100):
+        table[key] = None
+    assert len(table) == 3
+    assert table.outbox == [(table, 0), (table, 1), (table, 2)]  # the first ones; nobody emptied it
+
+
 def test_recent_ids_forget_the_oldest_silently() -> None:
     seen: _limits.Recent[str] = _limits.Recent(2)
     for key in ("a", "b", "a", "c"):

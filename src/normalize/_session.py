@@ -79,6 +79,7 @@ from ._model import (
 )
 from ._model import Error as ErrorBody
 from ._model import Warning as WarningBody
+from .adapters._limits import evictions, outbox
 
 __all__ = ["HOLD_LIMIT", "MAX_PENDING", "Clock", "Session", "format_ts", "session_id_for"]
 
@@ -221,6 +222,8 @@ class Session:
         self._mcp_open: OrderedDict[str, tuple[McpTool, str | None]] = OrderedDict()
         self._native_ts: str | None = None  # the native time of the item being emitted (MCP durations)
         self._calls: Calls = adapter.calls  # one start and one end per call; what is left open
+        #: the entries the adapter's bounded tables forgot, reported after the message's items
+        self._forgotten = outbox(adapter)
         self._pending = Requests(MAX_PENDING)  # open requests, for the waiting state and decisions
         self._created = False
         self._closed = False
@@ -275,7 +278,9 @@ class Session:
             except InputError as exc:
                 items = [Problem(error=exc)]
             except RecursionError:  # msgspec's decoders stop at a fixed depth, with this error
-                items = [Problem(error=MalformedMessage("JSON nested too deeply to read"))]
+                items = [Problem(error=MalformedMessage("JSON nested too deeply to decode"))]
+            if self._forgotten:
+                items = items + evictions(self._forgotten)
         if self._created:
             return self._run(items, message, t)
         return self._dispatch(items, message, t)

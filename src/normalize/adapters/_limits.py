@@ -5,9 +5,10 @@ sub-agents, prompts, text being streamed) until the native stream closes it.  A 
 that opens and never closes (a runaway agent, a cut capture, a hostile peer) would make
 that memory grow with the length of the session.  Each table an adapter keeps is a
 :class:`Bounded` (or :class:`Recent`) with a limit far above what a real session holds
-open at once; past it the oldest entry is evicted and the adapter reports the eviction
-as a synthesized warning (``Emit(Warning(message=..., source="normalize"),
-synthetic=True)``) naming what was forgotten.  A later message about an evicted entry
+open at once; past it the oldest entry is evicted and the Session reports the eviction,
+after the items of the message that caused it, as a synthesized warning
+(``Emit(Warning(message=..., source="normalize"), synthetic=True)``) naming what was
+forgotten (:func:`outbox`).  A later message about an evicted entry
 is then handled as one about an unknown id (documented per adapter).
 
 Defaults (docs/reliability.md):
@@ -24,12 +25,12 @@ Defaults (docs/reliability.md):
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from functools import wraps
-from typing import Any, Generic, TypeVar, cast
+from collections.abc import Iterator
+from typing import Any, Generic, TypeVar
 
-from normalize import Emit, Item, MalformedMessage
-from normalize import Warning as WarningBody
+# from the core's modules, not the package: the Session (``_session.py``) imports this module
+from normalize._contract import Adapter, Emit, Item
+from normalize._model import Warning as WarningBody
 
 __all__ = [
     "BUFFER_TEXT",
@@ -41,8 +42,9 @@ __all__ = [
     "Bounded",
     "Recent",
     "buffer_warning",
-    "bounded_feed",
     "evictions",
+    "link",
+    "outbox",
 ]
 
 #: A real session has a handful of calls open at once (parallel tool use reaches tens);
@@ -75,8 +77,10 @@ class Bounded(OrderedDict[K, V]):
     once full, each insertion cost O(limit)).
 
     Each eviction is queued as ``(table, key)`` in :attr:`outbox` until :func:`evictions`
-    turns it into a warning; :func:`bounded_feed` points the outboxes of an adapter's
-    tables at one list, so that checking for evictions costs one test per message.
+    turns it into a warning; :func:`outbox` points the outboxes of an adapter's tables at
+    one list, which its Session empties after each message, so that checking for
+    evictions costs one test per message.  Nobody may empty it (an adapter fed without a
+    Session): it then keeps at most ``limit`` entries, the later evictions unqueued.
     ``what`` names one entry in those warnings ("tool call").
     """
 
@@ -91,7 +95,8 @@ class Bounded(OrderedDict[K, V]):
     def __setitem__(self, key: K, value: V) -> None:
         if len(self) >= self.limit and key not in self:
             oldest, _ = self.popitem(last=False)
-            self.outbox.append((self, oldest))
+            if len(self.outbox) < self.limit:
+                self.outbox.append((self, oldest))
         super().__setitem__(key, value)
 
     def setdefault(self, key: K, default: V) -> V:
@@ -157,43 +162,26 @@ def buffer_warning(what: str, key: object, limit: int = BUFFER_TEXT) -> Item:
     return Emit(body=WarningBody(message=message, source="normalize"), synthetic=True)
 
 
-F = TypeVar("F", bound=Callable[..., list[Item]])
+def link(adapter: Adapter, box: list[tuple[Bounded[Any, Any], Any]]) -> None:
+    """Point the outboxes of ``adapter``'s tables, and of the adapters it holds, at ``box``.
+
+    An adapter that makes an inner adapter after its Session was made (codex-exec-json's
+    older shape) links the inner one to its own :func:`outbox`."""
+    for value in getattr(adapter, "__dict__", {}).values():
+        if type(value) is Bounded and value.outbox is not box:
+            box += value.outbox
+            value.outbox = box
+        elif isinstance(value, Adapter) and value is not adapter:
+            link(value, box)
 
 
-class _Guard:
-    """Per adapter instance: one outbox for its tables (made in ``__init__``)."""
-
-    __slots__ = ("outbox",)
-
-    def __init__(self, state: dict[str, Any]) -> None:
-        self.outbox: list[tuple[Bounded[Any, Any], Any]] = []
-        for table in state.values():
-            if type(table) is Bounded:
-                self.outbox += table.outbox
-                table.outbox = self.outbox
-
-
-def bounded_feed(feed: F) -> F:
-    """Decorate an adapter's ``feed(message, from_)`` with the guards every adapter shares.
-
-    * Warnings for the entries evicted from the adapter's :class:`Bounded` tables follow
-      the items it returns.
-    * A message nested deeper than the decoder's recursion allows (about a thousand
-      levels; real messages stay under twenty) is :class:`~normalize.MalformedMessage`,
-      not the ``RecursionError`` msgspec raises for it.
-    """
-
-    @wraps(feed)
-    def wrapper(self: Any, message: bytes, from_: str = "agent") -> list[Item]:
-        try:
-            items: list[Item] = feed(self, message, from_)
-        except RecursionError:
-            raise MalformedMessage("JSON nested too deeply to decode") from None
-        guard: _Guard | None = self.__dict__.get("_guard")
-        if guard is None:
-            guard = self.__dict__["_guard"] = _Guard(self.__dict__)
-        if guard.outbox:
-            return items + evictions(guard.outbox)
-        return items
-
-    return cast(F, wrapper)
+def outbox(adapter: Adapter) -> list[tuple[Bounded[Any, Any], Any]]:
+    """The one list the evictions of ``adapter``'s tables are queued in (made, and the tables
+    linked, on the first call): the Session turns them into warnings after each message."""
+    state: dict[str, Any] = getattr(adapter, "__dict__", {})
+    box: list[tuple[Bounded[Any, Any], Any]] | None = state.get("_evicted")
+    if box is None:
+        box = []
+        link(adapter, box)
+        state["_evicted"] = box
+    return box

@@ -129,7 +129,6 @@ from ._limits import (
     PENDING_REQUESTS,
     Bounded,
     Recent,
-    bounded_feed,
     buffer_warning,
 )
 
@@ -787,7 +786,6 @@ class AcpAdapter(Adapter):
 
     # ------------------------------------------------------------------ feeding
 
-    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         try:

@@ -100,7 +100,7 @@ from normalize import (
     Warning as WarningBody,
 )
 
-from ._limits import OPEN_ITEMS, Bounded, bounded_feed
+from ._limits import OPEN_ITEMS, Bounded
 
 __all__ = ["AntigravityStreamJsonAdapter"]
 
@@ -361,7 +361,6 @@ class AntigravityStreamJsonAdapter(Adapter):
                 return 0.9
         return 0.0
 
-    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         first = not self._fed

@@ -134,7 +134,7 @@ from ._claude_common import (
     tool_category,
     tool_title,
 )
-from ._limits import OPEN_ITEMS, PARTIAL_INPUT, PENDING_REQUESTS, Bounded, Recent, bounded_feed
+from ._limits import OPEN_ITEMS, PARTIAL_INPUT, PENDING_REQUESTS, Bounded, Recent
 
 __all__ = ["ClaudeStreamJsonAdapter"]
 
@@ -710,7 +710,6 @@ class ClaudeStreamJsonAdapter(Adapter):
 
     # -------------------------------------------------------------------- feed
 
-    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         if from_ == "agent":

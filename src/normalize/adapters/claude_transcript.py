@@ -150,7 +150,7 @@ from normalize.adapters._claude_common import (
 )
 from normalize.adapters._claude_common import Usage as UsageView
 
-from ._limits import OPEN_ITEMS, SEEN_IDS, Bounded, Recent, bounded_feed
+from ._limits import OPEN_ITEMS, SEEN_IDS, Bounded, Recent
 
 __all__ = ["ClaudeTranscriptAdapter"]
 
@@ -387,7 +387,6 @@ class ClaudeTranscriptAdapter(Adapter):
 
     # ------------------------------------------------------------- feeding
 
-    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         try:

@@ -110,7 +110,7 @@ from normalize import (
     Warning as WarningBody,
 )
 from normalize.adapters import _codex_items as ci
-from normalize.adapters._limits import OPEN_CALLS, PENDING_REQUESTS, Bounded, Recent, bounded_feed
+from normalize.adapters._limits import OPEN_CALLS, PENDING_REQUESTS, Bounded, Recent
 
 __all__ = ["CodexAppServerAdapter"]
 
@@ -747,7 +747,6 @@ class CodexAppServerAdapter(Adapter):
                 return 0.9
         return 0.0
 
-    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         try:

@@ -67,7 +67,7 @@ from normalize import (
 )
 from normalize import Warning as WarningBody
 from normalize.adapters import _codex_items as ci
-from normalize.adapters._limits import OPEN_ITEMS, Bounded, bounded_feed
+from normalize.adapters._limits import OPEN_ITEMS, Bounded, link, outbox
 from normalize.adapters.codex_rollout import CodexRolloutAdapter
 
 __all__ = ["CodexExecJsonAdapter"]
@@ -245,7 +245,6 @@ class CodexExecJsonAdapter(Adapter):
 
     # ------------------------------------------------------------------ feed
 
-    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         if self._legacy is not None or not message.lstrip().startswith(b'{"type"'):
@@ -417,6 +416,8 @@ class _Legacy:
         self.rollout = CodexRolloutAdapter()
         # the calls the rollout rules start are the session's: they read its table
         self.rollout.calls = adapter.calls
+        # and what its tables forget is reported as the outer adapter's tables' is
+        link(self.rollout, outbox(adapter))
         self.announced = False
         self.turn_open = False
         self.reply_due = False

@@ -96,7 +96,7 @@ from normalize import (
     tokens_since,
 )
 from normalize.adapters import _codex_items as ci
-from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent, bounded_feed
+from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent
 
 __all__ = ["CodexRolloutAdapter"]
 
@@ -506,7 +506,6 @@ class CodexRolloutAdapter(Adapter):
 
     # ------------------------------------------------------------------ feed
 
-    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         self._n += 1

@@ -59,7 +59,7 @@ from normalize import (
 )
 from normalize import Warning as WarningBody
 from normalize.adapters import _gemini_common as gc
-from normalize.adapters._limits import OPEN_ITEMS, Bounded, bounded_feed
+from normalize.adapters._limits import OPEN_ITEMS, Bounded
 
 __all__ = ["GeminiChatAdapter"]
 
@@ -163,7 +163,6 @@ class GeminiChatAdapter(Adapter):
             return 0.0
         return 0.95
 
-    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         try:

@@ -57,7 +57,6 @@ from normalize import (
 )
 from normalize import Warning as WarningBody
 from normalize.adapters import _gemini_common as gc
-from normalize.adapters._limits import bounded_feed
 
 __all__ = ["GeminiStreamJsonAdapter"]
 
@@ -135,7 +134,6 @@ class GeminiStreamJsonAdapter(_Adapter):
             return 0.0
         return 0.95 if heads[0].type == "init" else 0.5
 
-    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         try:

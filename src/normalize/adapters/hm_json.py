@@ -111,7 +111,6 @@ from ._limits import (
     PENDING_REQUESTS,
     Bounded,
     Recent,
-    bounded_feed,
     buffer_warning,
 )
 
@@ -524,7 +523,6 @@ class HmJsonAdapter(Adapter):
 
     # ------------------------------------------------------------ feed
 
-    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         if from_ == "client":

@@ -53,7 +53,6 @@ from normalize import (
     UserMessage,
 )
 from normalize.adapters import _opencode_parts as op
-from normalize.adapters._limits import bounded_feed
 from normalize.adapters._opencode_parts import error_message, iso_ms
 
 __all__ = ["SQLITE_MAGIC", "OpenCodeDbAdapter", "is_opencode_db", "session_ids", "session_rows"]
@@ -205,7 +204,6 @@ class OpenCodeDbAdapter(Adapter):
             return 0.0
         return 0.95 if first.table == "session" and first.version is not None else 0.0
 
-    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         try:

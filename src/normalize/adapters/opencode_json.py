@@ -39,7 +39,6 @@ from normalize import (
     TurnComplete,
 )
 from normalize.adapters import _opencode_parts as op
-from normalize.adapters._limits import bounded_feed
 from normalize.adapters._opencode_parts import error_message, iso_ms
 
 __all__ = ["OpenCodeJsonAdapter"]
@@ -95,7 +94,6 @@ class OpenCodeJsonAdapter(Adapter):
             seen += 1
         return 0.95 if seen else 0.0
 
-    @bounded_feed
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         try:
