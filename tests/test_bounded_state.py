@@ -382,9 +382,10 @@ def _fill_bounded(limit: int) -> _limits.Bounded[int, None]:
 
 
 def _evict_bounded(table: _limits.Bounded[int, None], start: int, n: int) -> None:
+    outbox = table.outbox
     for i in range(start, start + n):
         table[i] = None
-    table.outbox.clear()
+        outbox.clear()  # as a Session empties it after each message (it keeps at most ``limit``)
 
 
 def _fill_recent(limit: int) -> _limits.Recent[int]:
