@@ -173,6 +173,7 @@ def _kept_text(message: bytes) -> str:
 
 
 _NO_NATIVE: tuple[bytes | None, str | None, Native] = (None, None, Native(protocol="core", payload=None))
+_NO_MCP: OrderedDict[str, tuple[McpTool, str | None]] = OrderedDict()  # shared, never written
 
 # The roles a body plays in the turn state machine, by its exact type.
 _OTHER, _START, _COMPLETE, _ASK, _RESOLVED, _SUBAGENT, _AUTO, _MCP, _CALL = range(9)
@@ -217,8 +218,9 @@ class Session:
         self._turns = 0
         self._turn_id: str | None = None
         self._state: SessionState = "starting"
-        #: MCP calls started: their view and its time
-        self._mcp_open: OrderedDict[str, tuple[McpTool, str | None]] = OrderedDict()
+        #: MCP calls started: their view and its time (a shared empty table until one starts:
+        #: a connection of many sessions keeps every session)
+        self._mcp_open: OrderedDict[str, tuple[McpTool, str | None]] = _NO_MCP
         self._native_ts: str | None = None  # the native time of the item being emitted (MCP durations)
         self._calls: Calls = adapter.calls  # one start and one end per call; what is left open
         self._pending = Requests(MAX_PENDING)  # open requests, for the waiting state and decisions
@@ -340,6 +342,7 @@ class Session:
         self._created = True
         if self.session_id is None:
             self.session_id = self._derive_id(announced, message)
+        self._first = b""  # fed (not None); its bytes are no longer needed once the id is known
         first = announced or self._default_created()
         if first.record.fork_of is not None:  # the adapter names the parent by its native id
             agent = first.record.agent or self.adapter.agent
@@ -630,7 +633,7 @@ class Session:
         self._seq = self._turns = 0
         self._turn_id = None
         self._state = "starting"
-        self._mcp_open.clear()
+        self._mcp_open = _NO_MCP
         self._calls.clear()
         self._pending = Requests(MAX_PENDING)
         out.append(self._fill_record(structs.replace(item, record=structs.replace(rec, fork_of=parent))))
@@ -664,6 +667,8 @@ class Session:
         """
         sid = self.session_id or ""
         if body.phase == "started":
+            if self._mcp_open is _NO_MCP:
+                self._mcp_open = OrderedDict()
             self._mcp_open[body.call_id] = (body, ts)
             if len(self._mcp_open) > MAX_PENDING:
                 self._mcp_open.popitem(last=False)
