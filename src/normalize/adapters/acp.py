@@ -1280,10 +1280,10 @@ class AcpAdapter(Adapter):
             call.locations = locations
         if _given(view.raw_input):
             changed = changed or call.input is None or bytes(call.input) != bytes(view.raw_input)
-            call.input = view.raw_input
+            call.input = view.raw_input.copy()  # a view into the message: not the message kept
         if _given(view.raw_output):
             changed = True
-            call.output = view.raw_output
+            call.output = view.raw_output.copy()
         for item in view.content or ():
             if item.type == "diff" and item.path is not None and item.new_text is not None:
                 pair = (item.old_text, item.new_text)
