@@ -124,6 +124,8 @@ class Requests:
     def resolve(self, body: RequestResolved) -> RequestResolved:
         """The request is closed; ``body`` with its decision, when the adapter did not give one."""
         kinds = self._open.pop(body.request_id, (None, None))[0]
+        if not self._open:  # an emptied OrderedDict keeps its size: give it back
+            self._open = _NO_REQUESTS
         if body.decision is not None:
             return body
         decision: Decision | None
@@ -300,6 +302,8 @@ class Calls:
                 self.evicted = [*self.evicted, self._open.popitem(last=False)[0]]
             return None
         known = self._open.pop(cid, None)
+        if known is not None and not self._open:  # an emptied OrderedDict keeps its size
+            self._open = _NO_OPEN
         if known is not None and self.kept_ended:
             if self._recent is _NO_RECENT:
                 self._recent = OrderedDict()

@@ -173,6 +173,7 @@ def _kept_text(message: bytes) -> str:
 
 
 _NO_NATIVE: tuple[bytes | None, str | None, Native] = (None, None, Native(protocol="core", payload=None))
+_NO_HELD: list[_Core] = []  # shared, never written (held only before the session is announced)
 _NO_MCP: OrderedDict[str, tuple[McpTool, str | None]] = OrderedDict()  # shared, never written
 
 # The roles a body plays in the turn state machine, by its exact type.
@@ -350,7 +351,7 @@ class Session:
                 first, record=structs.replace(first.record, fork_of=session_id_for(agent, first.record.fork_of))
             )
         out: list[_Core] = [self._fill_record(first)]
-        held, self._held = self._held, []
+        held, self._held = self._held, _NO_HELD  # nothing is held once the session is announced
         if held:
             out += self._named(held)
         out += self._run([i for i in items if i is not announced], message, t)
