@@ -131,6 +131,7 @@ from ._limits import (
     Recent,
     bounded_feed,
     buffer_warning,
+    compact,
 )
 
 __all__ = ["AcpAdapter"]
@@ -1098,6 +1099,7 @@ class AcpAdapter(Adapter):
             if not nxt.active:
                 out += self._start(nxt, queued=True)
             break
+        compact(self._prompts, self._pending)  # the turn is over: most sessions now wait, many for good
         return out
 
     def _tokens(self, usage: _TurnUsage | None) -> Tokens | None:

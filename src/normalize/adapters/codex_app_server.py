@@ -110,7 +110,7 @@ from normalize import (
     Warning as WarningBody,
 )
 from normalize.adapters import _codex_items as ci
-from normalize.adapters._limits import OPEN_CALLS, PENDING_REQUESTS, Bounded, Recent, bounded_feed
+from normalize.adapters._limits import OPEN_CALLS, PENDING_REQUESTS, Bounded, Recent, bounded_feed, compact
 
 __all__ = ["CodexAppServerAdapter"]
 
@@ -931,6 +931,7 @@ class CodexAppServerAdapter(Adapter):
         completion = Completion(stop_reason=stop, text=text, usage=usage, error=error)
         out.append(MessageCompleted(session_id="", message_id=turn.id, result=completion))
         self._turn_id = None
+        compact(self._pending)  # the turn is over: most threads now wait, many for good
         return out
 
     # ------------------------------------------------------------ items
