@@ -836,6 +836,7 @@ class AcpAdapter(Adapter):
         asker: Direction = "client" if from_ == "agent" else "agent"
         rid = msg.id if not isinstance(msg.id, UnsetType) else None
         pending = self._pending.pop((asker, rid), None)
+        compact(self._pending)  # answered: a session left waiting keeps no table of requests
         if pending is None:
             return [Passthrough()]  # answers nothing (late answer, duplicate error with id null)
         head: list[Item] = [Source(method=pending.method)]
@@ -1099,7 +1100,7 @@ class AcpAdapter(Adapter):
             if not nxt.active:
                 out += self._start(nxt, queued=True)
             break
-        compact(self._prompts, self._pending)  # the turn is over: most sessions now wait, many for good
+        compact(self._prompts)  # the turn is over: most sessions now wait, many for good
         return out
 
     def _tokens(self, usage: _TurnUsage | None) -> Tokens | None:
