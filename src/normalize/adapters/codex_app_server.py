@@ -726,7 +726,7 @@ class CodexAppServerAdapter(Adapter):
         self._diffs: dict[str, str] = {}
         # cumulative snapshots, to report changes only
         self._totals: _Breakdown | None = None
-        self._usage_raw: bytes | None = None
+        self._usage: _TokenUsage | None = None  # the last snapshot (frozen: compared by value)
         self._rate_limits: bytes | None = None
         self._account: str | None = None  # the account, as the plan names it (account.*)
         self._exhausted = False  # a usage limit was reached and has not lifted
@@ -800,6 +800,7 @@ class CodexAppServerAdapter(Adapter):
         # A response: to the other side's request.
         asker: Direction = "client" if from_ == "agent" else "agent"
         pending = self._pending.pop((asker, env.id), None)
+        compact(self._pending)  # answered: a thread left waiting keeps no table of requests
         if pending is None:
             return [Passthrough()]
         head = [Source(method=pending.method, ts=ts)]
@@ -931,7 +932,6 @@ class CodexAppServerAdapter(Adapter):
         completion = Completion(stop_reason=stop, text=text, usage=usage, error=error)
         out.append(MessageCompleted(session_id="", message_id=turn.id, result=completion))
         self._turn_id = None
-        compact(self._pending)  # the turn is over: most threads now wait, many for good
         return out
 
     # ------------------------------------------------------------ items
@@ -1252,10 +1252,9 @@ class CodexAppServerAdapter(Adapter):
 
     def _on_token_usage(self, params: Raw) -> list[Item]:
         u = _TOKEN_USAGE.decode(params).token_usage
-        key = msgspec.json.encode(u)
-        if key == self._usage_raw:
+        if u == self._usage:
             return [Passthrough()]  # an identical re-send
-        self._usage_raw = key
+        self._usage = u
         window = u.model_context_window
         if _is_overflow_marker(u):
             used = u.total.total_tokens or 0
