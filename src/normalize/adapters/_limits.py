@@ -124,10 +124,14 @@ class Recent(Generic[K]):
             keys[key] = None
 
     def discard(self, key: K) -> None:
-        self._keys.pop(key, None)
+        keys = self._keys
+        if keys.pop(key, keys) is not keys and not keys:
+            self._keys = _NO_KEYS  # an emptied OrderedDict keeps its size: give it back
 
     def remove(self, key: K) -> None:
         del self._keys[key]
+        if not self._keys:
+            self._keys = _NO_KEYS
 
     def clear(self) -> None:
         self._keys = _NO_KEYS
