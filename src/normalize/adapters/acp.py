@@ -1353,6 +1353,7 @@ class AcpAdapter(Adapter):
         if spawns and not call.spawned and (status in ("completed", "failed") or _prompt_of(call.input)):
             out.append(self._subagent_started(call))
         if status in ("completed", "failed") and not ended:
+            call.prompt = None  # only an open call is matched to its turn: the prompt is not kept
             if spawns:  # the sub-agent ends, then the call that ran it returns
                 phase: Literal["completed", "failed"] = "completed" if status == "completed" else "failed"
                 out.append(Subagent(subagent_id=call.call_id, phase=phase, call_id=call.call_id))
