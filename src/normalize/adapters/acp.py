@@ -743,8 +743,10 @@ class AcpAdapter(Adapter):
         self._prompts: Bounded[int | str | None, _Prompt] = Bounded("prompt", OPEN_ITEMS)  # open, oldest first
         self._current: _Prompt | None = None  # the prompt whose turn is open
         self._loads: Recent[int | str | None] = Recent(PENDING_REQUESTS)
-        self._terminals: Bounded[str, str] = Bounded("terminal", OPEN_CALLS)  # terminal id -> call id
-        self._terminal_seen: Bounded[str, str] = Bounded("client terminal", OPEN_CALLS)  # -> output reported
+        # terminal id -> call id, and -> output reported: made at the first terminal (most
+        # sessions run none, and a connection keeps every session)
+        self._terminals: Bounded[str, str] | None = None
+        self._terminal_seen: Bounded[str, str] | None = None
         self._buffers: dict[_Kind, _Buffer | None] = {"message": None, "thought": None}
         self._last_variant: str | None = None
         self._last_user_id: str | None = None
@@ -1305,7 +1307,7 @@ class AcpAdapter(Adapter):
                     )
                 )
             elif item.type == "terminal" and item.terminal_id:
-                self._terminals[item.terminal_id] = call.call_id
+                self._terminal_tables()[0][item.terminal_id] = call.call_id
         if meta is not None:
             extra.extend(
                 CommandOutput(call_id=call.call_id, stream="merged", delta=out.data)
@@ -1517,11 +1519,20 @@ class AcpAdapter(Adapter):
     def _req_terminal_create(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
         return [Passthrough()]
 
+    def _terminal_tables(self) -> tuple[Bounded[str, str], Bounded[str, str]]:
+        """The tables of terminals, made at first use; their evictions are reported with the
+        other tables' (the same outbox as the table of requests)."""
+        if self._terminals is None or self._terminal_seen is None:
+            self._terminals = Bounded("terminal", OPEN_CALLS)
+            self._terminal_seen = Bounded("client terminal", OPEN_CALLS)
+            self._terminals.outbox = self._terminal_seen.outbox = self._pending.outbox
+        return self._terminals, self._terminal_seen
+
     def _res_terminal_create(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
         if msg.error is not None:
             return self._rpc_error(pending.method, msg.error)
         result = _TERM_CREATE_RESULT.decode(msg.result)
-        self._terminal_seen[result.terminal_id] = ""
+        self._terminal_tables()[1][result.terminal_id] = ""
         return [Passthrough()]
 
     def _req_terminal(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
@@ -1534,12 +1545,13 @@ class AcpAdapter(Adapter):
             return self._rpc_error(pending.method, msg.error)
         terminal_id: str = pending.extra or ""
         result = _TERM_OUTPUT_RESULT.decode(msg.result)
-        call, _ = self._known(self._terminals.get(terminal_id, ""))
+        terminals, seen_of = self._terminal_tables()
+        call, _ = self._known(terminals.get(terminal_id, ""))
         if call is None:
             return [Passthrough()]
-        seen = self._terminal_seen.get(terminal_id, "")
+        seen = seen_of.get(terminal_id, "")
         delta = result.output[len(seen) :] if result.output.startswith(seen) else result.output
-        self._terminal_seen[terminal_id] = result.output
+        seen_of[terminal_id] = result.output
         out: list[Item] = []
         if delta:
             out.append(CommandOutput(call_id=call.call_id, stream="merged", delta=delta))
@@ -1554,14 +1566,15 @@ class AcpAdapter(Adapter):
             return self._rpc_error(pending.method, msg.error)
         terminal_id: str = pending.extra or ""
         status = _EXIT_STATUS.decode(msg.result) if _given(msg.result) else _ExitStatus()
-        call, _ = self._known(self._terminals.get(terminal_id, ""))
+        call, _ = self._known(self._terminal_tables()[0].get(terminal_id, ""))
         if call is None or status.exit_code is None or status.exit_code == call.exit_code:
             return [Passthrough()]
         call.exit_code = status.exit_code
         return [call.body("updated")]
 
     def _res_terminal_release(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
-        self._terminal_seen.pop(pending.extra or "", None)
+        if self._terminal_seen is not None:
+            self._terminal_seen.pop(pending.extra or "", None)
         if msg.error is not None:
             return self._rpc_error(pending.method, msg.error)
         return [Passthrough()]
