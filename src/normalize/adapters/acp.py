@@ -724,6 +724,7 @@ class _Buffer:
 
 
 _Kind = Literal["message", "thought"]
+_NO_BUFFERS: dict[_Kind, _Buffer | None] = {"message": None, "thought": None}  # shared, never written
 _RequestHandler = Callable[["AcpAdapter", "int | str | None", Raw, _Pending], list[Item]]
 _ResponseHandler = Callable[["AcpAdapter", "int | str | None", _Pending, "_Rpc"], list[Item]]
 
@@ -747,7 +748,8 @@ class AcpAdapter(Adapter):
         # sessions run none, and a connection keeps every session)
         self._terminals: Bounded[str, str] | None = None
         self._terminal_seen: Bounded[str, str] | None = None
-        self._buffers: dict[_Kind, _Buffer | None] = {"message": None, "thought": None}
+        # the text being buffered, per kind: a shared table of none until a chunk comes
+        self._buffers: dict[_Kind, _Buffer | None] = _NO_BUFFERS
         self._last_variant: str | None = None
         self._last_user_id: str | None = None
         self._replay_turn = False
@@ -871,7 +873,10 @@ class AcpAdapter(Adapter):
         buf = self._buffers[kind]
         if buf is None:
             return []
-        self._buffers[kind] = None
+        buffers = self._buffers
+        buffers[kind] = None
+        if buffers["message"] is None and buffers["thought"] is None:
+            self._buffers = _NO_BUFFERS  # a session left waiting keeps no table
         text = "".join(buf.parts)
         if kind == "thought":
             return _from(buf.subagent, [Reasoning(reasoning_id=buf.the_id, redacted=False, text=text)])
@@ -1211,6 +1216,8 @@ class AcpAdapter(Adapter):
             out += self._spawned(sub)
         if buf is None:
             buf = _Buffer(view.message_id or self._new_id(kind), view.message_id, sub)
+            if self._buffers is _NO_BUFFERS:
+                self._buffers = {"message": None, "thought": None}
             self._buffers[kind] = buf
         buf.size += len(text)
         if buf.size <= BUFFER_TEXT:
