@@ -200,6 +200,34 @@ class Session:
     emitting ``error`` events.
     """
 
+    # a connection keeps every session it opened: no instance dict per session
+    __slots__ = (
+        "_calls",
+        "_clock",
+        "_closed",
+        "_created",
+        "_failed",
+        "_first",
+        "_held",
+        "_holding",
+        "_last_ts",
+        "_mcp_open",
+        "_native_of",
+        "_native_ts",
+        "_now",
+        "_pending",
+        "_protocol",
+        "_seq",
+        "_spawned",
+        "_state",
+        "_turn_id",
+        "_turns",
+        "adapter",
+        "origin",
+        "session_id",
+        "strict",
+    )
+
     def __init__(
         self,
         adapter: Adapter,
@@ -231,7 +259,7 @@ class Session:
         self._first: bytes | None = None
         #: what the messages held before the session was announced gave (translated at once,
         #: so the turn and the table of calls follow them; emitted after ``session.created``)
-        self._held: list[_Core] = []
+        self._held: list[_Core] = _NO_HELD
         self._holding = 0  # how many messages were held
         #: the last native or receive time an event carried (made-up events take it)
         self._last_ts: str | None = None
@@ -338,6 +366,8 @@ class Session:
             # events keep their order and seq, and the state (turn, calls, requests) follows
             # them as if not held
             self._holding += 1
+            if self._held is _NO_HELD:
+                self._held = []
             self._held += self._run(items, message, t)
             return []
         self._created = True
