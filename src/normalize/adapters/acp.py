@@ -53,6 +53,7 @@ codex-acp 2.6.0 and the hand-written schema-checked set):
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -691,7 +692,7 @@ class _Merged:
         self.input: Raw | None = None
         self.output: Raw | None = None
         self.exit_code: int | None = None
-        self.diffs: dict[str, tuple[str | None, str]] = {}
+        self.diffs: dict[str, tuple[str | None, str]] = _NO_DIFFS  # made at the first diff
 
     def body(self, phase: Literal["started", "updated", "completed", "failed"]) -> ToolCall:
         return ToolCall(
@@ -724,7 +725,16 @@ class _Buffer:
 
 
 _Kind = Literal["message", "thought"]
+_NO_DIFFS: dict[str, tuple[str | None, str]] = {}  # shared, never written
 _NO_BUFFERS: dict[_Kind, _Buffer | None] = {"message": None, "thought": None}  # shared, never written
+
+
+def _one(value: str | None) -> str | None:
+    """One copy of a value every session of a connection repeats (its handshake's agent and
+    version, its modes and models): a connection keeps every session's."""
+    return None if value is None else sys.intern(value)
+
+
 _RequestHandler = Callable[["AcpAdapter", "int | str | None", Raw, _Pending], list[Item]]
 _ResponseHandler = Callable[["AcpAdapter", "int | str | None", _Pending, "_Rpc"], list[Item]]
 
@@ -921,8 +931,8 @@ class AcpAdapter(Adapter):
 
     def _mode_update(self, mode: str | None, model: str | None, *, always: bool) -> list[Item]:
         changed = (mode is not None and mode != self._mode) or (model is not None and model != self._model)
-        self._mode = mode or self._mode
-        self._model = model or self._model
+        self._mode = _one(mode) or self._mode
+        self._model = _one(model) or self._model
         if (mode is None and model is None) or not (changed or always):
             return []
         return [ModeUpdate(mode_id=mode, model=model)]
@@ -942,11 +952,11 @@ class AcpAdapter(Adapter):
             name, version = result.agent_info.name, result.agent_info.version
             agent = _BRIDGES.get(name) if name else None
             if agent is not None:
-                self.agent, self._via, self._via_version = agent, name, version
+                self.agent, self._via, self._via_version = agent, _one(name), _one(version)
             else:
                 if name:
-                    self.agent = name
-                self._agent_version = version
+                    self.agent = sys.intern(name)
+                self._agent_version = _one(version)
         caps = result.agent_capabilities if _given(result.agent_capabilities) else None
         return [SessionInfo(capabilities=caps)] if caps is not None else [Passthrough()]
 
@@ -1301,6 +1311,8 @@ class AcpAdapter(Adapter):
                 pair = (item.old_text, item.new_text)
                 if call.diffs.get(item.path) == pair:
                     continue
+                if call.diffs is _NO_DIFFS:
+                    call.diffs = {}
                 call.diffs[item.path] = pair
                 kind = item.meta.kind if item.meta is not None and item.meta.kind else None
                 if kind is None:
