@@ -173,6 +173,19 @@ def _kept_text(message: bytes) -> str:
 
 
 _NO_NATIVE: tuple[bytes | None, str | None, Native] = (None, None, Native(protocol="core", payload=None))
+#: "turn:1", "turn:2", ...: one copy of each for every session (a connection keeps every session's)
+_TURN_NAMES: list[str] = []
+
+
+def _turn_name(n: int) -> str:
+    if n >= 1024:
+        return f"turn:{n}"
+    while len(_TURN_NAMES) <= n:
+        _TURN_NAMES.append(f"turn:{len(_TURN_NAMES)}")
+    return _TURN_NAMES[n]
+
+
+_NO_PENDING = Requests(MAX_PENDING)  # shared, never asked: a session with no request open yet
 _NO_HELD: list[_Core] = []  # shared, never written (held only before the session is announced)
 _NO_MCP: OrderedDict[str, tuple[McpTool, str | None]] = OrderedDict()  # shared, never written
 
@@ -252,7 +265,8 @@ class Session:
         self._mcp_open: OrderedDict[str, tuple[McpTool, str | None]] = _NO_MCP
         self._native_ts: str | None = None  # the native time of the item being emitted (MCP durations)
         self._calls: Calls = adapter.calls  # one start and one end per call; what is left open
-        self._pending = Requests(MAX_PENDING)  # open requests, for the waiting state and decisions
+        # open requests, for the waiting state and decisions (a shared empty table until one is asked)
+        self._pending = _NO_PENDING
         self._created = False
         self._closed = False
         self._failed = False
@@ -535,7 +549,7 @@ class Session:
             if self._turn_id is not None:
                 self._synth(out, TurnComplete(reason="interrupt"), "turn-start-while-open")
             self._turns += 1
-            self._turn_id = f"turn:{self._turns}"
+            self._turn_id = _turn_name(self._turns)
         elif role == _COMPLETE:
             if self._turn_id is None:
                 self._synth(out, TurnStart(), "turn-complete-without-start")
@@ -619,6 +633,8 @@ class Session:
         elif role == _START:
             self._set_state(out, "running")
         elif role == _ASK:
+            if self._pending is _NO_PENDING:
+                self._pending = Requests(MAX_PENDING)
             self._pending.ask(cast(PermissionRequest | UserQuestion, body), subagent_id)  # past MAX_PENDING: forgotten
             self._set_state(out, "waiting")
         else:  # _RESOLVED
@@ -666,7 +682,7 @@ class Session:
         self._state = "starting"
         self._mcp_open = _NO_MCP
         self._calls.clear()
-        self._pending = Requests(MAX_PENDING)
+        self._pending = _NO_PENDING
         out.append(self._fill_record(structs.replace(item, record=structs.replace(rec, fork_of=parent))))
 
     def _settle_call(
