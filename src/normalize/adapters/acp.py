@@ -1286,7 +1286,7 @@ class AcpAdapter(Adapter):
         meta = view.meta
         name = view.name or (meta.claude_code.tool_name if meta is not None and meta.claude_code is not None else None)
         if name and call.name is None:  # the first name sticks: one tool per call
-            call.name = name
+            call.name = sys.intern(name)  # tool names repeat from call to call, session to session
         if view.title is not None:
             changed = changed or view.title != call.title
             call.title = view.title
@@ -1295,7 +1295,7 @@ class AcpAdapter(Adapter):
             changed = changed or category != call.category
             call.category = category
             if call.name is None:
-                call.name = view.kind
+                call.name = sys.intern(view.kind)
         if view.locations is not None:
             locations = [Location(path=loc.path, line=loc.line) for loc in view.locations] or None
             changed = changed or locations != call.locations
