@@ -80,6 +80,7 @@ def decision_of(word: str | None) -> Decision | None:
 
 
 _QUESTION: dict[str, str] = {}  # the options of a question: none, its answers are free
+_NO_REQUESTS: OrderedDict[str, Any] = OrderedDict()  # shared, never written: no request yet
 
 
 class Requests:
@@ -93,8 +94,9 @@ class Requests:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        # request id -> (its options' kinds, the sub-agent that asked if one did)
-        self._open: OrderedDict[str, tuple[dict[str, str], str | None]] = OrderedDict()
+        # request id -> (its options' kinds, the sub-agent that asked if one did); a shared
+        # empty table until one is asked (a connection keeps every session's table)
+        self._open: OrderedDict[str, tuple[dict[str, str], str | None]] = _NO_REQUESTS
 
     def __len__(self) -> int:
         return len(self._open)
@@ -108,6 +110,8 @@ class Requests:
             kinds = {o.id: o.kind for o in body.options}
         else:
             kinds = _QUESTION
+        if self._open is _NO_REQUESTS:
+            self._open = OrderedDict()
         self._open[body.request_id] = (kinds, subagent_id)
         self._open.move_to_end(body.request_id)
         if len(self._open) > self.limit:
@@ -120,6 +124,8 @@ class Requests:
     def resolve(self, body: RequestResolved) -> RequestResolved:
         """The request is closed; ``body`` with its decision, when the adapter did not give one."""
         kinds = self._open.pop(body.request_id, (None, None))[0]
+        if not self._open:  # an emptied OrderedDict keeps its size: give it back
+            self._open = _NO_REQUESTS
         if body.decision is not None:
             return body
         decision: Decision | None
@@ -153,6 +159,9 @@ SEEN_CALLS = 100_000
 ENDED_CALLS = 64
 
 
+# Shared empty tables, replaced by a table of its own at the first entry (never written)
+_NO_OPEN: OrderedDict[str, Any] = OrderedDict()
+_NO_ENDED: OrderedDict[str, None] = OrderedDict()
 _NO_RECENT: OrderedDict[str, Any] = OrderedDict()
 _NO_EVICTED: list[str] = []
 
@@ -208,8 +217,10 @@ class Calls:
     def __init__(self, limit: int = OPEN_CALLS, seen: int = SEEN_CALLS, ended: int = 0) -> None:
         self.limit = limit
         self.seen = seen
-        self._open: OrderedDict[str, OpenCall] = OrderedDict()
-        self._ended: OrderedDict[str, None] = OrderedDict()
+        # open and ended calls: shared empty tables until a call starts or ends (a
+        # connection of many sessions keeps every table)
+        self._open: OrderedDict[str, OpenCall] = _NO_OPEN
+        self._ended: OrderedDict[str, None] = _NO_ENDED
         self.kept_ended = ended
         # the last ``kept_ended`` ended (a shared empty table until one is kept)
         self._recent: OrderedDict[str, OpenCall] = _NO_RECENT
@@ -240,9 +251,9 @@ class Calls:
         return self._recent.get(call_id)
 
     def clear(self) -> None:
-        self._open.clear()
-        self._ended.clear()
-        self._recent.clear()
+        self._open = _NO_OPEN
+        self._ended = _NO_ENDED
+        self._recent = _NO_RECENT
         self.evicted = _NO_EVICTED
 
     def named(self, call: ToolCall, subagent_id: str | None) -> tuple[ToolCall, str | None]:
@@ -283,18 +294,24 @@ class Calls:
         if call.phase == "started":
             if cid in self._open:
                 return f"tool call {cid} already started; a second start is not reported"
+            if self._open is _NO_OPEN:
+                self._open = OrderedDict()
             self._open[cid] = OpenCall(call, subagent_id, turn_id, note)
             if len(self._open) > self.limit:
                 # forgotten: a later end is let through
                 self.evicted = [*self.evicted, self._open.popitem(last=False)[0]]
             return None
         known = self._open.pop(cid, None)
+        if known is not None and not self._open:  # an emptied OrderedDict keeps its size
+            self._open = _NO_OPEN
         if known is not None and self.kept_ended:
             if self._recent is _NO_RECENT:
                 self._recent = OrderedDict()
             self._recent[cid] = known
             if len(self._recent) > self.kept_ended:
                 self._recent.popitem(last=False)
+        if self._ended is _NO_ENDED:
+            self._ended = OrderedDict()
         self._ended[cid] = None
         if len(self._ended) > self.seen:
             self._ended.popitem(last=False)

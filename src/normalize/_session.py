@@ -174,6 +174,21 @@ def _kept_text(message: bytes) -> str:
 
 
 _NO_NATIVE: tuple[bytes | None, str | None, Native] = (None, None, Native(protocol="core", payload=None))
+#: "turn:1", "turn:2", ...: one copy of each for every session (a connection keeps every session's)
+_TURN_NAMES: list[str] = []
+
+
+def _turn_name(n: int) -> str:
+    if n >= 1024:
+        return f"turn:{n}"
+    while len(_TURN_NAMES) <= n:
+        _TURN_NAMES.append(f"turn:{len(_TURN_NAMES)}")
+    return _TURN_NAMES[n]
+
+
+_NO_PENDING = Requests(MAX_PENDING)  # shared, never asked: a session with no request open yet
+_NO_HELD: list[_Core] = []  # shared, never written (held only before the session is announced)
+_NO_MCP: OrderedDict[str, tuple[McpTool, str | None]] = OrderedDict()  # shared, never written
 
 # The roles a body plays in the turn state machine, by its exact type.
 _OTHER, _START, _COMPLETE, _ASK, _RESOLVED, _SUBAGENT, _AUTO, _MCP, _CALL = range(9)
@@ -199,6 +214,35 @@ class Session:
     emitting ``error`` events.
     """
 
+    # a connection keeps every session it opened: no instance dict per session
+    __slots__ = (
+        "_calls",
+        "_clock",
+        "_closed",
+        "_created",
+        "_failed",
+        "_first",
+        "_forgotten",
+        "_held",
+        "_holding",
+        "_last_ts",
+        "_mcp_open",
+        "_native_of",
+        "_native_ts",
+        "_now",
+        "_pending",
+        "_protocol",
+        "_seq",
+        "_spawned",
+        "_state",
+        "_turn_id",
+        "_turns",
+        "adapter",
+        "origin",
+        "session_id",
+        "strict",
+    )
+
     def __init__(
         self,
         adapter: Adapter,
@@ -218,20 +262,22 @@ class Session:
         self._turns = 0
         self._turn_id: str | None = None
         self._state: SessionState = "starting"
-        #: MCP calls started: their view and its time
-        self._mcp_open: OrderedDict[str, tuple[McpTool, str | None]] = OrderedDict()
+        #: MCP calls started: their view and its time (a shared empty table until one starts:
+        #: a connection of many sessions keeps every session)
+        self._mcp_open: OrderedDict[str, tuple[McpTool, str | None]] = _NO_MCP
         self._native_ts: str | None = None  # the native time of the item being emitted (MCP durations)
         self._calls: Calls = adapter.calls  # one start and one end per call; what is left open
         #: the entries the adapter's bounded tables forgot, reported after the message's items
         self._forgotten = outbox(adapter)
-        self._pending = Requests(MAX_PENDING)  # open requests, for the waiting state and decisions
+        # open requests, for the waiting state and decisions (a shared empty table until one is asked)
+        self._pending = _NO_PENDING
         self._created = False
         self._closed = False
         self._failed = False
         self._first: bytes | None = None
         #: what the messages held before the session was announced gave (translated at once,
         #: so the turn and the table of calls follow them; emitted after ``session.created``)
-        self._held: list[_Core] = []
+        self._held: list[_Core] = _NO_HELD
         self._holding = 0  # how many messages were held
         #: the last native or receive time an event carried (made-up events take it)
         self._last_ts: str | None = None
@@ -340,11 +386,14 @@ class Session:
             # events keep their order and seq, and the state (turn, calls, requests) follows
             # them as if not held
             self._holding += 1
+            if self._held is _NO_HELD:
+                self._held = []
             self._held += self._run(items, message, t)
             return []
         self._created = True
         if self.session_id is None:
             self.session_id = self._derive_id(announced, message)
+        self._first = b""  # fed (not None); its bytes are no longer needed once the id is known
         first = announced or self._default_created()
         if first.record.fork_of is not None:  # the adapter names the parent by its native id
             agent = first.record.agent or self.adapter.agent
@@ -352,7 +401,7 @@ class Session:
                 first, record=structs.replace(first.record, fork_of=session_id_for(agent, first.record.fork_of))
             )
         out: list[_Core] = [self._fill_record(first)]
-        held, self._held = self._held, []
+        held, self._held = self._held, _NO_HELD  # nothing is held once the session is announced
         if held:
             out += self._named(held)
         out += self._run([i for i in items if i is not announced], message, t)
@@ -506,7 +555,7 @@ class Session:
             if self._turn_id is not None:
                 self._synth(out, TurnComplete(reason="interrupt"), "turn-start-while-open")
             self._turns += 1
-            self._turn_id = f"turn:{self._turns}"
+            self._turn_id = _turn_name(self._turns)
         elif role == _COMPLETE:
             if self._turn_id is None:
                 self._synth(out, TurnStart(), "turn-complete-without-start")
@@ -590,6 +639,8 @@ class Session:
         elif role == _START:
             self._set_state(out, "running")
         elif role == _ASK:
+            if self._pending is _NO_PENDING:
+                self._pending = Requests(MAX_PENDING)
             self._pending.ask(cast(PermissionRequest | UserQuestion, body), subagent_id)  # past MAX_PENDING: forgotten
             self._set_state(out, "waiting")
         else:  # _RESOLVED
@@ -635,9 +686,9 @@ class Session:
         self._seq = self._turns = 0
         self._turn_id = None
         self._state = "starting"
-        self._mcp_open.clear()
+        self._mcp_open = _NO_MCP
         self._calls.clear()
-        self._pending = Requests(MAX_PENDING)
+        self._pending = _NO_PENDING
         out.append(self._fill_record(structs.replace(item, record=structs.replace(rec, fork_of=parent))))
 
     def _settle_call(
@@ -669,6 +720,8 @@ class Session:
         """
         sid = self.session_id or ""
         if body.phase == "started":
+            if self._mcp_open is _NO_MCP:
+                self._mcp_open = OrderedDict()
             self._mcp_open[body.call_id] = (body, ts)
             if len(self._mcp_open) > MAX_PENDING:
                 self._mcp_open.popitem(last=False)

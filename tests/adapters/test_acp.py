@@ -40,6 +40,7 @@ from normalize import (
     Warning as WarningBody,
 )
 from normalize._model import _Core
+from normalize.adapters import acp
 from normalize.adapters.acp import AcpAdapter
 
 PROTOCOL = "acp"
@@ -509,6 +510,22 @@ def test_client_terminal_output_snapshots_become_deltas_on_the_linked_call() -> 
     assert [(o.call_id, o.delta) for o in outs] == [("c", "one\n"), ("c", "two\n")]
     final = [b for b in bodies(events) if isinstance(b, ToolCall)][-1]
     assert (final.phase, final.exit_code) == ("failed", 2)
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["in-the-first-message", "later"])
+def test_terminals_past_the_bound_are_forgotten_with_a_warning(first: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the tables of terminals are made at the first terminal: their evictions are reported
+    # like those of the tables made with the adapter
+    monkeypatch.setattr(acp, "OPEN_CALLS", 2)
+    lines = [] if first else [prompt(5)]
+    for n in range(4):
+        terminal = [{"type": "terminal", "terminalId": f"T{n}"}]
+        lines.append(upd({"sessionUpdate": "tool_call", "toolCallId": f"c{n}", "kind": "execute", "content": terminal}))
+    warned = [b.message for b in bodies(run(*lines)) if isinstance(b, WarningBody) and "forgotten" in b.message]
+    assert warned == [
+        "terminal T0 forgotten: more than 2 open at once; a later message about it is treated as unknown",
+        "terminal T1 forgotten: more than 2 open at once; a later message about it is treated as unknown",
+    ]
 
 
 def test_agent_owned_terminal_output_in_meta() -> None:

@@ -105,6 +105,9 @@ class Bounded(OrderedDict[K, V]):
         return self[key]
 
 
+_NO_KEYS: OrderedDict[Any, None] = OrderedDict()  # shared, never written
+
+
 class Recent(Generic[K]):
     """An insertion-ordered set of at most ``limit`` keys; the oldest are forgotten silently."""
 
@@ -112,23 +115,31 @@ class Recent(Generic[K]):
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = SEEN_IDS if limit is None else limit
-        self._keys: OrderedDict[K, None] = OrderedDict()  # the oldest forgotten in constant time
+        # the oldest forgotten in constant time; a shared empty table until the first key (a
+        # connection of many sessions keeps every session's adapter)
+        self._keys: OrderedDict[K, None] = _NO_KEYS
 
     def add(self, key: K) -> None:
         keys = self._keys
         if key not in keys:
+            if keys is _NO_KEYS:
+                keys = self._keys = OrderedDict()
             if len(keys) >= self.limit:
                 keys.popitem(last=False)
             keys[key] = None
 
     def discard(self, key: K) -> None:
-        self._keys.pop(key, None)
+        keys = self._keys
+        if keys.pop(key, keys) is not keys and not keys:
+            self._keys = _NO_KEYS  # an emptied OrderedDict keeps its size: give it back
 
     def remove(self, key: K) -> None:
         del self._keys[key]
+        if not self._keys:
+            self._keys = _NO_KEYS
 
     def clear(self) -> None:
-        self._keys.clear()
+        self._keys = _NO_KEYS
 
     def __contains__(self, key: object) -> bool:
         return key in self._keys
@@ -141,6 +152,14 @@ class Recent(Generic[K]):
 
     def __bool__(self) -> bool:
         return bool(self._keys)
+
+
+def compact(*tables: Bounded[Any, Any]) -> None:
+    """Give back the memory of the tables left empty: an OrderedDict keeps its size when its
+    entries are removed, and a connection keeps every session it opened, idle or not."""
+    for table in tables:
+        if not table:
+            table.clear()
 
 
 def evictions(outbox: list[tuple[Bounded[Any, Any], Any]]) -> list[Item]:

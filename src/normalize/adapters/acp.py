@@ -53,6 +53,7 @@ codex-acp 2.6.0 and the hand-written schema-checked set):
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -130,6 +131,7 @@ from ._limits import (
     Bounded,
     Recent,
     buffer_warning,
+    compact,
 )
 
 __all__ = ["AcpAdapter"]
@@ -689,7 +691,7 @@ class _Merged:
         self.input: Raw | None = None
         self.output: Raw | None = None
         self.exit_code: int | None = None
-        self.diffs: dict[str, tuple[str | None, str]] = {}
+        self.diffs: dict[str, tuple[str | None, str]] = _NO_DIFFS  # made at the first diff
 
     def body(self, phase: Literal["started", "updated", "completed", "failed"]) -> ToolCall:
         return ToolCall(
@@ -722,6 +724,16 @@ class _Buffer:
 
 
 _Kind = Literal["message", "thought"]
+_NO_DIFFS: dict[str, tuple[str | None, str]] = {}  # shared, never written
+_NO_BUFFERS: dict[_Kind, _Buffer | None] = {"message": None, "thought": None}  # shared, never written
+
+
+def _one(value: str | None) -> str | None:
+    """One copy of a value every session of a connection repeats (its handshake's agent and
+    version, its modes and models): a connection keeps every session's."""
+    return None if value is None else sys.intern(value)
+
+
 _RequestHandler = Callable[["AcpAdapter", "int | str | None", Raw, _Pending], list[Item]]
 _ResponseHandler = Callable[["AcpAdapter", "int | str | None", _Pending, "_Rpc"], list[Item]]
 
@@ -741,9 +753,12 @@ class AcpAdapter(Adapter):
         self._prompts: Bounded[int | str | None, _Prompt] = Bounded("prompt", OPEN_ITEMS)  # open, oldest first
         self._current: _Prompt | None = None  # the prompt whose turn is open
         self._loads: Recent[int | str | None] = Recent(PENDING_REQUESTS)
-        self._terminals: Bounded[str, str] = Bounded("terminal", OPEN_CALLS)  # terminal id -> call id
-        self._terminal_seen: Bounded[str, str] = Bounded("client terminal", OPEN_CALLS)  # -> output reported
-        self._buffers: dict[_Kind, _Buffer | None] = {"message": None, "thought": None}
+        # terminal id -> call id, and -> output reported: made at the first terminal (most
+        # sessions run none, and a connection keeps every session)
+        self._terminals: Bounded[str, str] | None = None
+        self._terminal_seen: Bounded[str, str] | None = None
+        # the text being buffered, per kind: a shared table of none until a chunk comes
+        self._buffers: dict[_Kind, _Buffer | None] = _NO_BUFFERS
         self._last_variant: str | None = None
         self._last_user_id: str | None = None
         self._replay_turn = False
@@ -833,6 +848,7 @@ class AcpAdapter(Adapter):
         asker: Direction = "client" if from_ == "agent" else "agent"
         rid = msg.id if not isinstance(msg.id, UnsetType) else None
         pending = self._pending.pop((asker, rid), None)
+        compact(self._pending)  # answered: a session left waiting keeps no table of requests
         if pending is None:
             return [Passthrough()]  # answers nothing (late answer, duplicate error with id null)
         head: list[Item] = [Source(method=pending.method)]
@@ -865,7 +881,10 @@ class AcpAdapter(Adapter):
         buf = self._buffers[kind]
         if buf is None:
             return []
-        self._buffers[kind] = None
+        buffers = self._buffers
+        buffers[kind] = None
+        if buffers["message"] is None and buffers["thought"] is None:
+            self._buffers = _NO_BUFFERS  # a session left waiting keeps no table
         text = "".join(buf.parts)
         if kind == "thought":
             return _from(buf.subagent, [Reasoning(reasoning_id=buf.the_id, redacted=False, text=text)])
@@ -910,8 +929,8 @@ class AcpAdapter(Adapter):
 
     def _mode_update(self, mode: str | None, model: str | None, *, always: bool) -> list[Item]:
         changed = (mode is not None and mode != self._mode) or (model is not None and model != self._model)
-        self._mode = mode or self._mode
-        self._model = model or self._model
+        self._mode = _one(mode) or self._mode
+        self._model = _one(model) or self._model
         if (mode is None and model is None) or not (changed or always):
             return []
         return [ModeUpdate(mode_id=mode, model=model)]
@@ -931,11 +950,11 @@ class AcpAdapter(Adapter):
             name, version = result.agent_info.name, result.agent_info.version
             agent = _BRIDGES.get(name) if name else None
             if agent is not None:
-                self.agent, self._via, self._via_version = agent, name, version
+                self.agent, self._via, self._via_version = agent, _one(name), _one(version)
             else:
                 if name:
-                    self.agent = name
-                self._agent_version = version
+                    self.agent = sys.intern(name)
+                self._agent_version = _one(version)
         caps = result.agent_capabilities if _given(result.agent_capabilities) else None
         return [SessionInfo(capabilities=caps)] if caps is not None else [Passthrough()]
 
@@ -1096,6 +1115,7 @@ class AcpAdapter(Adapter):
             if not nxt.active:
                 out += self._start(nxt, queued=True)
             break
+        compact(self._prompts)  # the turn is over: most sessions now wait, many for good
         return out
 
     def _tokens(self, usage: _TurnUsage | None) -> Tokens | None:
@@ -1204,6 +1224,8 @@ class AcpAdapter(Adapter):
             out += self._spawned(sub)
         if buf is None:
             buf = _Buffer(view.message_id or self._new_id(kind), view.message_id, sub)
+            if self._buffers is _NO_BUFFERS:
+                self._buffers = {"message": None, "thought": None}
             self._buffers[kind] = buf
         buf.size += len(text)
         if buf.size <= BUFFER_TEXT:
@@ -1262,7 +1284,7 @@ class AcpAdapter(Adapter):
         meta = view.meta
         name = view.name or (meta.claude_code.tool_name if meta is not None and meta.claude_code is not None else None)
         if name and call.name is None:  # the first name sticks: one tool per call
-            call.name = name
+            call.name = sys.intern(name)  # tool names repeat from call to call, session to session
         if view.title is not None:
             changed = changed or view.title != call.title
             call.title = view.title
@@ -1271,22 +1293,24 @@ class AcpAdapter(Adapter):
             changed = changed or category != call.category
             call.category = category
             if call.name is None:
-                call.name = view.kind
+                call.name = sys.intern(view.kind)
         if view.locations is not None:
             locations = [Location(path=loc.path, line=loc.line) for loc in view.locations] or None
             changed = changed or locations != call.locations
             call.locations = locations
         if _given(view.raw_input):
             changed = changed or call.input is None or bytes(call.input) != bytes(view.raw_input)
-            call.input = view.raw_input
+            call.input = view.raw_input.copy()  # a view into the message: not the message kept
         if _given(view.raw_output):
             changed = True
-            call.output = view.raw_output
+            call.output = view.raw_output.copy()
         for item in view.content or ():
             if item.type == "diff" and item.path is not None and item.new_text is not None:
                 pair = (item.old_text, item.new_text)
                 if call.diffs.get(item.path) == pair:
                     continue
+                if call.diffs is _NO_DIFFS:
+                    call.diffs = {}
                 call.diffs[item.path] = pair
                 kind = item.meta.kind if item.meta is not None and item.meta.kind else None
                 if kind is None:
@@ -1300,7 +1324,7 @@ class AcpAdapter(Adapter):
                     )
                 )
             elif item.type == "terminal" and item.terminal_id:
-                self._terminals[item.terminal_id] = call.call_id
+                self._terminal_tables()[0][item.terminal_id] = call.call_id
         if meta is not None:
             extra.extend(
                 CommandOutput(call_id=call.call_id, stream="merged", delta=out.data)
@@ -1348,6 +1372,7 @@ class AcpAdapter(Adapter):
         if spawns and not call.spawned and (status in ("completed", "failed") or _prompt_of(call.input)):
             out.append(self._subagent_started(call))
         if status in ("completed", "failed") and not ended:
+            call.prompt = None  # only an open call is matched to its turn: the prompt is not kept
             if spawns:  # the sub-agent ends, then the call that ran it returns
                 phase: Literal["completed", "failed"] = "completed" if status == "completed" else "failed"
                 out.append(Subagent(subagent_id=call.call_id, phase=phase, call_id=call.call_id))
@@ -1511,11 +1536,20 @@ class AcpAdapter(Adapter):
     def _req_terminal_create(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
         return [Passthrough()]
 
+    def _terminal_tables(self) -> tuple[Bounded[str, str], Bounded[str, str]]:
+        """The tables of terminals, made at first use; their evictions are reported with the
+        other tables' (the same outbox as the table of requests)."""
+        if self._terminals is None or self._terminal_seen is None:
+            self._terminals = Bounded("terminal", OPEN_CALLS)
+            self._terminal_seen = Bounded("client terminal", OPEN_CALLS)
+            self._terminals.outbox = self._terminal_seen.outbox = self._pending.outbox
+        return self._terminals, self._terminal_seen
+
     def _res_terminal_create(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
         if msg.error is not None:
             return self._rpc_error(pending.method, msg.error)
         result = _TERM_CREATE_RESULT.decode(msg.result)
-        self._terminal_seen[result.terminal_id] = ""
+        self._terminal_tables()[1][result.terminal_id] = ""
         return [Passthrough()]
 
     def _req_terminal(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
@@ -1528,12 +1562,13 @@ class AcpAdapter(Adapter):
             return self._rpc_error(pending.method, msg.error)
         terminal_id: str = pending.extra or ""
         result = _TERM_OUTPUT_RESULT.decode(msg.result)
-        call, _ = self._known(self._terminals.get(terminal_id, ""))
+        terminals, seen_of = self._terminal_tables()
+        call, _ = self._known(terminals.get(terminal_id, ""))
         if call is None:
             return [Passthrough()]
-        seen = self._terminal_seen.get(terminal_id, "")
+        seen = seen_of.get(terminal_id, "")
         delta = result.output[len(seen) :] if result.output.startswith(seen) else result.output
-        self._terminal_seen[terminal_id] = result.output
+        seen_of[terminal_id] = result.output
         out: list[Item] = []
         if delta:
             out.append(CommandOutput(call_id=call.call_id, stream="merged", delta=delta))
@@ -1548,14 +1583,15 @@ class AcpAdapter(Adapter):
             return self._rpc_error(pending.method, msg.error)
         terminal_id: str = pending.extra or ""
         status = _EXIT_STATUS.decode(msg.result) if _given(msg.result) else _ExitStatus()
-        call, _ = self._known(self._terminals.get(terminal_id, ""))
+        call, _ = self._known(self._terminal_tables()[0].get(terminal_id, ""))
         if call is None or status.exit_code is None or status.exit_code == call.exit_code:
             return [Passthrough()]
         call.exit_code = status.exit_code
         return [call.body("updated")]
 
     def _res_terminal_release(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
-        self._terminal_seen.pop(pending.extra or "", None)
+        if self._terminal_seen is not None:
+            self._terminal_seen.pop(pending.extra or "", None)
         if msg.error is not None:
             return self._rpc_error(pending.method, msg.error)
         return [Passthrough()]

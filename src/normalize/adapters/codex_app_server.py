@@ -110,7 +110,7 @@ from normalize import (
     Warning as WarningBody,
 )
 from normalize.adapters import _codex_items as ci
-from normalize.adapters._limits import OPEN_CALLS, PENDING_REQUESTS, Bounded, Recent
+from normalize.adapters._limits import OPEN_CALLS, PENDING_REQUESTS, Bounded, Recent, compact
 
 __all__ = ["CodexAppServerAdapter"]
 
@@ -726,7 +726,7 @@ class CodexAppServerAdapter(Adapter):
         self._diffs: dict[str, str] = {}
         # cumulative snapshots, to report changes only
         self._totals: _Breakdown | None = None
-        self._usage_raw: bytes | None = None
+        self._usage: _TokenUsage | None = None  # the last snapshot (frozen: compared by value)
         self._rate_limits: bytes | None = None
         self._account: str | None = None  # the account, as the plan names it (account.*)
         self._exhausted = False  # a usage limit was reached and has not lifted
@@ -799,6 +799,7 @@ class CodexAppServerAdapter(Adapter):
         # A response: to the other side's request.
         asker: Direction = "client" if from_ == "agent" else "agent"
         pending = self._pending.pop((asker, env.id), None)
+        compact(self._pending)  # answered: a thread left waiting keeps no table of requests
         if pending is None:
             return [Passthrough()]
         head = [Source(method=pending.method, ts=ts)]
@@ -1250,10 +1251,9 @@ class CodexAppServerAdapter(Adapter):
 
     def _on_token_usage(self, params: Raw) -> list[Item]:
         u = _TOKEN_USAGE.decode(params).token_usage
-        key = msgspec.json.encode(u)
-        if key == self._usage_raw:
+        if u == self._usage:
             return [Passthrough()]  # an identical re-send
-        self._usage_raw = key
+        self._usage = u
         window = u.model_context_window
         if _is_overflow_marker(u):
             used = u.total.total_tokens or 0
