@@ -37,7 +37,7 @@ Conventions:
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Union
+from typing import Any, Literal, Protocol, Union
 
 import msgspec
 from msgspec import Raw, Struct, field
@@ -61,6 +61,7 @@ from normalize import (
 
 __all__ = [
     "SUBAGENT_TOOLS",
+    "AgentInput",
     "NULL",
     "ContentBlock",
     "PermissionDecision",
@@ -79,6 +80,7 @@ __all__ = [
     "mcp_name",
     "permission_auto",
     "present",
+    "subagent_started",
     "text_of",
     "tokens_of",
     "tool_category",
@@ -380,19 +382,37 @@ def call_started(
     elif tool_category(tool) == "web-search":
         out.append(WebSearch(call_id=call_id, phase="started", query=inp.query))
     elif is_subagent_tool(tool):
-        out.append(
-            Subagent(
-                subagent_id=call_id,
-                phase="started",
-                name=inp.subagent_type,
-                description=inp.description,
-                prompt=inp.prompt,
-                background=inp.run_in_background,
-                model=inp.model,
-                call_id=call_id,
-            )
-        )
+        out.append(subagent_started(call_id, inp))
     return out
+
+
+class AgentInput(Protocol):
+    """What an Agent/Task call's input says of the sub-agent it runs."""
+
+    @property
+    def description(self) -> str | None: ...
+    @property
+    def prompt(self) -> str | None: ...
+    @property
+    def subagent_type(self) -> str | None: ...
+    @property
+    def run_in_background(self) -> bool | None: ...
+    @property
+    def model(self) -> str | None: ...
+
+
+def subagent_started(call_id: str, inp: AgentInput) -> Subagent:
+    """The sub-agent an Agent/Task call ``call_id`` runs, as its input describes it."""
+    return Subagent(
+        subagent_id=call_id,
+        phase="started",
+        name=inp.subagent_type,
+        description=inp.description,
+        prompt=inp.prompt,
+        background=inp.run_in_background,
+        model=inp.model,
+        call_id=call_id,
+    )
 
 
 _EXIT_CODE = re.compile(r"^(?:Error: )?Exit code (\d+)")

@@ -122,7 +122,7 @@ from normalize import (
 )
 from normalize._lifecycle import ENDED_CALLS
 
-from ._claude_common import SUBAGENT_TOOLS
+from ._claude_common import SUBAGENT_TOOLS, subagent_started
 from ._limits import (
     BUFFER_TEXT,
     OPEN_CALLS,
@@ -1388,17 +1388,7 @@ class AcpAdapter(Adapter):
     def _subagent_started(self, call: _Merged) -> Subagent:
         """The sub-agent an Agent/Task call runs, once its input says what it is asked."""
         call.spawned = True
-        inp = _agent_input(call.input)
-        return Subagent(
-            subagent_id=call.call_id,
-            phase="started",
-            name=inp.subagent_type,
-            description=inp.description,
-            prompt=inp.prompt,
-            background=inp.run_in_background,
-            model=inp.model,
-            call_id=call.call_id,
-        )
+        return subagent_started(call.call_id, _agent_input(call.input))
 
     def _spawned(self, subagent: str) -> list[Item]:
         """The sub-agent's start, when one of its events comes before its input was complete."""
