@@ -79,7 +79,7 @@ from ._model import (
 )
 from ._model import Error as ErrorBody
 from ._model import Warning as WarningBody
-from .adapters._limits import evictions, outbox
+from .adapters._limits import evictions, forgotten, outbox
 
 __all__ = ["HOLD_LIMIT", "MAX_PENDING", "Clock", "Session", "format_ts", "session_id_for"]
 
@@ -663,10 +663,7 @@ class Session:
         """Open calls forgotten past the table's bound: a warning each (docs/reliability.md)."""
         evicted, self._calls.evicted = self._calls.evicted, []
         for call_id in evicted:
-            reason = (
-                f"tool call {call_id} forgotten: more than {self._calls.limit} open at once; "
-                "a later message about it is treated as unknown"
-            )
+            reason = forgotten("tool call", call_id, self._calls.limit)
             self._synth(out, WarningBody(message=reason, source="normalize"), "open-call")
 
     def _fork(self, out: list[_Core], item: SessionCreated) -> None:

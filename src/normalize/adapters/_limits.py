@@ -43,6 +43,7 @@ __all__ = [
     "Recent",
     "buffer_warning",
     "evictions",
+    "forgotten",
     "link",
     "outbox",
 ]
@@ -162,14 +163,16 @@ def compact(*tables: Bounded[Any, Any]) -> None:
             table.clear()
 
 
+def forgotten(what: str, key: object, limit: int) -> str:
+    """The warning's text for an entry a bounded table forgot (the core's table of calls too)."""
+    return f"{what} {key} forgotten: more than {limit} open at once; a later message about it is treated as unknown"
+
+
 def evictions(outbox: list[tuple[Bounded[Any, Any], Any]]) -> list[Item]:
     """One warning per entry evicted since the last call, and the outbox emptied."""
     out: list[Item] = []
     for table, key in outbox:
-        message = (
-            f"{table.what} {key} forgotten: more than {table.limit} open at once; "
-            "a later message about it is treated as unknown"
-        )
+        message = forgotten(table.what, key, table.limit)
         out.append(Emit(body=WarningBody(message=message, source="normalize"), synthetic=True))
     outbox.clear()
     return out
