@@ -58,7 +58,7 @@ Direction = Literal["agent", "client"]
 Sample = tuple[bytes, Direction]
 
 
-class Emit(Struct, frozen=True, kw_only=True):
+class Emit(Struct, frozen=True, kw_only=True, gc=False):
     """A body plus the envelope details only the adapter knows."""
 
     body: Body
@@ -73,14 +73,14 @@ class Emit(Struct, frozen=True, kw_only=True):
     note: Any = None
 
 
-class Source(Struct, frozen=True, kw_only=True):
+class Source(Struct, frozen=True, kw_only=True, gc=False):
     """The native method/type and timestamp of the message being fed."""
 
     method: str | None = None
     ts: str | None = None
 
 
-class InTurn(Struct, frozen=True, kw_only=True):
+class InTurn(Struct, frozen=True, kw_only=True, gc=False):
     """The message being fed belongs to a turn: a ``turn-start`` from it when none is open.
 
     For protocols that do not mark a turn's start (a stored file whose prompt was cut, a
@@ -89,7 +89,7 @@ class InTurn(Struct, frozen=True, kw_only=True):
     """
 
 
-class Passthrough(Struct, frozen=True, kw_only=True):
+class Passthrough(Struct, frozen=True, kw_only=True, gc=False):
     """Keep the message being fed as ``session.update``, untranslated."""
 
     method: str | None = None

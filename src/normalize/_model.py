@@ -150,7 +150,7 @@ class _PlainData:
         return to_builtins(self)
 
 
-class _Value(_PlainData, Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+class _Value(_PlainData, Struct, frozen=True, gc=False, kw_only=True, rename="camel", omit_defaults=True):
     """Base of the plain (untagged) value types."""
 
 
@@ -262,7 +262,7 @@ class ContextDrop(_Value, frozen=True, kw_only=True):
     detail: str | None = None
 
 
-class _Applied(_PlainData, Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, tag_field="kind"):
+class _Applied(_PlainData, Struct, frozen=True, gc=False, kw_only=True, rename="camel", omit_defaults=True, tag_field="kind"):
     pass
 
 
@@ -369,7 +369,7 @@ class CommandEntry(_Value, frozen=True, kw_only=True):
 # Bodies: ``kind``-tagged
 
 
-class Body(_PlainData, Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, tag_field="kind"):
+class Body(_PlainData, Struct, frozen=True, gc=False, kw_only=True, rename="camel", omit_defaults=True, tag_field="kind"):
     """Base of every normalized body.  Never instantiated itself."""
 
 
@@ -686,7 +686,7 @@ BODY_TYPES: tuple[type[Body], ...] = AnyBody.__args__  # type: ignore[attr-defin
 # The envelope
 
 
-class EventEnvelope(_PlainData, Struct, frozen=True, kw_only=True):
+class EventEnvelope(_PlainData, Struct, frozen=True, gc=False, kw_only=True):
     """``EventEnvelope & NormalizedBody``: one normalized event.
 
     In Python the body is a separate object (``envelope.body``) so code can
@@ -720,7 +720,7 @@ class EventEnvelope(_PlainData, Struct, frozen=True, kw_only=True):
 # CoreEvents: ``type``-tagged
 
 
-class _Core(_PlainData, Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, tag_field="type"):
+class _Core(_PlainData, Struct, frozen=True, gc=False, kw_only=True, rename="camel", omit_defaults=True, tag_field="type"):
     session_id: str
 
 
