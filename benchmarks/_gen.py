@@ -1,9 +1,12 @@
 """Large native sessions made from the real captures of each adapter's kit.
 
 A protocol's stream repeats its captures (``adapters/<protocol>/captures/**``)
-copy after copy; every copy gets fresh ids and times, so nothing an adapter
-keys on (uuids, ``toolu_``/``msg_``/``call_`` ids, JSON-RPC ids, session ids)
-repeats from one copy to the next.  Only captures of the protocol's majority
+copy after copy; every file of every copy gets fresh ids, and every copy fresh
+times, so nothing an adapter keys on (uuids, ``toolu_``/``msg_``/``call_`` ids,
+JSON-RPC ids, session ids) repeats: not from one copy to the next, and not from
+one capture to the next within a copy (captures recorded against the same
+scripted server share ids such as ``toolu_01FAKE000000000000000001``, which one
+real session never repeats).  Only captures of the protocol's majority
 format (tap or plain) are used, because a file is one or the other; the
 ``edge-cases`` folders (deliberately broken input) and lines that are not JSON
 are left out, so that every path measured reads the same valid lines.
@@ -26,10 +29,11 @@ import msgspec
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "adapters"
 
-#: uuids; prefixed ids (Anthropic, OpenAI, Codex items); RFC 3339 dates; JSON-RPC ids.
+#: uuids; prefixed ids (Anthropic, OpenAI, Codex items, Gemini's tool ids); RFC 3339 dates; JSON-RPC ids.
 _TOKEN = re.compile(
     rb"(?P<uuid>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
-    rb"|(?P<pre>\b(?:toolu|srvtoolu|msg|call|req|item|fc|resp|rs)_[A-Za-z0-9]{4,})"
+    rb"|(?P<pre>\b(?:toolu|srvtoolu|msg|call|req|item|fc|resp|rs)_(?:[A-Za-z0-9]{4,}|[A-Za-z]*\d[A-Za-z0-9]*)"
+    rb"|(?<=_)\d{13}_\d+)"  # short ids with a digit (item_0, never a key such as call_id); Gemini's tool_<ms>_<n>
     rb"|(?P<date>\b\d{4}-\d\d-\d\d)(?=T\d\d:\d\d)"
     rb'|(?P<rpc>"id":\d+(?=[,}]))'
 )
@@ -47,12 +51,13 @@ def _is_json(line: bytes) -> bool:
 
 @dataclass(frozen=True)
 class Template:
-    """One protocol's captures, cut into pieces: ``(literal, kind, token)`` triples per line."""
+    """One protocol's captures, cut into pieces: per line, its literal head, its
+    ``(kind, token, literal)`` triples and the index of its file."""
 
     protocol: str
     fmt: str  # "tap" or "plain"
     files: tuple[str, ...]
-    lines: tuple[tuple[bytes, tuple[tuple[int, bytes, bytes], ...]], ...]
+    lines: tuple[tuple[bytes, tuple[tuple[int, bytes, bytes], ...], int], ...]
     native_bytes: int
 
     @property
@@ -78,9 +83,9 @@ def protocols() -> list[str]:
 
 def load(protocol: str) -> Template:
     fmt, paths = _files(protocol)
-    lines: list[tuple[bytes, tuple[tuple[int, bytes, bytes], ...]]] = []
+    lines: list[tuple[bytes, tuple[tuple[int, bytes, bytes], ...], int]] = []
     total = 0
-    for path in paths:
+    for index, path in enumerate(paths):
         for raw in path.read_bytes().splitlines():
             if not raw.strip() or not _is_json(raw):
                 continue
@@ -104,41 +109,44 @@ def load(protocol: str) -> Template:
                 parts[-1] = (k, tok, tail)
             else:
                 head = raw[pos:] + b"\n"
-            lines.append((head, tuple(parts)))
+            lines.append((head, tuple(parts), index))
     return Template(protocol, fmt, tuple(str(p.relative_to(ROOT)) for p in paths), tuple(lines), total)
 
 
-def _rewrite(kind: int, token: bytes, copy: int) -> bytes:
+def _rewrite(kind: int, token: bytes, copy: int, ids: int) -> bytes:
+    """``token`` in copy ``copy``, whose file's ids are numbered ``ids`` (0: as captured)."""
     if kind == 0:  # uuid: a bijection on the last 12 hex digits
-        tail = (int(token[-12:], 16) + copy * 0x9E3779B97F) % (1 << 48)
+        tail = (int(token[-12:], 16) + ids * 0x9E3779B97F) % (1 << 48)
         return token[:-12] + b"%012x" % tail
-    if kind == 1:  # prefixed id: a per-copy suffix (still [A-Za-z0-9])
-        return token + b"c%x" % copy
+    if kind == 1:  # prefixed id: a suffix per file and copy (still [A-Za-z0-9])
+        return token + b"c%x" % ids if ids else token
     if kind == 2:  # a date: one day later per copy (the time of day is kept)
         d = date.fromordinal(date.fromisoformat(token.decode()).toordinal() + copy)
         return d.isoformat().encode()
-    return b'"id":%d' % (int(token[5:]) + copy * 1_000_000)  # JSON-RPC id
+    return b'"id":%d' % (int(token[5:]) + ids * 1_000_000)  # JSON-RPC id
 
 
 def lines(template: Template, n: int) -> Iterator[bytes]:
     """``n`` native lines (each ending in a newline): copy after copy of the captures."""
     copy = 0
     produced = 0
+    files = 1 + max((f for _, _, f in template.lines), default=0)
     while True:
-        cache: dict[tuple[int, bytes], bytes] = {}
-        for head, parts in template.lines:
+        cache: dict[tuple[int, bytes, int], bytes] = {}
+        for head, parts, f in template.lines:
             if produced >= n:
                 return
             produced += 1
-            if copy == 0 or not parts:
+            ids = copy * files + f
+            if ids == 0 or not parts:
                 yield head + b"".join(tok + lit for _, tok, lit in parts)
                 continue
             out = [head]
             for kind, tok, lit in parts:
-                key = (kind, tok)
+                key = (kind, tok, f)
                 new = cache.get(key)
                 if new is None:
-                    new = cache[key] = _rewrite(kind, tok, copy)
+                    new = cache[key] = _rewrite(kind, tok, copy, ids)
                 out.append(new)
                 out.append(lit)
             yield b"".join(out)
