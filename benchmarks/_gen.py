@@ -1,12 +1,14 @@
 """Large native sessions made from the real captures of each adapter's kit.
 
 A protocol's stream repeats its captures (``adapters/<protocol>/captures/**``)
-copy after copy; every file of every copy gets fresh ids, and every copy fresh
-times, so nothing an adapter keys on (uuids, ``toolu_``/``msg_``/``call_`` ids,
-JSON-RPC ids, session ids) repeats: not from one copy to the next, and not from
-one capture to the next within a copy (captures recorded against the same
-scripted server share ids such as ``toolu_01FAKE000000000000000001``, which one
-real session never repeats).  Only captures of the protocol's majority
+copy after copy; every copy gets fresh ids and times, so nothing an adapter
+keys on (uuids, ``toolu_``/``msg_``/``call_`` ids, JSON-RPC ids, session ids)
+repeats from one copy to the next.  The ids of tool calls and items (the
+prefixed ones) are fresh for every file of a copy too: captures recorded against
+the same scripted server share ids such as ``toolu_01FAKE000000000000000001``,
+which one real session never repeats.  Session ids (uuids) stay per copy, so a
+protocol that carries several sessions on one connection opens as many sessions
+per copy as its captures name.  Only captures of the protocol's majority
 format (tap or plain) are used, because a file is one or the other; the
 ``edge-cases`` folders (deliberately broken input) and lines that are not JSON
 are left out, so that every path measured reads the same valid lines.
@@ -114,16 +116,16 @@ def load(protocol: str) -> Template:
 
 
 def _rewrite(kind: int, token: bytes, copy: int, ids: int) -> bytes:
-    """``token`` in copy ``copy``, whose file's ids are numbered ``ids`` (0: as captured)."""
+    """``token`` in copy ``copy``, in a file whose prefixed ids are numbered ``ids`` (0: as captured)."""
     if kind == 0:  # uuid: a bijection on the last 12 hex digits
-        tail = (int(token[-12:], 16) + ids * 0x9E3779B97F) % (1 << 48)
+        tail = (int(token[-12:], 16) + copy * 0x9E3779B97F) % (1 << 48)
         return token[:-12] + b"%012x" % tail
     if kind == 1:  # prefixed id: a suffix per file and copy (still [A-Za-z0-9])
         return token + b"c%x" % ids if ids else token
     if kind == 2:  # a date: one day later per copy (the time of day is kept)
         d = date.fromordinal(date.fromisoformat(token.decode()).toordinal() + copy)
         return d.isoformat().encode()
-    return b'"id":%d' % (int(token[5:]) + ids * 1_000_000)  # JSON-RPC id
+    return b'"id":%d' % (int(token[5:]) + copy * 1_000_000)  # JSON-RPC id
 
 
 def lines(template: Template, n: int) -> Iterator[bytes]:
