@@ -128,13 +128,15 @@ _encode_into = _encoder.encode_into
 _EVENT_HEAD = b'{"type":"session.event","sessionId":'
 
 
-def encode_lines(events: Iterable[_Core]) -> bytearray:
+def encode_lines(events: Iterable[_Core], buf: bytearray | None = None) -> bytearray:
     """Events as JSON lines, each ending in a newline: :func:`encode` of each, written into one buffer.
 
     The same bytes as ``b"".join(encode(e) + b"\\n" for e in events)``, without a
-    bytes object per line (msgspec writes each part in place).
+    bytes object per line (msgspec writes each part in place); appended to ``buf``
+    when one is given (and returned), else to a new buffer.
     """
-    buf = bytearray()
+    if buf is None:
+        buf = bytearray()
     into = _encode_into
     for ev in events:
         if type(ev) is SessionEvent:
