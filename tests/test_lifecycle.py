@@ -693,3 +693,19 @@ def test_a_transcript_that_starts_with_clear_says_conversation_reset() -> None:
     assert resets[0].turn_id is None and envs.index(resets[0]) < min(
         i for i, e in enumerate(envs) if isinstance(e.body, TurnStart)
     )
+
+
+def test_ended_ids_are_remembered_up_to_the_bound_then_the_oldest_forgotten() -> None:
+    calls = Calls(10, 64)
+    for n in range(1000):
+        calls.refuse(_call("started", f"c{n}"), None, None)
+        assert calls.refuse(_call("completed", f"c{n}"), None, None) is None
+        # the last 64 ended calls are always known: a repeated end of any of them is refused
+        assert calls.refuse(_call("completed", f"c{max(0, n - 63)}"), None, None) is not None
+    # the oldest are forgotten (at most a sixteenth more than the bound is kept): memory stays bounded
+    remembered = 0
+    for n in reversed(range(1000)):  # newest first, up to the first forgotten
+        if calls.refuse(_call("completed", f"c{n}"), None, None) is None:
+            break
+        remembered += 1
+    assert 64 <= remembered <= 64 + 64 // 16

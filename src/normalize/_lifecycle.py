@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 from msgspec import structs
@@ -161,8 +162,8 @@ ENDED_CALLS = 64
 
 # Shared empty tables, replaced by a table of its own at the first entry (never written)
 _NO_OPEN: OrderedDict[str, Any] = OrderedDict()
-_NO_ENDED: OrderedDict[str, None] = OrderedDict()
-_NO_RECENT: OrderedDict[str, Any] = OrderedDict()
+_NO_ENDED: dict[str, None] = {}
+_NO_RECENT: dict[str, Any] = {}
 _NO_EVICTED: list[str] = []
 
 
@@ -208,8 +209,11 @@ class Calls:
       one policy (docs/adapters.md, "The lifecycle the core owns").
 
     Open calls are bounded by ``limit``: past it the oldest is forgotten and its id queued
-    in :attr:`evicted` (the Session reports it); ended ids are remembered (the last
-    ``seen``) to recognise duplicates.  Eviction is O(1).
+    in :attr:`evicted` (the Session reports it); ended ids are remembered (at least the
+    last ``seen``, at most a sixteenth more) to recognise duplicates.  Eviction is O(1)
+    (amortized, for the ended ids: they are trimmed a sixteenth at a time).  The tables
+    of ended calls are plain dicts, half the size of an ``OrderedDict`` when small: a
+    connection of many sessions keeps every session's.
     """
 
     __slots__ = ("_ended", "_open", "_recent", "evicted", "kept_ended", "limit", "seen")
@@ -220,10 +224,10 @@ class Calls:
         # open and ended calls: shared empty tables until a call starts or ends (a
         # connection of many sessions keeps every table)
         self._open: OrderedDict[str, OpenCall] = _NO_OPEN
-        self._ended: OrderedDict[str, None] = _NO_ENDED
+        self._ended: dict[str, None] = _NO_ENDED
         self.kept_ended = ended
         # the last ``kept_ended`` ended (a shared empty table until one is kept)
-        self._recent: OrderedDict[str, OpenCall] = _NO_RECENT
+        self._recent: dict[str, OpenCall] = _NO_RECENT
         #: ids of open calls forgotten past ``limit``, until the Session reports them (a
         #: connection of many sessions keeps every table: nothing allocated until needed)
         self.evicted: list[str] = _NO_EVICTED
@@ -305,16 +309,20 @@ class Calls:
         if known is not None and not self._open:  # an emptied OrderedDict keeps its size
             self._open = _NO_OPEN
         if known is not None and self.kept_ended:
-            if self._recent is _NO_RECENT:
-                self._recent = OrderedDict()
-            self._recent[cid] = known
-            if len(self._recent) > self.kept_ended:
-                self._recent.popitem(last=False)
-        if self._ended is _NO_ENDED:
-            self._ended = OrderedDict()
-        self._ended[cid] = None
-        if len(self._ended) > self.seen:
-            self._ended.popitem(last=False)
+            recent = self._recent
+            if recent is _NO_RECENT:
+                recent = self._recent = {}
+            recent[cid] = known
+            if len(recent) > self.kept_ended:  # a few entries: the oldest is found at once
+                del recent[next(iter(recent))]
+        ended = self._ended
+        if ended is _NO_ENDED:
+            ended = self._ended = {}
+        ended[cid] = None
+        if len(ended) > self.seen + (self.seen >> 4):
+            # the newest ``seen`` kept, in one pass (removing the oldest one by one from a
+            # dict leaves holes that each later removal walks over)
+            self._ended = dict.fromkeys(islice(ended, len(ended) - self.seen, None))
         return None
 
     def open_in_turn(self, turn_id: str) -> list[tuple[str, OpenCall]]:
