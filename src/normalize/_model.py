@@ -10,6 +10,9 @@ Rules of this module:
 * Every type is a frozen msgspec Struct.  Bodies are a tagged union on ``kind``,
   CoreEvents a tagged union on ``type``.  Nothing is subclassed past its tag, so
   code can dispatch on exact type.
+* Instances are not tracked by the cycle collector (``gc=False``): they hold plain
+  data and never refer back to themselves, and every event allocates several, so the
+  collector's passes over them cost several percent of a conversion.
 * Optional fields default to ``None`` and are omitted from JSON when absent
   (``omit_defaults``).  No field has a non-``None`` default, so "omitted" always
   means "absent".
@@ -262,7 +265,9 @@ class ContextDrop(_Value, frozen=True, kw_only=True):
     detail: str | None = None
 
 
-class _Applied(_PlainData, Struct, frozen=True, gc=False, kw_only=True, rename="camel", omit_defaults=True, tag_field="kind"):
+class _Applied(
+    _PlainData, Struct, frozen=True, gc=False, kw_only=True, rename="camel", omit_defaults=True, tag_field="kind"
+):
     pass
 
 
@@ -369,7 +374,9 @@ class CommandEntry(_Value, frozen=True, kw_only=True):
 # Bodies: ``kind``-tagged
 
 
-class Body(_PlainData, Struct, frozen=True, gc=False, kw_only=True, rename="camel", omit_defaults=True, tag_field="kind"):
+class Body(
+    _PlainData, Struct, frozen=True, gc=False, kw_only=True, rename="camel", omit_defaults=True, tag_field="kind"
+):
     """Base of every normalized body.  Never instantiated itself."""
 
 
@@ -720,7 +727,9 @@ class EventEnvelope(_PlainData, Struct, frozen=True, gc=False, kw_only=True):
 # CoreEvents: ``type``-tagged
 
 
-class _Core(_PlainData, Struct, frozen=True, gc=False, kw_only=True, rename="camel", omit_defaults=True, tag_field="type"):
+class _Core(
+    _PlainData, Struct, frozen=True, gc=False, kw_only=True, rename="camel", omit_defaults=True, tag_field="type"
+):
     session_id: str
 
 
