@@ -21,7 +21,6 @@ Decisions (``adapters/opencode-json/README.md``):
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from msgspec import Struct
@@ -40,6 +39,7 @@ from normalize import (
     TurnComplete,
     Usage,
 )
+from normalize.adapters._times import ms_time
 
 __all__ = ["PART_TYPES", "Part", "category_of", "error_message", "iso_ms", "part_bodies", "tokens"]
 
@@ -68,11 +68,8 @@ _CATEGORIES: dict[str, Category] = {
 
 
 def iso_ms(ms: int | None) -> str | None:
-    """Epoch milliseconds as normalize writes times (ISO 8601, UTC, milliseconds)."""
-    if ms is None:
-        return None
-    dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    """Epoch milliseconds as normalize writes times; None when absent or no date holds it."""
+    return None if ms is None else ms_time(ms)
 
 
 def error_message(name: str | None, message: str | None) -> str:

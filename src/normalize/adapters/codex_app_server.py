@@ -40,9 +40,7 @@ Facts (codex-cli 0.169.0 captures unless marked otherwise):
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 import msgspec
@@ -111,6 +109,7 @@ from normalize import (
 )
 from normalize.adapters import _codex_items as ci
 from normalize.adapters._limits import OPEN_CALLS, PENDING_REQUESTS, Bounded, Recent, compact
+from normalize.adapters._times import ms_time, s_time
 
 __all__ = ["CodexAppServerAdapter"]
 
@@ -529,33 +528,6 @@ _DECISION = _decoder(_Decision)
 _ANY = msgspec.json.Decoder()
 
 
-def _ms_ts(ms: int) -> str | None:
-    """Unix milliseconds as RFC 3339 UTC with milliseconds (exact, no float rounding).
-
-    None for a time no calendar date holds (past year 9999): the event then takes the
-    capture's time, and the native payload keeps the number as sent.
-    """
-    second = _second(ms // 1000)
-    return None if second is None else f"{second}{ms % 1000:03d}Z"
-
-
-@functools.lru_cache(maxsize=256)
-def _second(seconds: int) -> str | None:
-    """The text of one whole second (memoized: consecutive messages share their second)."""
-    try:
-        dt = datetime.fromtimestamp(seconds, tz=UTC)
-    except (OverflowError, ValueError, OSError):
-        return None
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.")
-
-
-def _s_ts(seconds: int) -> str | None:
-    try:
-        return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-    except (OverflowError, ValueError, OSError):
-        return None
-
-
 def _tokens(b: _Breakdown) -> Tokens:
     return ci.tokens(
         input=b.input_tokens,
@@ -777,7 +749,7 @@ class CodexAppServerAdapter(Adapter):
     # ------------------------------------------------------------ routing
 
     def _dispatch(self, env: _Envelope, from_: Direction) -> list[Item]:
-        ts = _ms_ts(env.emitted_at_ms) if env.emitted_at_ms is not None else None
+        ts = ms_time(env.emitted_at_ms) if env.emitted_at_ms is not None else None
         if env.method is not None:
             head: list[Item] = [Source(method=env.method, ts=ts)]
             if from_ == "agent":
@@ -833,7 +805,7 @@ class CodexAppServerAdapter(Adapter):
             title=thread.name,
             cwd=thread.cwd,
             model=thread.model,
-            created_at=_s_ts(thread.created_at) if thread.created_at is not None else None,
+            created_at=s_time(thread.created_at) if thread.created_at is not None else None,
             agent_version=thread.cli_version or self._version,
         )
 

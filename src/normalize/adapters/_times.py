@@ -1,0 +1,37 @@
+"""Native epoch times as normalize writes times: RFC 3339, UTC, milliseconds.
+
+One rule for every adapter whose agent writes numbers (Codex app-server's
+``emittedAtMs``, OpenCode's ``timestamp``): exact integer arithmetic (no float
+rounding), the text of a whole second memoized (consecutive messages share it),
+and ``None`` for a time no calendar date holds (past year 9999, before year 1):
+the event then takes the capture's time, and its native payload keeps the number
+as sent.  A bad number never stops the stream.
+"""
+
+from __future__ import annotations
+
+import functools
+from datetime import UTC, datetime
+
+__all__ = ["ms_time", "s_time"]
+
+
+@functools.lru_cache(maxsize=256)
+def _second(seconds: int) -> str | None:
+    """The text of one whole second, up to its fraction (``2026-11-06T09:12:04.``)."""
+    try:
+        return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
+def ms_time(ms: int) -> str | None:
+    """Unix milliseconds as a time, or None when no date holds it."""
+    second = _second(ms // 1000)
+    return None if second is None else f"{second}{ms % 1000:03d}Z"
+
+
+def s_time(seconds: int) -> str | None:
+    """Unix seconds as a time, or None when no date holds it."""
+    second = _second(seconds)
+    return None if second is None else second + "000Z"
