@@ -9,11 +9,13 @@ in microseconds per native line:
 * read: ``iter_records`` (chunks -> lines -> records);
 * decode: every ``msgspec.json.Decoder.decode`` call the adapter makes, replayed
   alone (the calls of one pass are recorded, then timed by themselves);
-* adapter: the adapter's ``feed`` on every message, minus decode and guard;
-* guard: what the shared ``bounded_feed`` wrapper adds around ``feed`` (0 when the
-  adapter has none);
+* adapter: the adapter's ``feed`` on every message, minus decode;
 * session: ``Session.feed`` minus the adapter's ``feed`` (envelope, seq, turn state,
   the core's ledgers);
+* connection: for a protocol that carries several sessions on one connection (ACP,
+  Codex app-server), what the ``Connection`` adds to one ``Session`` fed every
+  message: routing each message to its session, opening the sessions (each one fed
+  the connection's handshake); 0 for the others;
 * encode: the CoreEvents encoded as ``convert`` encodes them (``encode_lines``, a batch
   at a time; ``encode`` of each in a tree that has no ``encode_lines``);
 * write: what the convert loop adds on top of the stages above (writing to
@@ -47,7 +49,7 @@ try:
     from normalize._codec import encode_lines
 except ImportError:  # measuring an older tree
     encode_lines = None  # type: ignore[assignment]
-from normalize._convert import iter_records
+from normalize._convert import iter_records, open_session
 from normalize._lines import Message
 from normalize._registry import adapter_class
 
@@ -104,7 +106,6 @@ def breakdown(protocol: str, lines: int, max_bytes: int, rounds: int) -> dict[st
     cls = adapter_class(protocol)
     messages = [r for r in iter_records(io.BytesIO(data)) if isinstance(r, Message)]
     calls = _record_decodes(cls, messages)
-    feed_raw = getattr(cls.feed, "__wrapped__", None)
     events: list[Any] = []
     session = Session(cls())
     for m in messages:
@@ -130,13 +131,15 @@ def breakdown(protocol: str, lines: int, max_bytes: int, rounds: int) -> dict[st
         for m in messages:
             feed(m.data, m.from_)
 
-    def adapter_unguarded() -> None:
-        a = cls()
-        for m in messages:
-            feed_raw(a, m.data, m.from_)
-
     def session_feed() -> None:
         s = Session(cls())
+        feed = s.feed
+        for m in messages:
+            feed(m.data, m.from_, t=m.t)
+        s.close()
+
+    def connection_feed() -> None:
+        s = open_session(cls())
         feed = s.feed
         for m in messages:
             feed(m.data, m.from_, t=m.t)
@@ -164,21 +167,20 @@ def breakdown(protocol: str, lines: int, max_bytes: int, rounds: int) -> dict[st
         "total": convert,
         "floor": lambda: run.floor(data, sink),
     }
-    if feed_raw is not None:
-        fns["unguarded"] = adapter_unguarded
+    if cls.routing is not None:
+        fns["connection"] = connection_feed
     best = dict.fromkeys(fns, float("inf"))
     for _ in range(rounds):
         for name, fn in fns.items():
             best[name] = min(best[name], _timed(fn))
     sink.close()
     us = {k: v * 1e6 / n for k, v in best.items()}
-    unguarded = us.pop("unguarded", us["adapter"])
     out = {
         "read": us["read"],
         "decode": us["decode"],
-        "adapter": unguarded - us["decode"],
-        "guard": us["adapter"] - unguarded,
+        "adapter": us["adapter"] - us["decode"],
         "session": us["session"] - us["adapter"],
+        "connection": us.get("connection", us["session"]) - us["session"],
         "encode": us["encode"],
     }
     out["write"] = us["total"] - sum(out.values())
@@ -196,7 +198,7 @@ def main() -> int:
     ap.add_argument("--max-mb", type=float, default=8)
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
-    cols = ["read", "decode", "adapter", "guard", "session", "encode", "write", "total", "floor"]
+    cols = ["read", "decode", "adapter", "session", "connection", "encode", "write", "total", "floor"]
     print("| adapter | " + " | ".join(cols) + " | events/line |")
     print("| --- |" + " ---: |" * (len(cols) + 1))
     for p in args.protocols:
