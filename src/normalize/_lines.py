@@ -109,15 +109,22 @@ class LineSplitter:
                 lines[0] = bytes(buf)
                 buf.clear()
             buf += lines.pop()
-            for line in lines:
-                if self._discarding:  # the end of a line already reported as too long
-                    self._discarding = False
-                    continue
-                self._lineno += 1
-                if self._started and len(line) <= self.max_line and not line.endswith(b"\r"):
-                    if line.strip():  # the common case, without _emit's checks
-                        out.append((self._lineno, line))
-                else:
+            if self._discarding and lines:  # the end of a line already reported as too long
+                self._discarding = False
+                del lines[0]
+            if (
+                self._started
+                and b"\r" not in data
+                and not (lines and lines[0].endswith(b"\r"))  # a "\r" left at the end of the last chunk
+                and max(map(len, lines), default=0) <= self.max_line
+            ):
+                # the common chunk: no line needs _emit's checks; numbered in one pass
+                first = self._lineno + 1
+                self._lineno += len(lines)
+                out += [(n, line) for n, line in enumerate(lines, first) if line.strip()]
+            else:
+                for line in lines:
+                    self._lineno += 1
                     self._emit(out, line)
         # A line that cannot fit any more is reported now, so memory stays bounded; the
         # allowance of one byte is for a "\r" that would be dropped at its end.
