@@ -53,8 +53,11 @@ KEEP_BYTES = 1024
 _BOM = b"\xef\xbb\xbf"
 
 
-class Message(Struct, frozen=True):
-    """One native message: the wire bytes, who wrote them, when they were received."""
+class Message(Struct, frozen=True, gc=False):
+    """One native message: the wire bytes, who wrote them, when they were received.
+
+    Not tracked by the cycle collector: it holds bytes and strings only (one per line read).
+    """
 
     data: bytes
     from_: Direction = "agent"
@@ -173,7 +176,7 @@ class LineSplitter:
             out.append((self._lineno, line))
 
 
-class _TapLine(Struct, frozen=True):
+class _TapLine(Struct, frozen=True, gc=False):
     t: str
     from_: Literal["agent", "client"] = field(name="from")
     msg: Raw
