@@ -191,10 +191,9 @@ class _Message(Struct, frozen=True, kw_only=True):
     usage: Usage | None = None
 
 
-class _Conversation(Struct, frozen=True, kw_only=True, rename={"is_replay": "isReplay"}):
-    """``assistant`` and ``user`` lines."""
+class _ConversationFields(Struct, frozen=True, kw_only=True, rename={"is_replay": "isReplay"}):
+    """What ``assistant`` and ``user`` lines carry beside their ``message``."""
 
-    message: _Message = _Message()
     parent_tool_use_id: str | None = None
     session_id: str | None = None
     uuid: str | None = None
@@ -204,6 +203,12 @@ class _Conversation(Struct, frozen=True, kw_only=True, rename={"is_replay": "isR
     is_replay: bool | None = None
     tool_use_result: Raw = NULL
     tool_result_meta: list[_ResultMeta] = []
+
+
+class _Conversation(_ConversationFields, frozen=True, kw_only=True):
+    """``assistant`` and ``user`` lines, read apart from the line union (``content`` kept raw)."""
+
+    message: _Message = _Message()
 
 
 class _ResultMeta(Struct, frozen=True, kw_only=True):
@@ -436,7 +441,20 @@ class _ClientUser(Struct, frozen=True, kw_only=True):
 # line gives is unchanged.
 
 
-class _ConversationLine(_Conversation, frozen=True, kw_only=True, tag_field="type"):
+class _LineMessage(Struct, frozen=True, kw_only=True):
+    """``_Message`` with its content blocks decoded with the line, not in a second decode.
+
+    A content the blocks cannot read fails the whole line, which is then read again as
+    before (``content`` kept raw, then its blocks decoded), for the same error."""
+
+    id: str = ""
+    model: str | None = None
+    content: list[ContentBlock] | str | None = None  # _Content
+    usage: Usage | None = None
+
+
+class _ConversationLine(_ConversationFields, frozen=True, kw_only=True, tag_field="type"):
+    message: _LineMessage = _LineMessage()
     subtype: str | None = None
     event: _Typed | None = None
     request: _Typed | None = None
@@ -479,6 +497,7 @@ class _SystemLine(_System, frozen=True, kw_only=True, tag_field="type", tag="sys
 
 
 _Line = _AssistantLine | _UserLine | _StreamLine | _ResultLine | _SystemLine
+_Content = list[ContentBlock] | str | None  # an assistant or user message's content, decoded
 
 
 def _decoder(t: Any) -> msgspec.json.Decoder[Any]:
@@ -528,6 +547,11 @@ _KNOWN_TYPES = frozenset(
         "keep_alive",
     }
 )
+
+
+def _content(raw: Raw) -> _Content:
+    """A raw ``message.content`` decoded as a line's view decodes it (None when absent or null)."""
+    return _decode(_BLOCKS, raw) if present(raw) is not None else None
 
 
 def _decode(dec: msgspec.json.Decoder[Any], message: bytes | Raw) -> Any:
@@ -630,8 +654,8 @@ class ClaudeStreamJsonAdapter(Adapter):
             "auth_status": self._auth_status,
         }
         self._line_handlers: dict[type, Callable[[Any], list[Item]]] = {
-            _AssistantLine: self._on_assistant,
-            _UserLine: self._on_user,
+            _AssistantLine: self._assistant_line,
+            _UserLine: self._user_line,
             _StreamLine: self._on_stream_event,
             _ResultLine: self._on_result,
             _SystemLine: self._on_system,
@@ -1149,15 +1173,22 @@ class ClaudeStreamJsonAdapter(Adapter):
         return t
 
     def _assistant(self, message: bytes) -> list[Item]:
-        return self._on_assistant(_decode(_CONV, message))
+        line: _Conversation = _decode(_CONV, message)
+        return self._on_assistant(line, _content(line.message.content))
 
-    def _on_assistant(self, line: _Conversation) -> list[Item]:
+    def _assistant_line(self, line: _AssistantLine) -> list[Item]:
+        return self._on_assistant(line, line.message.content)
+
+    def _on_assistant(self, line: _Conversation | _ConversationLine, content: _Content) -> list[Item]:
         out: list[Item] = self._session(line.session_id)
         sub = line.parent_tool_use_id
         msg = line.message
-        blocks = _decode(_BLOCKS, msg.content) if present(msg.content) is not None else []
-        if isinstance(blocks, str):
-            blocks = [ContentBlock(type="text", text=blocks)]
+        if content is None:
+            blocks = []
+        elif isinstance(content, str):
+            blocks = [ContentBlock(type="text", text=content)]
+        else:
+            blocks = content
         if line.is_api_error_message or (line.error and msg.model == "<synthetic>"):
             text = "".join(b.text or "" for b in blocks)
             out.append(
@@ -1217,18 +1248,23 @@ class ClaudeStreamJsonAdapter(Adapter):
     # ------------------------------------------------------------ agent: user
 
     def _user(self, message: bytes) -> list[Item]:
-        return self._on_user(_decode(_CONV, message))
+        line: _Conversation = _decode(_CONV, message)
+        return self._on_user(line, _content(line.message.content))
 
-    def _on_user(self, line: _Conversation) -> list[Item]:
+    def _user_line(self, line: _UserLine) -> list[Item]:
+        return self._on_user(line, line.message.content)
+
+    def _on_user(self, line: _Conversation | _ConversationLine, content: _Content) -> list[Item]:
         out: list[Item] = self._session(line.session_id)
         sub = line.parent_tool_use_id
-        raw = line.message.content
-        blocks = _decode(_BLOCKS, raw) if present(raw) is not None else []
-        if isinstance(blocks, str):
-            blocks = []
+        blocks = content if isinstance(content, list) else []
         results = [b for b in blocks if b.type == "tool_result"]
         if not results:
-            text = text_of(raw)
+            # the text of a string content, or of the text blocks (what ``text_of`` reads)
+            if isinstance(content, str):
+                text = content
+            else:
+                text = "".join(b.text for b in blocks if b.type == "text" and b.text is not None)
             if line.is_replay and self._unechoed and self._unechoed[0] == text:
                 self._unechoed.popleft()
                 return out  # the echo of a prompt already seen on stdin
