@@ -531,6 +531,36 @@ _TAG: dict[type, str] = {
 }
 _PARTIAL_JSON = msgspec.json.Decoder()
 
+
+class _Method:
+    """A line method's name, and the items every line of it without a timestamp of its own
+    (most lines) shares: Source and Passthrough are frozen, so one object serves them all."""
+
+    __slots__ = ("name", "passthrough", "source")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.source = Source(method=name)
+        self.passthrough = Passthrough(method=name)
+
+
+#: per line view, the methods seen so far, by subtype; a stream may name any number of
+#: subtypes, so only the first few of each view are kept
+_METHODS: dict[type, dict[str | None, _Method]] = {cls: {} for cls in _TAG}
+_KEPT_METHODS = 64
+
+
+def _method(cls: type, sub: str | None) -> _Method:
+    methods = _METHODS[cls]
+    m = methods.get(sub)
+    if m is None:
+        tag = _TAG[cls]
+        m = _Method(f"{tag}/{sub}" if sub else tag)
+        if len(methods) < _KEPT_METHODS:
+            methods[sub] = m
+    return m
+
+
 #: documented line types this adapter reads (used by :meth:`detect`)
 _KNOWN_TYPES = frozenset(
     {
@@ -751,13 +781,17 @@ class ClaudeStreamJsonAdapter(Adapter):
                 # "" is a default here where the head has None (no subtype, or an event without
                 # type): the head reads the method of such a line
                 if sub != "" or (line.event is None and line.request is None):
-                    tag = _TAG[type(line)]
-                    items = self._line_handlers[type(line)](line)
-                    method = f"{tag}/{sub}" if sub else tag
+                    cls = type(line)
+                    m = _method(cls, sub)
+                    items = self._line_handlers[cls](line)
                     if not items:
-                        return [Passthrough(method=method)]
-                    lead = 1 if isinstance(items[0], SessionCreated) else 0
-                    return [*items[:lead], Source(method=method, ts=line.timestamp), *items[lead:]]
+                        return [m.passthrough]
+                    ts = line.timestamp
+                    source = m.source if ts is None else Source(method=m.name, ts=ts)
+                    # a SessionCreated must be the first item of the message that carries it
+                    # (the handlers' lists are their own: inserting in place spares a copy)
+                    items.insert(1 if isinstance(items[0], SessionCreated) else 0, source)
+                    return items
         head: _Head = _decode(_HEAD, message)
         self._head = head  # the line's head, for a handler that reads it too (read once per line)
         method = head.method
