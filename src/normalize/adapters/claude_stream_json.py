@@ -1226,10 +1226,7 @@ class ClaudeStreamJsonAdapter(Adapter):
         if line.is_api_error_message or (line.error and msg.model == "<synthetic>"):
             text = "".join(b.text or "" for b in blocks)
             out.append(
-                Emit(
-                    body=Error(message=text or line.error or "API error", error_type=line.error, recoverable=True),
-                    subagent_id=sub,
-                )
+                _on(Error(message=text or line.error or "API error", error_type=line.error, recoverable=True), sub)
             )
             return out
         if sub is None and msg.usage is not None:
@@ -1244,10 +1241,7 @@ class ClaudeStreamJsonAdapter(Adapter):
             sb = thread.blocks.get(index)
             if sb is not None:
                 sb.final = True
-            out.extend(
-                Emit(body=b, subagent_id=sub)
-                for b in self._block(thread, index, block, started, streamed=sb is not None)
-            )
+            _add(out, self._block(thread, index, block, started, streamed=sb is not None), sub)
         return out
 
     def _block(
@@ -1302,7 +1296,7 @@ class ClaudeStreamJsonAdapter(Adapter):
             if line.is_replay and self._unechoed and self._unechoed[0] == text:
                 self._unechoed.popleft()
                 return out  # the echo of a prompt already seen on stdin
-            out.append(Emit(body=UserMessage(message_id=line.uuid or "user", text=text), subagent_id=sub))
+            out.append(_on(UserMessage(message_id=line.uuid or "user", text=text), sub))
             return out
         decided = {m.id: m for m in line.tool_result_meta}
         tool_use_result = decode_tool_result(line.tool_use_result)
@@ -1315,7 +1309,7 @@ class ClaudeStreamJsonAdapter(Adapter):
                 title = (call.title if call is not None else None) or tool
                 auto = permission_auto(call_id, tool, title, meta.permission_decision)
                 if auto is not None:
-                    out.append(Emit(body=auto, subagent_id=sub))
+                    out.append(_on(auto, sub))
             self._auto_decided.discard(call_id)
             bodies = call_finished(
                 call_id,
@@ -1327,7 +1321,7 @@ class ClaudeStreamJsonAdapter(Adapter):
                 executed=meta is None or meta.non_execution_kind is None,
             )
             self._subagent_done.discard(call_id)
-            out.extend(Emit(body=b, subagent_id=sub) for b in bodies)
+            _add(out, bodies, sub)
         return out
 
     # ----------------------------------------------------- agent: stream_event
@@ -1353,7 +1347,7 @@ class ClaudeStreamJsonAdapter(Adapter):
         elif ev.type == "message_delta" and ev.usage is not None:
             body = UsageBody(tokens=tokens_of(ev.usage), scope="call")
         if body is not None:
-            out.append(Emit(body=body, subagent_id=sub))
+            out.append(_on(body, sub))
         return out
 
     def _block_start(self, thread: _Thread, index: int, cb: ContentBlock) -> Body | None:
@@ -1484,6 +1478,20 @@ class ClaudeStreamJsonAdapter(Adapter):
 
 # --------------------------------------------------------------------------
 # Helpers
+
+
+def _on(body: Body, subagent: str | None) -> Item:
+    """A body of the main thread or of a sub-agent's: bare on the main thread, where an Emit
+    would say nothing more (and costs the adapter and the Session more to make and read)."""
+    return body if subagent is None else Emit(body=body, subagent_id=subagent)
+
+
+def _add(out: list[Item], bodies: list[Body], subagent: str | None) -> None:
+    """``out`` + ``bodies`` as :func:`_on` gives them."""
+    if subagent is None:
+        out += bodies
+    else:
+        out += [Emit(body=b, subagent_id=subagent) for b in bodies]
 
 
 def _sum_model_usage(usage: dict[str, _ModelUsage]) -> Tokens:
