@@ -1044,23 +1044,28 @@ class ClaudeStreamJsonAdapter(Adapter):
             self._mode, self._model = init.permission_mode, init.model
             out.append(ModeUpdate(mode_id=init.permission_mode, model=init.model))
         applied: list[ContextApplied | ToolChangeApplied] = []
-        before, now = set(self._tools), set(init.tools)
-        added = [t for t in init.tools if t not in before]
-        removed = [t for t in self._tools if t not in now]
-        if added or removed:
-            applied.append(ToolChangeApplied(added=added or None, removed=removed or None))
-        self._tools = list(init.tools)
+        # every init repeats the tools and servers: most often the same as the last one's
+        if init.tools != self._tools:
+            before, now = set(self._tools), set(init.tools)
+            added = [t for t in init.tools if t not in before]
+            removed = [t for t in self._tools if t not in now]
+            if added or removed:
+                applied.append(ToolChangeApplied(added=added or None, removed=removed or None))
+            self._tools = list(init.tools)
         servers = {s.name: s.status for s in init.mcp_servers}
-        for name, status in servers.items():
-            if name not in self._mcp or self._mcp[name] != status:
-                action: Literal["added", "updated", "failed"] = (
-                    "failed" if status == "failed" else ("updated" if name in self._mcp else "added")
-                )
-                applied.append(ContextApplied(what="mcp-server", action=action, name=name, detail=status))
-        applied.extend(
-            ContextApplied(what="mcp-server", action="removed", name=name) for name in self._mcp if name not in servers
-        )
-        self._mcp = servers
+        if servers != self._mcp:
+            for name, status in servers.items():
+                if name not in self._mcp or self._mcp[name] != status:
+                    action: Literal["added", "updated", "failed"] = (
+                        "failed" if status == "failed" else ("updated" if name in self._mcp else "added")
+                    )
+                    applied.append(ContextApplied(what="mcp-server", action=action, name=name, detail=status))
+            applied.extend(
+                ContextApplied(what="mcp-server", action="removed", name=name)
+                for name in self._mcp
+                if name not in servers
+            )
+            self._mcp = servers
         if applied:
             out.append(ContextUpdated(session_id="", applied=applied))
         return out
