@@ -18,6 +18,7 @@ Stable API (keep signatures; add, do not change):
   ``tool_result`` block (plus its raw ``tool_use_result``) gives;
 * :func:`text_of`: the text of a string-or-blocks ``content``;
 * :func:`tokens_of`: Anthropic ``usage`` -> :class:`~normalize.Tokens`;
+  :func:`total_tokens`: its ``total`` alone;
 * :class:`PermissionDecision`, :func:`permission_auto`: the permission decision a
   tool result carries -> ``permission-auto`` when no one was asked;
 * :func:`block_message_id`, :func:`block_reasoning_id`: ids of the
@@ -83,6 +84,7 @@ __all__ = [
     "subagent_started",
     "text_of",
     "tokens_of",
+    "total_tokens",
     "tool_category",
     "tool_locations",
     "tool_title",
@@ -589,4 +591,14 @@ def tokens_of(usage: Usage) -> Tokens:
         cache_read=usage.cache_read_input_tokens,
         cache_write=usage.cache_creation_input_tokens,
         reasoning=details.thinking_tokens if details is not None and details.thinking_tokens else None,
+    )
+
+
+def total_tokens(usage: Usage) -> int:
+    """``tokens_of(usage).total``, without making the :class:`~normalize.Tokens`."""
+    return (
+        (usage.input_tokens or 0)
+        + (usage.output_tokens or 0)
+        + (usage.cache_read_input_tokens or 0)
+        + (usage.cache_creation_input_tokens or 0)
     )

@@ -133,6 +133,7 @@ from ._claude_common import (
     tokens_of,
     tool_category,
     tool_title,
+    total_tokens,
 )
 from ._limits import OPEN_ITEMS, PARTIAL_INPUT, PENDING_REQUESTS, Bounded, Recent
 
@@ -1236,11 +1237,13 @@ class ClaudeStreamJsonAdapter(Adapter):
             return out
         if sub is None and msg.usage is not None:
             # what the main thread's last model call held: its whole input and what it wrote
-            self._context_used = tokens_of(msg.usage).total
+            self._context_used = total_tokens(msg.usage)
         thread = self._thread(sub, msg.id)
         started: dict[str, str] = {}  # the calls this line starts (the core's table has them after it)
         for block in blocks:
-            streamed = [i for i, b in sorted(thread.blocks.items()) if not b.final]
+            # the blocks a stream started that no complete line has finished yet (none when
+            # the stream is off, as most often: then no sort)
+            streamed = [i for i, b in sorted(thread.blocks.items()) if not b.final] if thread.blocks else None
             index = streamed[0] if streamed else thread.next_index
             thread.next_index = index + 1
             sb = thread.blocks.get(index)
