@@ -161,7 +161,8 @@ NULL = Raw(b"null")
 
 def present(raw: Raw) -> Raw | None:
     """``raw`` unless it is absent or JSON ``null``."""
-    return None if bytes(raw) in (b"null", b"") else raw
+    # compared as a Raw: bytes(raw) would copy a whole tool output to look at four bytes
+    return None if raw == NULL or not raw else raw
 
 
 class ContentBlock(Struct, frozen=True, kw_only=True):
