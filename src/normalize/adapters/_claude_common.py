@@ -16,6 +16,7 @@ Stable API (keep signatures; add, do not change):
 * :func:`call_started`: the bodies a ``tool_use`` block gives;
 * :func:`decode_tool_result`, :func:`call_finished`: the bodies a
   ``tool_result`` block (plus its raw ``tool_use_result``) gives;
+  :func:`reads_result`: whether that raw result matters for a tool;
 * :func:`text_of`: the text of a string-or-blocks ``content``;
 * :func:`tokens_of`: Anthropic ``usage`` -> :class:`~normalize.Tokens`;
   :func:`total_tokens`: its ``total`` alone;
@@ -81,6 +82,7 @@ __all__ = [
     "mcp_name",
     "permission_auto",
     "present",
+    "reads_result",
     "subagent_started",
     "text_of",
     "tokens_of",
@@ -447,6 +449,13 @@ def _file_diff(call_id: str, view: ToolResultView) -> FileDiff | None:
             call_id=call_id, path=path, diff=_unified_diff(path, view.structured_patch), change_kind="modify"
         )
     return None
+
+
+def reads_result(tool: str) -> bool:
+    """Whether :func:`call_finished` reads the raw ``tool_use_result`` of ``tool`` (shell, edit
+    and sub-agent tools): for any other tool it need not be decoded (a ``Read``'s holds the
+    whole file)."""
+    return tool in _SHELL_TOOLS or tool in _EDIT_TOOLS or tool in SUBAGENT_TOOLS
 
 
 def call_finished(

@@ -129,6 +129,7 @@ from ._claude_common import (
     decode_tool_result,
     permission_auto,
     present,
+    reads_result,
     text_of,
     tokens_of,
     tool_category,
@@ -1307,7 +1308,7 @@ class ClaudeStreamJsonAdapter(Adapter):
             out.append(_on(UserMessage(message_id=line.uuid or "user", text=text), sub))
             return out
         decided = {m.id: m for m in line.tool_result_meta}
-        tool_use_result = decode_tool_result(line.tool_use_result)
+        single = len(results) == 1  # the line's raw result is the result of its only block
         for block in results:
             call_id = block.tool_use_id or ""
             call = self.calls.get(call_id)
@@ -1324,7 +1325,7 @@ class ClaudeStreamJsonAdapter(Adapter):
                 tool,
                 block.content,
                 bool(block.is_error),
-                tool_use_result if len(results) == 1 else None,
+                decode_tool_result(line.tool_use_result) if single and reads_result(tool) else None,
                 subagent_done=call_id in self._subagent_done,
                 executed=meta is None or meta.non_execution_kind is None,
             )
