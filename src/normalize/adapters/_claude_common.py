@@ -481,11 +481,11 @@ def call_finished(
     and no exit code: only the terminal bodies.
     """
     content = present(content) if content is not None else None
-    text = text_of(content)
     out: list[Body] = []
     exit_code: int | None = None
     view = result if isinstance(result, ToolResultView) else None
     if is_shell_tool(tool) and executed:
+        text = text_of(content)  # read here and for a sub-agent only: a Read's content is a whole file
         if view is not None and (view.stdout is not None or view.stderr is not None):
             if view.stdout:
                 out.append(CommandOutput(call_id=call_id, stream="stdout", delta=view.stdout))
@@ -512,6 +512,7 @@ def call_finished(
     elif tool_category(tool) == "web-search":
         out.append(WebSearch(call_id=call_id, phase="failed" if is_error else "completed", results=content))
     elif is_subagent_tool(tool) and not subagent_done:
+        text = text_of(content)
         if is_error:
             out.append(Subagent(subagent_id=call_id, phase="failed", result=text, call_id=call_id))
         elif view is not None and (
