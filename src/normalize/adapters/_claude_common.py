@@ -156,6 +156,10 @@ def is_edit_tool(tool: str) -> bool:
 
 # --------------------------------------------------------------------------
 # Views
+#
+# ``gc=False``: decoded views never refer to anything made after them, so they cannot be
+# part of a reference cycle; untracked by the garbage collector, they cost less to make
+# and to free.
 
 #: The default of a ``Raw`` field that was absent (msgspec cannot decode ``Raw | None``).
 NULL = Raw(b"null")
@@ -167,7 +171,7 @@ def present(raw: Raw) -> Raw | None:
     return None if raw == NULL or not raw else raw
 
 
-class ContentBlock(Struct, frozen=True, kw_only=True):
+class ContentBlock(Struct, frozen=True, kw_only=True, gc=False):
     """One Anthropic content block (only the fields normalize reads).
 
     ``content`` (tool_result) is a string or a list of blocks; ``input``
@@ -186,7 +190,7 @@ class ContentBlock(Struct, frozen=True, kw_only=True):
     is_error: bool | None = None
 
 
-class ToolInput(Struct, frozen=True, kw_only=True):
+class ToolInput(Struct, frozen=True, kw_only=True, gc=False):
     """The tool input fields normalize interprets, for any tool (all optional)."""
 
     command: str | None = None
@@ -204,13 +208,13 @@ class ToolInput(Struct, frozen=True, kw_only=True):
     todos: list[_Todo] | None = None
 
 
-class _Todo(Struct, frozen=True, kw_only=True):
+class _Todo(Struct, frozen=True, kw_only=True, gc=False):
     content: str = ""
     status: str = "pending"
     activeForm: str | None = None
 
 
-class _Hunk(Struct, frozen=True, kw_only=True, rename="camel"):
+class _Hunk(Struct, frozen=True, kw_only=True, gc=False, rename="camel"):
     old_start: int = 0
     old_lines: int = 0
     new_start: int = 0
@@ -218,13 +222,13 @@ class _Hunk(Struct, frozen=True, kw_only=True, rename="camel"):
     lines: list[str] = []
 
 
-class _AgentUsage(Struct, frozen=True, kw_only=True):
+class _AgentUsage(Struct, frozen=True, kw_only=True, gc=False):
     total_tokens: int | None = None
     tool_uses: int | None = None
     duration_ms: int | None = None
 
 
-class ToolResultView(Struct, frozen=True, kw_only=True):
+class ToolResultView(Struct, frozen=True, kw_only=True, gc=False):
     """``tool_use_result`` / ``toolUseResult`` when it is an object (camelCase on the wire)."""
 
     # Bash
@@ -251,7 +255,7 @@ class ToolResultView(Struct, frozen=True, kw_only=True):
 ToolResult = Union[ToolResultView, str, list[Any], None]
 
 
-class Usage(Struct, frozen=True, kw_only=True):
+class Usage(Struct, frozen=True, kw_only=True, gc=False):
     """Anthropic ``usage`` (message and ``result`` lines)."""
 
     input_tokens: int | None = None
@@ -261,11 +265,11 @@ class Usage(Struct, frozen=True, kw_only=True):
     output_tokens_details: _OutputDetails | None = None
 
 
-class _OutputDetails(Struct, frozen=True, kw_only=True):
+class _OutputDetails(Struct, frozen=True, kw_only=True, gc=False):
     thinking_tokens: int | None = None
 
 
-class _TextBlock(Struct, frozen=True, kw_only=True):
+class _TextBlock(Struct, frozen=True, kw_only=True, gc=False):
     type: str = ""
     text: str | None = None
 
@@ -551,7 +555,7 @@ def call_finished(
 # Permissions
 
 
-class PermissionDecision(Struct, frozen=True, kw_only=True):
+class PermissionDecision(Struct, frozen=True, kw_only=True, gc=False):
     """How a tool call's permission was decided, as its tool result records it.
 
     ``tool_result_meta[].permission_decision`` on stdout, ``permissionDecision``

@@ -142,14 +142,18 @@ __all__ = ["ClaudeStreamJsonAdapter"]
 
 # --------------------------------------------------------------------------
 # Views (only the fields the adapter reads)
+#
+# ``gc=False``: a view is decoded from a line and never refers to anything made after it,
+# so it cannot be part of a reference cycle; untracked by the garbage collector, it costs
+# less to make and to free (several per line).
 
 
-class _Typed(Struct, frozen=True, kw_only=True):
+class _Typed(Struct, frozen=True, kw_only=True, gc=False):
     type: str | None = None
     subtype: str | None = None
 
 
-class _Head(Struct, frozen=True, kw_only=True):
+class _Head(Struct, frozen=True, kw_only=True, gc=False):
     """What every line is: its type, subtype (also of a stream event or a control request) and time."""
 
     type: str | None = None
@@ -168,12 +172,12 @@ class _Head(Struct, frozen=True, kw_only=True):
         return f"{self.type}/{sub}" if sub else self.type or ""
 
 
-class _McpServer(Struct, frozen=True, kw_only=True):
+class _McpServer(Struct, frozen=True, kw_only=True, gc=False):
     name: str
     status: str | None = None
 
 
-class _Init(Struct, frozen=True, kw_only=True, rename={"permission_mode": "permissionMode"}):
+class _Init(Struct, frozen=True, kw_only=True, gc=False, rename={"permission_mode": "permissionMode"}):
     session_id: str | None = None
     uuid: str | None = None
     cwd: str | None = None
@@ -186,14 +190,14 @@ class _Init(Struct, frozen=True, kw_only=True, rename={"permission_mode": "permi
     capabilities: Raw = NULL
 
 
-class _Message(Struct, frozen=True, kw_only=True):
+class _Message(Struct, frozen=True, kw_only=True, gc=False):
     id: str = ""
     model: str | None = None
     content: Raw = NULL
     usage: Usage | None = None
 
 
-class _ConversationFields(Struct, frozen=True, kw_only=True, rename={"is_replay": "isReplay"}):
+class _ConversationFields(Struct, frozen=True, kw_only=True, gc=False, rename={"is_replay": "isReplay"}):
     """What ``assistant`` and ``user`` lines carry beside their ``message``."""
 
     parent_tool_use_id: str | None = None
@@ -207,19 +211,19 @@ class _ConversationFields(Struct, frozen=True, kw_only=True, rename={"is_replay"
     tool_result_meta: list[_ResultMeta] = []
 
 
-class _Conversation(_ConversationFields, frozen=True, kw_only=True):
+class _Conversation(_ConversationFields, frozen=True, kw_only=True, gc=False):
     """``assistant`` and ``user`` lines, read apart from the line union (``content`` kept raw)."""
 
     message: _Message = _Message()
 
 
-class _ResultMeta(Struct, frozen=True, kw_only=True):
+class _ResultMeta(Struct, frozen=True, kw_only=True, gc=False):
     id: str = ""
     permission_decision: PermissionDecision | None = None
     non_execution_kind: str | None = None
 
 
-class _Delta(Struct, frozen=True, kw_only=True):
+class _Delta(Struct, frozen=True, kw_only=True, gc=False):
     type: str | None = None
     text: str | None = None
     thinking: str | None = None
@@ -227,7 +231,7 @@ class _Delta(Struct, frozen=True, kw_only=True):
     stop_reason: str | None = None
 
 
-class _Event(Struct, frozen=True, kw_only=True):
+class _Event(Struct, frozen=True, kw_only=True, gc=False):
     type: str = ""
     subtype: str | None = None  # unused: checked as the head checks it (``_Typed``)
     index: int = 0
@@ -237,13 +241,13 @@ class _Event(Struct, frozen=True, kw_only=True):
     usage: Usage | None = None
 
 
-class _StreamEvent(Struct, frozen=True, kw_only=True):
+class _StreamEvent(Struct, frozen=True, kw_only=True, gc=False):
     event: _Event = _Event()
     parent_tool_use_id: str | None = None
     session_id: str | None = None
 
 
-class _ModelUsage(Struct, frozen=True, kw_only=True, rename="camel"):
+class _ModelUsage(Struct, frozen=True, kw_only=True, gc=False, rename="camel"):
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_input_tokens: int = 0
@@ -252,11 +256,11 @@ class _ModelUsage(Struct, frozen=True, kw_only=True, rename="camel"):
     context_window: int | None = None
 
 
-class _Origin(Struct, frozen=True, kw_only=True):
+class _Origin(Struct, frozen=True, kw_only=True, gc=False):
     kind: str | None = None
 
 
-class _Result(Struct, frozen=True, kw_only=True, rename={"model_usage": "modelUsage"}):
+class _Result(Struct, frozen=True, kw_only=True, gc=False, rename={"model_usage": "modelUsage"}):
     subtype: str = ""
     is_error: bool = False
     session_id: str | None = None
@@ -271,7 +275,7 @@ class _Result(Struct, frozen=True, kw_only=True, rename={"model_usage": "modelUs
     origin: _Origin | None = None
 
 
-class _System(Struct, frozen=True, kw_only=True, rename={"permission_mode": "permissionMode"}):
+class _System(Struct, frozen=True, kw_only=True, gc=False, rename={"permission_mode": "permissionMode"}):
     """Every ``system`` subtype but ``init`` (all fields optional)."""
 
     session_id: str | None = None
@@ -307,40 +311,40 @@ class _System(Struct, frozen=True, kw_only=True, rename={"permission_mode": "per
     content: str | None = None
 
 
-class _Patch(Struct, frozen=True, kw_only=True):
+class _Patch(Struct, frozen=True, kw_only=True, gc=False):
     status: str | None = None
 
 
-class _Reset(Struct, frozen=True, kw_only=True):
+class _Reset(Struct, frozen=True, kw_only=True, gc=False):
     session_id: str | None = None
     new_conversation_id: str | None = None
 
 
-class _RateLimit(Struct, frozen=True, kw_only=True):
+class _RateLimit(Struct, frozen=True, kw_only=True, gc=False):
     rate_limit_info: Raw = NULL
 
 
-class _RateLimitInfo(Struct, frozen=True, kw_only=True, rename="camel"):
+class _RateLimitInfo(Struct, frozen=True, kw_only=True, gc=False, rename="camel"):
     status: str | None = None  # allowed | allowed_warning | rejected
     rate_limit_type: str | None = None
 
 
-class _ToolProgress(Struct, frozen=True, kw_only=True):
+class _ToolProgress(Struct, frozen=True, kw_only=True, gc=False):
     tool_use_id: str = ""
     tool_name: str = ""
     parent_tool_use_id: str | None = None
 
 
-class _AuthStatus(Struct, frozen=True, kw_only=True):
+class _AuthStatus(Struct, frozen=True, kw_only=True, gc=False):
     error: str | None = None
 
 
-class _AskOption(Struct, frozen=True, kw_only=True):
+class _AskOption(Struct, frozen=True, kw_only=True, gc=False):
     label: str = ""
     description: str | None = None
 
 
-class _Ask(Struct, frozen=True, kw_only=True, rename="camel"):
+class _Ask(Struct, frozen=True, kw_only=True, gc=False, rename="camel"):
     """One question of ``AskUserQuestion``'s input."""
 
     question: str = ""
@@ -349,7 +353,7 @@ class _Ask(Struct, frozen=True, kw_only=True, rename="camel"):
     multi_select: bool = False
 
 
-class _AskInput(Struct, frozen=True, kw_only=True):
+class _AskInput(Struct, frozen=True, kw_only=True, gc=False):
     questions: list[_Ask] = []
 
 
@@ -359,7 +363,7 @@ _ASK_INPUT = msgspec.json.Decoder(_AskInput)
 ASK_TOOL = "AskUserQuestion"
 
 
-class _Request(Struct, frozen=True, kw_only=True):
+class _Request(Struct, frozen=True, kw_only=True, gc=False):
     subtype: str = ""
     tool_name: str | None = None
     display_name: str | None = None
@@ -375,18 +379,18 @@ class _Request(Struct, frozen=True, kw_only=True):
     model: str | None = None
 
 
-class _ControlRequest(Struct, frozen=True, kw_only=True):
+class _ControlRequest(Struct, frozen=True, kw_only=True, gc=False):
     request_id: str = ""
     request: _Request = _Request()
 
 
-class _InitResponse(Struct, frozen=True, kw_only=True):
+class _InitResponse(Struct, frozen=True, kw_only=True, gc=False):
     commands: list[_Command] | None = None
     current_permission_mode: str | None = None
     capabilities: Raw = NULL
 
 
-class _Command(Struct, frozen=True, kw_only=True, rename="camel"):
+class _Command(Struct, frozen=True, kw_only=True, gc=False, rename="camel"):
     name: str
     description: str | None = None
     argument_hint: str | None = None
@@ -394,18 +398,18 @@ class _Command(Struct, frozen=True, kw_only=True, rename="camel"):
     builtin: bool | None = None
 
 
-class _Response(Struct, frozen=True, kw_only=True):
+class _Response(Struct, frozen=True, kw_only=True, gc=False):
     subtype: str = ""
     request_id: str = ""
     response: Raw = NULL
     error: str | None = None
 
 
-class _ControlResponse(Struct, frozen=True, kw_only=True):
+class _ControlResponse(Struct, frozen=True, kw_only=True, gc=False):
     response: _Response = _Response()
 
 
-class _PermissionAnswer(Struct, frozen=True, kw_only=True, rename="camel"):
+class _PermissionAnswer(Struct, frozen=True, kw_only=True, gc=False, rename="camel"):
     """A ``can_use_tool`` answer: ``behavior`` allow | deny, and the rules to keep."""
 
     behavior: str | None = None
@@ -426,11 +430,11 @@ def _chosen_option(response: Raw) -> str | None:
     return answer.behavior
 
 
-class _CancelRequest(Struct, frozen=True, kw_only=True):
+class _CancelRequest(Struct, frozen=True, kw_only=True, gc=False):
     request_id: str = ""
 
 
-class _ClientUser(Struct, frozen=True, kw_only=True):
+class _ClientUser(Struct, frozen=True, kw_only=True, gc=False):
     message: _Message = _Message()
     uuid: str | None = None
     parent_tool_use_id: str | None = None
@@ -443,7 +447,7 @@ class _ClientUser(Struct, frozen=True, kw_only=True):
 # line gives is unchanged.
 
 
-class _LineMessage(Struct, frozen=True, kw_only=True):
+class _LineMessage(Struct, frozen=True, kw_only=True, gc=False):
     """``_Message`` with its content blocks decoded with the line, not in a second decode.
 
     A content the blocks cannot read fails the whole line, which is then read again as
@@ -455,34 +459,34 @@ class _LineMessage(Struct, frozen=True, kw_only=True):
     usage: Usage | None = None
 
 
-class _ConversationLine(_ConversationFields, frozen=True, kw_only=True, tag_field="type"):
+class _ConversationLine(_ConversationFields, frozen=True, kw_only=True, gc=False, tag_field="type"):
     message: _LineMessage = _LineMessage()
     subtype: str | None = None
     event: _Typed | None = None
     request: _Typed | None = None
 
 
-class _AssistantLine(_ConversationLine, frozen=True, kw_only=True, tag="assistant"):
+class _AssistantLine(_ConversationLine, frozen=True, kw_only=True, gc=False, tag="assistant"):
     pass
 
 
-class _UserLine(_ConversationLine, frozen=True, kw_only=True, tag="user"):
+class _UserLine(_ConversationLine, frozen=True, kw_only=True, gc=False, tag="user"):
     pass
 
 
-class _StreamLine(_StreamEvent, frozen=True, kw_only=True, tag_field="type", tag="stream_event"):
+class _StreamLine(_StreamEvent, frozen=True, kw_only=True, gc=False, tag_field="type", tag="stream_event"):
     subtype: str | None = None
     timestamp: str | None = None
     request: _Typed | None = None
 
 
-class _ResultLine(_Result, frozen=True, kw_only=True, tag_field="type", tag="result"):
+class _ResultLine(_Result, frozen=True, kw_only=True, gc=False, tag_field="type", tag="result"):
     timestamp: str | None = None
     event: _Typed | None = None
     request: _Typed | None = None
 
 
-class _SystemLine(_System, frozen=True, kw_only=True, tag_field="type", tag="system"):
+class _SystemLine(_System, frozen=True, kw_only=True, gc=False, tag_field="type", tag="system"):
     """A ``system`` line: every subtype's fields, ``init``'s too."""
 
     subtype: str | None = None
