@@ -55,7 +55,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 from msgspec import Raw, Struct, field
@@ -486,8 +486,16 @@ class _ResultLine(_Result, frozen=True, kw_only=True, gc=False, tag_field="type"
     request: _Typed | None = None
 
 
+#: the default of an absent list kept raw: read as ``[]``, as the typed field's default (a
+#: ``null`` is not a list, as before)
+_NO_LIST = Raw(b"[]")
+
+
 class _SystemLine(_System, frozen=True, kw_only=True, gc=False, tag_field="type", tag="system"):
-    """A ``system`` line: every subtype's fields, ``init``'s too."""
+    """A ``system`` line: every subtype's fields, ``init``'s too.
+
+    The lists every ``init`` repeats in full are kept raw, and decoded only when they
+    differ from the last init's (:class:`_Repeated`)."""
 
     subtype: str | None = None
     timestamp: str | None = None
@@ -495,9 +503,9 @@ class _SystemLine(_System, frozen=True, kw_only=True, gc=False, tag_field="type"
     request: _Typed | None = None
     cwd: str | None = None
     model: str | None = None
-    tools: list[str] = []
-    mcp_servers: list[_McpServer] = []
-    slash_commands: list[str] = []
+    tools: Raw = _NO_LIST  # list[str]
+    mcp_servers: Raw = _NO_LIST  # list[_McpServer]
+    slash_commands: Raw = _NO_LIST  # list[str]
     claude_code_version: str | None = None
     capabilities: Raw = NULL
 
@@ -536,6 +544,8 @@ _TAG: dict[type, str] = {
     _SystemLine: "system",
 }
 _PARTIAL_JSON = msgspec.json.Decoder()
+_STRINGS = _decoder(list[str])
+_SERVERS = _decoder(list[_McpServer])
 
 
 class _Method:
@@ -600,6 +610,37 @@ def _decode(dec: msgspec.json.Decoder[Any], message: bytes | Raw) -> Any:
 
 # --------------------------------------------------------------------------
 # State
+
+T = TypeVar("T")
+
+
+class _Reread(Exception):
+    """A line the union's view read, but not one of its raw parts: read the line as before
+    (head first), for the same error."""
+
+
+class _Repeated(Generic[T]):
+    """A list every ``init`` repeats: decoded only when its bytes differ from the last one's.
+
+    Each init carries the whole tool list, servers and slash commands, most often the
+    same as the last init's; comparing the bytes costs less than decoding them."""
+
+    __slots__ = ("_decoder", "_raw", "_value")
+
+    def __init__(self, decoder: msgspec.json.Decoder[T]) -> None:
+        self._decoder = decoder
+        self._raw: Raw | None = None
+        self._value: T | None = None
+
+    def read(self, raw: Raw) -> T:
+        if raw != self._raw or self._value is None:
+            try:
+                value = self._decoder.decode(raw)
+            except msgspec.ValidationError:
+                raise _Reread from None
+            # a copy: the Raw is a view of the whole line, which it would keep alive
+            self._raw, self._value = Raw(bytes(raw)), value
+        return self._value
 
 
 class _Block:
@@ -727,6 +768,9 @@ class ClaudeStreamJsonAdapter(Adapter):
         self._tools: list[str] = []
         self._mcp: dict[str, str | None] = {}
         self._commands: list[str] | None = None
+        self._init_tools = _Repeated(_STRINGS)
+        self._init_servers = _Repeated(_SERVERS)
+        self._init_commands = _Repeated(_STRINGS)
         # turns
         self._in_turn = False
         self._turn_inited = False
@@ -789,7 +833,10 @@ class ClaudeStreamJsonAdapter(Adapter):
                 if sub != "" or (line.event is None and line.request is None):
                     cls = type(line)
                     m = _method(cls, sub)
-                    items = self._line_handlers[cls](line)
+                    try:
+                        items = self._line_handlers[cls](line)
+                    except _Reread:
+                        return self._reread(message, from_)
                     if not items:
                         return [m.passthrough]
                     ts = line.timestamp
@@ -798,6 +845,10 @@ class ClaudeStreamJsonAdapter(Adapter):
                     # (the handlers' lists are their own: inserting in place spares a copy)
                     items.insert(1 if isinstance(items[0], SessionCreated) else 0, source)
                     return items
+        return self._reread(message, from_)
+
+    def _reread(self, message: bytes, from_: Direction) -> list[Item]:
+        """A line read head first, then with its type's own view."""
         head: _Head = _decode(_HEAD, message)
         self._head = head  # the line's head, for a handler that reads it too (read once per line)
         method = head.method
@@ -1015,7 +1066,8 @@ class ClaudeStreamJsonAdapter(Adapter):
     def _system(self, message: bytes) -> list[Item]:
         head = self._head
         if head.subtype == "init":
-            return self._init(_decode(_INIT, message))
+            init: _Init = _decode(_INIT, message)
+            return self._init(init, init.tools, init.mcp_servers, init.slash_commands)
         handler = self._system_handlers.get(head.subtype or "")
         if handler is None:
             return []
@@ -1024,13 +1076,19 @@ class ClaudeStreamJsonAdapter(Adapter):
 
     def _on_system(self, line: _SystemLine) -> list[Item]:
         if line.subtype == "init":
-            return self._init(line)
+            # no state changes before the lists are read: a list they cannot read rereads the line
+            tools = self._init_tools.read(line.tools)
+            servers = self._init_servers.read(line.mcp_servers)
+            commands = self._init_commands.read(line.slash_commands)
+            return self._init(line, tools, servers, commands)
         handler = self._system_handlers.get(line.subtype or "")
         if handler is None:
             return []
         return [*self._session(line.session_id), *handler(line)]
 
-    def _init(self, init: _Init | _SystemLine) -> list[Item]:
+    def _init(
+        self, init: _Init | _SystemLine, tools: list[str], mcp_servers: list[_McpServer], slash_commands: list[str]
+    ) -> list[Item]:
         out: list[Item] = self._session(init.session_id, init)
         if not self._in_turn:
             mid = self._queued.popleft() if self._queued else self._new_prompt_id()
@@ -1043,22 +1101,22 @@ class ClaudeStreamJsonAdapter(Adapter):
             # agent's turn): it opens right after that result
             self._held = self._queued.popleft() if self._queued else self._new_prompt_id()
         out.append(SessionInfo(cwd=init.cwd, model=init.model, capabilities=present(init.capabilities)))
-        if init.slash_commands != self._commands:
-            self._commands = init.slash_commands
-            out.append(CommandsUpdate(commands=[CommandEntry(name=c) for c in init.slash_commands]))
+        if slash_commands != self._commands:
+            self._commands = slash_commands
+            out.append(CommandsUpdate(commands=[CommandEntry(name=c) for c in slash_commands]))
         if init.permission_mode != self._mode or init.model != self._model:
             self._mode, self._model = init.permission_mode, init.model
             out.append(ModeUpdate(mode_id=init.permission_mode, model=init.model))
         applied: list[ContextApplied | ToolChangeApplied] = []
         # every init repeats the tools and servers: most often the same as the last one's
-        if init.tools != self._tools:
-            before, now = set(self._tools), set(init.tools)
-            added = [t for t in init.tools if t not in before]
+        if tools != self._tools:
+            before, now = set(self._tools), set(tools)
+            added = [t for t in tools if t not in before]
             removed = [t for t in self._tools if t not in now]
             if added or removed:
                 applied.append(ToolChangeApplied(added=added or None, removed=removed or None))
-            self._tools = list(init.tools)
-        servers = {s.name: s.status for s in init.mcp_servers}
+            self._tools = list(tools)
+        servers = {s.name: s.status for s in mcp_servers}
         if servers != self._mcp:
             for name, status in servers.items():
                 if name not in self._mcp or self._mcp[name] != status:
