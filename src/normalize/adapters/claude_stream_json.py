@@ -663,6 +663,10 @@ class _Thread:
     __slots__ = ("blocks", "first_text", "msg_id", "next_index")
 
     def __init__(self, msg_id: str) -> None:
+        self.restart(msg_id)
+
+    def restart(self, msg_id: str) -> None:
+        """The thread's next API message."""
         self.msg_id = msg_id
         self.next_index = 0
         self.first_text: int | None = None
@@ -1270,9 +1274,10 @@ class ClaudeStreamJsonAdapter(Adapter):
 
     def _thread(self, parent: str | None, msg_id: str) -> _Thread:
         t = self._threads.get(parent)
-        if t is None or t.msg_id != msg_id:
-            t = _Thread(msg_id)
-            self._threads[parent] = t
+        if t is None:
+            t = self._threads[parent] = _Thread(msg_id)
+        elif t.msg_id != msg_id:
+            t.restart(msg_id)  # in place: a new entry would cost a bounded table's insert, for the same key
         return t
 
     def _assistant(self, message: bytes) -> list[Item]:
