@@ -836,7 +836,7 @@ class ClaudeStreamJsonAdapter(Adapter):
                 # type): the head reads the method of such a line
                 if sub != "" or (line.event is None and line.request is None):
                     cls = type(line)
-                    m = _method(cls, sub)
+                    m = _METHODS[cls].get(sub) or _method(cls, sub)  # a call only for a method not yet seen
                     try:
                         items = self._line_handlers[cls](line)
                     except _Reread:
