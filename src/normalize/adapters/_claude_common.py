@@ -368,13 +368,14 @@ def call_started(
     """
     raw_input = present(raw_input) if raw_input is not None else None
     inp = decode_input(raw_input)
+    category = tool_category(tool)
     out: list[Body] = [
         ToolCall(
             call_id=call_id,
             tool=tool,
             phase=phase,
             title=tool_title(tool, inp),
-            category=tool_category(tool),
+            category=category,
             locations=tool_locations(inp),
             input=raw_input,
             description=inp.description if not is_subagent_tool(tool) else None,
@@ -388,7 +389,7 @@ def call_started(
     mcp = mcp_name(tool)
     if mcp is not None:
         out.append(McpTool(call_id=call_id, server=mcp[0], tool=mcp[1], phase="started", arguments=raw_input))
-    elif tool_category(tool) == "web-search":
+    elif category == "web-search":
         out.append(WebSearch(call_id=call_id, phase="started", query=inp.query))
     elif is_subagent_tool(tool):
         out.append(subagent_started(call_id, inp))
@@ -485,6 +486,7 @@ def call_finished(
     and no exit code: only the terminal bodies.
     """
     content = present(content) if content is not None else None
+    category = tool_category(tool)
     out: list[Body] = []
     exit_code: int | None = None
     view = result if isinstance(result, ToolResultView) else None
@@ -513,7 +515,7 @@ def call_finished(
                 call_id=call_id, server=mcp[0], tool=mcp[1], phase="failed" if is_error else "completed", result=content
             )
         )
-    elif tool_category(tool) == "web-search":
+    elif category == "web-search":
         out.append(WebSearch(call_id=call_id, phase="failed" if is_error else "completed", results=content))
     elif is_subagent_tool(tool) and not subagent_done:
         text = text_of(content)
@@ -543,7 +545,7 @@ def call_finished(
             call_id=call_id,
             tool=tool,
             phase="failed" if is_error else "completed",
-            category=tool_category(tool),
+            category=category,
             output=content,
             exit_code=exit_code,
         )
