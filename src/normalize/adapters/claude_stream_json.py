@@ -625,22 +625,23 @@ class _Repeated(Generic[T]):
     Each init carries the whole tool list, servers and slash commands, most often the
     same as the last init's; comparing the bytes costs less than decoding them."""
 
-    __slots__ = ("_decoder", "_raw", "_value")
+    __slots__ = ("_decoder", "_last")
 
     def __init__(self, decoder: msgspec.json.Decoder[T]) -> None:
         self._decoder = decoder
-        self._raw: Raw | None = None
-        self._value: T | None = None
+        self._last: tuple[Raw, T] | None = None  # the last bytes read, and their value
 
     def read(self, raw: Raw) -> T:
-        if raw != self._raw or self._value is None:
-            try:
-                value = self._decoder.decode(raw)
-            except msgspec.ValidationError:
-                raise _Reread from None
-            # a copy: the Raw is a view of the whole line, which it would keep alive
-            self._raw, self._value = Raw(bytes(raw)), value
-        return self._value
+        last = self._last
+        if last is not None and raw == last[0]:
+            return last[1]
+        try:
+            value = self._decoder.decode(raw)
+        except msgspec.ValidationError:
+            raise _Reread from None
+        # a copy: the Raw is a view of the whole line, which it would keep alive
+        self._last = (Raw(bytes(raw)), value)
+        return value
 
 
 class _Block:
