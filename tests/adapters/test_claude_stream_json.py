@@ -17,6 +17,7 @@ from normalize import (
     Body,
     CommandOutput,
     Compaction,
+    ContextUpdated,
     ConversationReset,
     Error,
     EventEnvelope,
@@ -34,6 +35,7 @@ from normalize import (
     SessionUpdate,
     Task,
     ToolCall,
+    ToolChangeApplied,
     TurnComplete,
     TurnStart,
     Usage,
@@ -321,6 +323,22 @@ def test_edit_todo_and_mcp_tools() -> None:
     assert [(m.server, m.tool, m.phase) for m in mcp] == [("gh", "search", "started"), ("gh", "search", "completed")]
     started = {b.call_id: b.category for b in bodies if isinstance(b, ToolCall) and b.phase == "started"}
     assert started == {"e1": "edit", "p1": "think", "m1": "mcp"}
+
+
+def test_an_init_whose_lists_cannot_be_read_is_malformed_and_changes_nothing() -> None:
+    bad_tools = {**INIT, "tools": None}
+    bad_commands = {**INIT, "slash_commands": [1]}
+    out = _run(INIT, bad_tools, bad_commands, RESULT, {**INIT, "tools": ["Bash", "Read"]}, RESULT)
+    bodies = _b(out)
+    errors = [b for b in bodies if isinstance(b, Error)]
+    assert [e.error_type for e in errors] == ["malformed", "malformed"]
+    assert "$.tools" in errors[0].message
+    assert "$.slash_commands[0]" in errors[1].message
+    # the bad inits neither opened a turn nor changed the tools: the next init's change is
+    # told against the first init's
+    assert len([b for b in bodies if isinstance(b, TurnStart)]) == 2
+    changes = [a for e in out if isinstance(e, ContextUpdated) for a in e.applied]
+    assert changes == [ToolChangeApplied(added=["Bash"]), ToolChangeApplied(added=["Read"])]
 
 
 def test_system_lines_map_to_their_bodies() -> None:

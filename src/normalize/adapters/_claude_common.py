@@ -16,8 +16,10 @@ Stable API (keep signatures; add, do not change):
 * :func:`call_started`: the bodies a ``tool_use`` block gives;
 * :func:`decode_tool_result`, :func:`call_finished`: the bodies a
   ``tool_result`` block (plus its raw ``tool_use_result``) gives;
+  :func:`reads_result`: whether that raw result matters for a tool;
 * :func:`text_of`: the text of a string-or-blocks ``content``;
 * :func:`tokens_of`: Anthropic ``usage`` -> :class:`~normalize.Tokens`;
+  :func:`total_tokens`: its ``total`` alone;
 * :class:`PermissionDecision`, :func:`permission_auto`: the permission decision a
   tool result carries -> ``permission-auto`` when no one was asked;
 * :func:`block_message_id`, :func:`block_reasoning_id`: ids of the
@@ -80,9 +82,11 @@ __all__ = [
     "mcp_name",
     "permission_auto",
     "present",
+    "reads_result",
     "subagent_started",
     "text_of",
     "tokens_of",
+    "total_tokens",
     "tool_category",
     "tool_locations",
     "tool_title",
@@ -152,6 +156,10 @@ def is_edit_tool(tool: str) -> bool:
 
 # --------------------------------------------------------------------------
 # Views
+#
+# ``gc=False``: decoded views never refer to anything made after them, so they cannot be
+# part of a reference cycle; untracked by the garbage collector, they cost less to make
+# and to free.
 
 #: The default of a ``Raw`` field that was absent (msgspec cannot decode ``Raw | None``).
 NULL = Raw(b"null")
@@ -159,10 +167,11 @@ NULL = Raw(b"null")
 
 def present(raw: Raw) -> Raw | None:
     """``raw`` unless it is absent or JSON ``null``."""
-    return None if bytes(raw) in (b"null", b"") else raw
+    # compared as a Raw: bytes(raw) would copy a whole tool output to look at four bytes
+    return None if raw == NULL or not raw else raw
 
 
-class ContentBlock(Struct, frozen=True, kw_only=True):
+class ContentBlock(Struct, frozen=True, kw_only=True, gc=False):
     """One Anthropic content block (only the fields normalize reads).
 
     ``content`` (tool_result) is a string or a list of blocks; ``input``
@@ -181,7 +190,7 @@ class ContentBlock(Struct, frozen=True, kw_only=True):
     is_error: bool | None = None
 
 
-class ToolInput(Struct, frozen=True, kw_only=True):
+class ToolInput(Struct, frozen=True, kw_only=True, gc=False):
     """The tool input fields normalize interprets, for any tool (all optional)."""
 
     command: str | None = None
@@ -199,13 +208,13 @@ class ToolInput(Struct, frozen=True, kw_only=True):
     todos: list[_Todo] | None = None
 
 
-class _Todo(Struct, frozen=True, kw_only=True):
+class _Todo(Struct, frozen=True, kw_only=True, gc=False):
     content: str = ""
     status: str = "pending"
     activeForm: str | None = None
 
 
-class _Hunk(Struct, frozen=True, kw_only=True, rename="camel"):
+class _Hunk(Struct, frozen=True, kw_only=True, gc=False, rename="camel"):
     old_start: int = 0
     old_lines: int = 0
     new_start: int = 0
@@ -213,13 +222,13 @@ class _Hunk(Struct, frozen=True, kw_only=True, rename="camel"):
     lines: list[str] = []
 
 
-class _AgentUsage(Struct, frozen=True, kw_only=True):
+class _AgentUsage(Struct, frozen=True, kw_only=True, gc=False):
     total_tokens: int | None = None
     tool_uses: int | None = None
     duration_ms: int | None = None
 
 
-class ToolResultView(Struct, frozen=True, kw_only=True):
+class ToolResultView(Struct, frozen=True, kw_only=True, gc=False):
     """``tool_use_result`` / ``toolUseResult`` when it is an object (camelCase on the wire)."""
 
     # Bash
@@ -246,7 +255,7 @@ class ToolResultView(Struct, frozen=True, kw_only=True):
 ToolResult = Union[ToolResultView, str, list[Any], None]
 
 
-class Usage(Struct, frozen=True, kw_only=True):
+class Usage(Struct, frozen=True, kw_only=True, gc=False):
     """Anthropic ``usage`` (message and ``result`` lines)."""
 
     input_tokens: int | None = None
@@ -256,11 +265,11 @@ class Usage(Struct, frozen=True, kw_only=True):
     output_tokens_details: _OutputDetails | None = None
 
 
-class _OutputDetails(Struct, frozen=True, kw_only=True):
+class _OutputDetails(Struct, frozen=True, kw_only=True, gc=False):
     thinking_tokens: int | None = None
 
 
-class _TextBlock(Struct, frozen=True, kw_only=True):
+class _TextBlock(Struct, frozen=True, kw_only=True, gc=False):
     type: str = ""
     text: str | None = None
 
@@ -359,13 +368,14 @@ def call_started(
     """
     raw_input = present(raw_input) if raw_input is not None else None
     inp = decode_input(raw_input)
+    category = tool_category(tool)
     out: list[Body] = [
         ToolCall(
             call_id=call_id,
             tool=tool,
             phase=phase,
             title=tool_title(tool, inp),
-            category=tool_category(tool),
+            category=category,
             locations=tool_locations(inp),
             input=raw_input,
             description=inp.description if not is_subagent_tool(tool) else None,
@@ -379,7 +389,7 @@ def call_started(
     mcp = mcp_name(tool)
     if mcp is not None:
         out.append(McpTool(call_id=call_id, server=mcp[0], tool=mcp[1], phase="started", arguments=raw_input))
-    elif tool_category(tool) == "web-search":
+    elif category == "web-search":
         out.append(WebSearch(call_id=call_id, phase="started", query=inp.query))
     elif is_subagent_tool(tool):
         out.append(subagent_started(call_id, inp))
@@ -446,6 +456,13 @@ def _file_diff(call_id: str, view: ToolResultView) -> FileDiff | None:
     return None
 
 
+def reads_result(tool: str) -> bool:
+    """Whether :func:`call_finished` reads the raw ``tool_use_result`` of ``tool`` (shell, edit
+    and sub-agent tools): for any other tool it need not be decoded (a ``Read``'s holds the
+    whole file)."""
+    return tool in _SHELL_TOOLS or tool in _EDIT_TOOLS or tool in SUBAGENT_TOOLS
+
+
 def call_finished(
     call_id: str,
     tool: str,
@@ -469,11 +486,12 @@ def call_finished(
     and no exit code: only the terminal bodies.
     """
     content = present(content) if content is not None else None
-    text = text_of(content)
+    category = tool_category(tool)
     out: list[Body] = []
     exit_code: int | None = None
     view = result if isinstance(result, ToolResultView) else None
     if is_shell_tool(tool) and executed:
+        text = text_of(content)  # read here and for a sub-agent only: a Read's content is a whole file
         if view is not None and (view.stdout is not None or view.stderr is not None):
             if view.stdout:
                 out.append(CommandOutput(call_id=call_id, stream="stdout", delta=view.stdout))
@@ -497,9 +515,10 @@ def call_finished(
                 call_id=call_id, server=mcp[0], tool=mcp[1], phase="failed" if is_error else "completed", result=content
             )
         )
-    elif tool_category(tool) == "web-search":
+    elif category == "web-search":
         out.append(WebSearch(call_id=call_id, phase="failed" if is_error else "completed", results=content))
     elif is_subagent_tool(tool) and not subagent_done:
+        text = text_of(content)
         if is_error:
             out.append(Subagent(subagent_id=call_id, phase="failed", result=text, call_id=call_id))
         elif view is not None and (
@@ -526,7 +545,7 @@ def call_finished(
             call_id=call_id,
             tool=tool,
             phase="failed" if is_error else "completed",
-            category=tool_category(tool),
+            category=category,
             output=content,
             exit_code=exit_code,
         )
@@ -538,7 +557,7 @@ def call_finished(
 # Permissions
 
 
-class PermissionDecision(Struct, frozen=True, kw_only=True):
+class PermissionDecision(Struct, frozen=True, kw_only=True, gc=False):
     """How a tool call's permission was decided, as its tool result records it.
 
     ``tool_result_meta[].permission_decision`` on stdout, ``permissionDecision``
@@ -589,4 +608,14 @@ def tokens_of(usage: Usage) -> Tokens:
         cache_read=usage.cache_read_input_tokens,
         cache_write=usage.cache_creation_input_tokens,
         reasoning=details.thinking_tokens if details is not None and details.thinking_tokens else None,
+    )
+
+
+def total_tokens(usage: Usage) -> int:
+    """``tokens_of(usage).total``, without making the :class:`~normalize.Tokens`."""
+    return (
+        (usage.input_tokens or 0)
+        + (usage.output_tokens or 0)
+        + (usage.cache_read_input_tokens or 0)
+        + (usage.cache_creation_input_tokens or 0)
     )

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 from msgspec import Raw, Struct, field
@@ -129,10 +129,12 @@ from ._claude_common import (
     decode_tool_result,
     permission_auto,
     present,
+    reads_result,
     text_of,
     tokens_of,
     tool_category,
     tool_title,
+    total_tokens,
 )
 from ._limits import OPEN_ITEMS, PARTIAL_INPUT, PENDING_REQUESTS, Bounded, Recent
 
@@ -140,14 +142,18 @@ __all__ = ["ClaudeStreamJsonAdapter"]
 
 # --------------------------------------------------------------------------
 # Views (only the fields the adapter reads)
+#
+# ``gc=False``: a view is decoded from a line and never refers to anything made after it,
+# so it cannot be part of a reference cycle; untracked by the garbage collector, it costs
+# less to make and to free (several per line).
 
 
-class _Typed(Struct, frozen=True, kw_only=True):
+class _Typed(Struct, frozen=True, kw_only=True, gc=False):
     type: str | None = None
     subtype: str | None = None
 
 
-class _Head(Struct, frozen=True, kw_only=True):
+class _Head(Struct, frozen=True, kw_only=True, gc=False):
     """What every line is: its type, subtype (also of a stream event or a control request) and time."""
 
     type: str | None = None
@@ -166,12 +172,12 @@ class _Head(Struct, frozen=True, kw_only=True):
         return f"{self.type}/{sub}" if sub else self.type or ""
 
 
-class _McpServer(Struct, frozen=True, kw_only=True):
+class _McpServer(Struct, frozen=True, kw_only=True, gc=False):
     name: str
     status: str | None = None
 
 
-class _Init(Struct, frozen=True, kw_only=True, rename={"permission_mode": "permissionMode"}):
+class _Init(Struct, frozen=True, kw_only=True, gc=False, rename={"permission_mode": "permissionMode"}):
     session_id: str | None = None
     uuid: str | None = None
     cwd: str | None = None
@@ -184,17 +190,16 @@ class _Init(Struct, frozen=True, kw_only=True, rename={"permission_mode": "permi
     capabilities: Raw = NULL
 
 
-class _Message(Struct, frozen=True, kw_only=True):
+class _Message(Struct, frozen=True, kw_only=True, gc=False):
     id: str = ""
     model: str | None = None
     content: Raw = NULL
     usage: Usage | None = None
 
 
-class _Conversation(Struct, frozen=True, kw_only=True, rename={"is_replay": "isReplay"}):
-    """``assistant`` and ``user`` lines."""
+class _ConversationFields(Struct, frozen=True, kw_only=True, gc=False, rename={"is_replay": "isReplay"}):
+    """What ``assistant`` and ``user`` lines carry beside their ``message``."""
 
-    message: _Message = _Message()
     parent_tool_use_id: str | None = None
     session_id: str | None = None
     uuid: str | None = None
@@ -206,13 +211,19 @@ class _Conversation(Struct, frozen=True, kw_only=True, rename={"is_replay": "isR
     tool_result_meta: list[_ResultMeta] = []
 
 
-class _ResultMeta(Struct, frozen=True, kw_only=True):
+class _Conversation(_ConversationFields, frozen=True, kw_only=True, gc=False):
+    """``assistant`` and ``user`` lines, read apart from the line union (``content`` kept raw)."""
+
+    message: _Message = _Message()
+
+
+class _ResultMeta(Struct, frozen=True, kw_only=True, gc=False):
     id: str = ""
     permission_decision: PermissionDecision | None = None
     non_execution_kind: str | None = None
 
 
-class _Delta(Struct, frozen=True, kw_only=True):
+class _Delta(Struct, frozen=True, kw_only=True, gc=False):
     type: str | None = None
     text: str | None = None
     thinking: str | None = None
@@ -220,7 +231,7 @@ class _Delta(Struct, frozen=True, kw_only=True):
     stop_reason: str | None = None
 
 
-class _Event(Struct, frozen=True, kw_only=True):
+class _Event(Struct, frozen=True, kw_only=True, gc=False):
     type: str = ""
     subtype: str | None = None  # unused: checked as the head checks it (``_Typed``)
     index: int = 0
@@ -230,13 +241,13 @@ class _Event(Struct, frozen=True, kw_only=True):
     usage: Usage | None = None
 
 
-class _StreamEvent(Struct, frozen=True, kw_only=True):
+class _StreamEvent(Struct, frozen=True, kw_only=True, gc=False):
     event: _Event = _Event()
     parent_tool_use_id: str | None = None
     session_id: str | None = None
 
 
-class _ModelUsage(Struct, frozen=True, kw_only=True, rename="camel"):
+class _ModelUsage(Struct, frozen=True, kw_only=True, gc=False, rename="camel"):
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_input_tokens: int = 0
@@ -245,11 +256,11 @@ class _ModelUsage(Struct, frozen=True, kw_only=True, rename="camel"):
     context_window: int | None = None
 
 
-class _Origin(Struct, frozen=True, kw_only=True):
+class _Origin(Struct, frozen=True, kw_only=True, gc=False):
     kind: str | None = None
 
 
-class _Result(Struct, frozen=True, kw_only=True, rename={"model_usage": "modelUsage"}):
+class _Result(Struct, frozen=True, kw_only=True, gc=False, rename={"model_usage": "modelUsage"}):
     subtype: str = ""
     is_error: bool = False
     session_id: str | None = None
@@ -264,7 +275,7 @@ class _Result(Struct, frozen=True, kw_only=True, rename={"model_usage": "modelUs
     origin: _Origin | None = None
 
 
-class _System(Struct, frozen=True, kw_only=True, rename={"permission_mode": "permissionMode"}):
+class _System(Struct, frozen=True, kw_only=True, gc=False, rename={"permission_mode": "permissionMode"}):
     """Every ``system`` subtype but ``init`` (all fields optional)."""
 
     session_id: str | None = None
@@ -300,40 +311,40 @@ class _System(Struct, frozen=True, kw_only=True, rename={"permission_mode": "per
     content: str | None = None
 
 
-class _Patch(Struct, frozen=True, kw_only=True):
+class _Patch(Struct, frozen=True, kw_only=True, gc=False):
     status: str | None = None
 
 
-class _Reset(Struct, frozen=True, kw_only=True):
+class _Reset(Struct, frozen=True, kw_only=True, gc=False):
     session_id: str | None = None
     new_conversation_id: str | None = None
 
 
-class _RateLimit(Struct, frozen=True, kw_only=True):
+class _RateLimit(Struct, frozen=True, kw_only=True, gc=False):
     rate_limit_info: Raw = NULL
 
 
-class _RateLimitInfo(Struct, frozen=True, kw_only=True, rename="camel"):
+class _RateLimitInfo(Struct, frozen=True, kw_only=True, gc=False, rename="camel"):
     status: str | None = None  # allowed | allowed_warning | rejected
     rate_limit_type: str | None = None
 
 
-class _ToolProgress(Struct, frozen=True, kw_only=True):
+class _ToolProgress(Struct, frozen=True, kw_only=True, gc=False):
     tool_use_id: str = ""
     tool_name: str = ""
     parent_tool_use_id: str | None = None
 
 
-class _AuthStatus(Struct, frozen=True, kw_only=True):
+class _AuthStatus(Struct, frozen=True, kw_only=True, gc=False):
     error: str | None = None
 
 
-class _AskOption(Struct, frozen=True, kw_only=True):
+class _AskOption(Struct, frozen=True, kw_only=True, gc=False):
     label: str = ""
     description: str | None = None
 
 
-class _Ask(Struct, frozen=True, kw_only=True, rename="camel"):
+class _Ask(Struct, frozen=True, kw_only=True, gc=False, rename="camel"):
     """One question of ``AskUserQuestion``'s input."""
 
     question: str = ""
@@ -342,7 +353,7 @@ class _Ask(Struct, frozen=True, kw_only=True, rename="camel"):
     multi_select: bool = False
 
 
-class _AskInput(Struct, frozen=True, kw_only=True):
+class _AskInput(Struct, frozen=True, kw_only=True, gc=False):
     questions: list[_Ask] = []
 
 
@@ -352,7 +363,7 @@ _ASK_INPUT = msgspec.json.Decoder(_AskInput)
 ASK_TOOL = "AskUserQuestion"
 
 
-class _Request(Struct, frozen=True, kw_only=True):
+class _Request(Struct, frozen=True, kw_only=True, gc=False):
     subtype: str = ""
     tool_name: str | None = None
     display_name: str | None = None
@@ -368,18 +379,18 @@ class _Request(Struct, frozen=True, kw_only=True):
     model: str | None = None
 
 
-class _ControlRequest(Struct, frozen=True, kw_only=True):
+class _ControlRequest(Struct, frozen=True, kw_only=True, gc=False):
     request_id: str = ""
     request: _Request = _Request()
 
 
-class _InitResponse(Struct, frozen=True, kw_only=True):
+class _InitResponse(Struct, frozen=True, kw_only=True, gc=False):
     commands: list[_Command] | None = None
     current_permission_mode: str | None = None
     capabilities: Raw = NULL
 
 
-class _Command(Struct, frozen=True, kw_only=True, rename="camel"):
+class _Command(Struct, frozen=True, kw_only=True, gc=False, rename="camel"):
     name: str
     description: str | None = None
     argument_hint: str | None = None
@@ -387,18 +398,18 @@ class _Command(Struct, frozen=True, kw_only=True, rename="camel"):
     builtin: bool | None = None
 
 
-class _Response(Struct, frozen=True, kw_only=True):
+class _Response(Struct, frozen=True, kw_only=True, gc=False):
     subtype: str = ""
     request_id: str = ""
     response: Raw = NULL
     error: str | None = None
 
 
-class _ControlResponse(Struct, frozen=True, kw_only=True):
+class _ControlResponse(Struct, frozen=True, kw_only=True, gc=False):
     response: _Response = _Response()
 
 
-class _PermissionAnswer(Struct, frozen=True, kw_only=True, rename="camel"):
+class _PermissionAnswer(Struct, frozen=True, kw_only=True, gc=False, rename="camel"):
     """A ``can_use_tool`` answer: ``behavior`` allow | deny, and the rules to keep."""
 
     behavior: str | None = None
@@ -419,11 +430,11 @@ def _chosen_option(response: Raw) -> str | None:
     return answer.behavior
 
 
-class _CancelRequest(Struct, frozen=True, kw_only=True):
+class _CancelRequest(Struct, frozen=True, kw_only=True, gc=False):
     request_id: str = ""
 
 
-class _ClientUser(Struct, frozen=True, kw_only=True):
+class _ClientUser(Struct, frozen=True, kw_only=True, gc=False):
     message: _Message = _Message()
     uuid: str | None = None
     parent_tool_use_id: str | None = None
@@ -436,34 +447,55 @@ class _ClientUser(Struct, frozen=True, kw_only=True):
 # line gives is unchanged.
 
 
-class _ConversationLine(_Conversation, frozen=True, kw_only=True, tag_field="type"):
+class _LineMessage(Struct, frozen=True, kw_only=True, gc=False):
+    """``_Message`` with its content blocks decoded with the line, not in a second decode.
+
+    A content the blocks cannot read fails the whole line, which is then read again as
+    before (``content`` kept raw, then its blocks decoded), for the same error."""
+
+    id: str = ""
+    model: str | None = None
+    content: list[ContentBlock] | str | None = None  # _Content
+    usage: Usage | None = None
+
+
+class _ConversationLine(_ConversationFields, frozen=True, kw_only=True, gc=False, tag_field="type"):
+    message: _LineMessage = _LineMessage()
     subtype: str | None = None
     event: _Typed | None = None
     request: _Typed | None = None
 
 
-class _AssistantLine(_ConversationLine, frozen=True, kw_only=True, tag="assistant"):
+class _AssistantLine(_ConversationLine, frozen=True, kw_only=True, gc=False, tag="assistant"):
     pass
 
 
-class _UserLine(_ConversationLine, frozen=True, kw_only=True, tag="user"):
+class _UserLine(_ConversationLine, frozen=True, kw_only=True, gc=False, tag="user"):
     pass
 
 
-class _StreamLine(_StreamEvent, frozen=True, kw_only=True, tag_field="type", tag="stream_event"):
+class _StreamLine(_StreamEvent, frozen=True, kw_only=True, gc=False, tag_field="type", tag="stream_event"):
     subtype: str | None = None
     timestamp: str | None = None
     request: _Typed | None = None
 
 
-class _ResultLine(_Result, frozen=True, kw_only=True, tag_field="type", tag="result"):
+class _ResultLine(_Result, frozen=True, kw_only=True, gc=False, tag_field="type", tag="result"):
     timestamp: str | None = None
     event: _Typed | None = None
     request: _Typed | None = None
 
 
-class _SystemLine(_System, frozen=True, kw_only=True, tag_field="type", tag="system"):
-    """A ``system`` line: every subtype's fields, ``init``'s too."""
+#: the default of an absent list kept raw: read as ``[]``, as the typed field's default (a
+#: ``null`` is not a list, as before)
+_NO_LIST = Raw(b"[]")
+
+
+class _SystemLine(_System, frozen=True, kw_only=True, gc=False, tag_field="type", tag="system"):
+    """A ``system`` line: every subtype's fields, ``init``'s too.
+
+    The lists every ``init`` repeats in full are kept raw, and decoded only when they
+    differ from the last init's (:class:`_Repeated`)."""
 
     subtype: str | None = None
     timestamp: str | None = None
@@ -471,14 +503,15 @@ class _SystemLine(_System, frozen=True, kw_only=True, tag_field="type", tag="sys
     request: _Typed | None = None
     cwd: str | None = None
     model: str | None = None
-    tools: list[str] = []
-    mcp_servers: list[_McpServer] = []
-    slash_commands: list[str] = []
+    tools: Raw = _NO_LIST  # list[str]
+    mcp_servers: Raw = _NO_LIST  # list[_McpServer]
+    slash_commands: Raw = _NO_LIST  # list[str]
     claude_code_version: str | None = None
     capabilities: Raw = NULL
 
 
 _Line = _AssistantLine | _UserLine | _StreamLine | _ResultLine | _SystemLine
+_Content = list[ContentBlock] | str | None  # an assistant or user message's content, decoded
 
 
 def _decoder(t: Any) -> msgspec.json.Decoder[Any]:
@@ -511,6 +544,38 @@ _TAG: dict[type, str] = {
     _SystemLine: "system",
 }
 _PARTIAL_JSON = msgspec.json.Decoder()
+_STRINGS = _decoder(list[str])
+_SERVERS = _decoder(list[_McpServer])
+
+
+class _Method:
+    """A line method's name, and the items every line of it without a timestamp of its own
+    (most lines) shares: Source and Passthrough are frozen, so one object serves them all."""
+
+    __slots__ = ("name", "passthrough", "source")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.source = Source(method=name)
+        self.passthrough = Passthrough(method=name)
+
+
+#: per line view, the methods seen so far, by subtype; a stream may name any number of
+#: subtypes, so only the first few of each view are kept
+_METHODS: dict[type, dict[str | None, _Method]] = {cls: {} for cls in _TAG}
+_KEPT_METHODS = 64
+
+
+def _method(cls: type, sub: str | None) -> _Method:
+    methods = _METHODS[cls]
+    m = methods.get(sub)
+    if m is None:
+        tag = _TAG[cls]
+        m = _Method(f"{tag}/{sub}" if sub else tag)
+        if len(methods) < _KEPT_METHODS:
+            methods[sub] = m
+    return m
+
 
 #: documented line types this adapter reads (used by :meth:`detect`)
 _KNOWN_TYPES = frozenset(
@@ -530,6 +595,11 @@ _KNOWN_TYPES = frozenset(
 )
 
 
+def _content(raw: Raw) -> _Content:
+    """A raw ``message.content`` decoded as a line's view decodes it (None when absent or null)."""
+    return _decode(_BLOCKS, raw) if present(raw) is not None else None
+
+
 def _decode(dec: msgspec.json.Decoder[Any], message: bytes | Raw) -> Any:
     try:
         return dec.decode(message)
@@ -540,6 +610,38 @@ def _decode(dec: msgspec.json.Decoder[Any], message: bytes | Raw) -> Any:
 
 # --------------------------------------------------------------------------
 # State
+
+T = TypeVar("T")
+
+
+class _Reread(Exception):
+    """A line the union's view read, but not one of its raw parts: read the line as before
+    (head first), for the same error."""
+
+
+class _Repeated(Generic[T]):
+    """A list every ``init`` repeats: decoded only when its bytes differ from the last one's.
+
+    Each init carries the whole tool list, servers and slash commands, most often the
+    same as the last init's; comparing the bytes costs less than decoding them."""
+
+    __slots__ = ("_decoder", "_last")
+
+    def __init__(self, decoder: msgspec.json.Decoder[T]) -> None:
+        self._decoder = decoder
+        self._last: tuple[Raw, T] | None = None  # the last bytes read, and their value
+
+    def read(self, raw: Raw) -> T:
+        last = self._last
+        if last is not None and raw == last[0]:
+            return last[1]
+        try:
+            value = self._decoder.decode(raw)
+        except msgspec.ValidationError:
+            raise _Reread from None
+        # a copy: the Raw is a view of the whole line, which it would keep alive
+        self._last = (Raw(bytes(raw)), value)
+        return value
 
 
 class _Block:
@@ -562,6 +664,10 @@ class _Thread:
     __slots__ = ("blocks", "first_text", "msg_id", "next_index")
 
     def __init__(self, msg_id: str) -> None:
+        self.restart(msg_id)
+
+    def restart(self, msg_id: str) -> None:
+        """The thread's next API message."""
         self.msg_id = msg_id
         self.next_index = 0
         self.first_text: int | None = None
@@ -630,8 +736,8 @@ class ClaudeStreamJsonAdapter(Adapter):
             "auth_status": self._auth_status,
         }
         self._line_handlers: dict[type, Callable[[Any], list[Item]]] = {
-            _AssistantLine: self._on_assistant,
-            _UserLine: self._on_user,
+            _AssistantLine: self._assistant_line,
+            _UserLine: self._user_line,
             _StreamLine: self._on_stream_event,
             _ResultLine: self._on_result,
             _SystemLine: self._on_system,
@@ -667,6 +773,9 @@ class ClaudeStreamJsonAdapter(Adapter):
         self._tools: list[str] = []
         self._mcp: dict[str, str | None] = {}
         self._commands: list[str] | None = None
+        self._init_tools = _Repeated(_STRINGS)
+        self._init_servers = _Repeated(_SERVERS)
+        self._init_commands = _Repeated(_STRINGS)
         # turns
         self._in_turn = False
         self._turn_inited = False
@@ -727,13 +836,24 @@ class ClaudeStreamJsonAdapter(Adapter):
                 # "" is a default here where the head has None (no subtype, or an event without
                 # type): the head reads the method of such a line
                 if sub != "" or (line.event is None and line.request is None):
-                    tag = _TAG[type(line)]
-                    items = self._line_handlers[type(line)](line)
-                    method = f"{tag}/{sub}" if sub else tag
+                    cls = type(line)
+                    m = _METHODS[cls].get(sub) or _method(cls, sub)  # a call only for a method not yet seen
+                    try:
+                        items = self._line_handlers[cls](line)
+                    except _Reread:
+                        return self._reread(message, from_)
                     if not items:
-                        return [Passthrough(method=method)]
-                    lead = 1 if isinstance(items[0], SessionCreated) else 0
-                    return [*items[:lead], Source(method=method, ts=line.timestamp), *items[lead:]]
+                        return [m.passthrough]
+                    ts = line.timestamp
+                    source = m.source if ts is None else Source(method=m.name, ts=ts)
+                    # a SessionCreated must be the first item of the message that carries it
+                    # (the handlers' lists are their own: inserting in place spares a copy)
+                    items.insert(1 if isinstance(items[0], SessionCreated) else 0, source)
+                    return items
+        return self._reread(message, from_)
+
+    def _reread(self, message: bytes, from_: Direction) -> list[Item]:
+        """A line read head first, then with its type's own view."""
         head: _Head = _decode(_HEAD, message)
         self._head = head  # the line's head, for a handler that reads it too (read once per line)
         method = head.method
@@ -951,7 +1071,8 @@ class ClaudeStreamJsonAdapter(Adapter):
     def _system(self, message: bytes) -> list[Item]:
         head = self._head
         if head.subtype == "init":
-            return self._init(_decode(_INIT, message))
+            init: _Init = _decode(_INIT, message)
+            return self._init(init, init.tools, init.mcp_servers, init.slash_commands)
         handler = self._system_handlers.get(head.subtype or "")
         if handler is None:
             return []
@@ -960,13 +1081,19 @@ class ClaudeStreamJsonAdapter(Adapter):
 
     def _on_system(self, line: _SystemLine) -> list[Item]:
         if line.subtype == "init":
-            return self._init(line)
+            # no state changes before the lists are read: a list they cannot read rereads the line
+            tools = self._init_tools.read(line.tools)
+            servers = self._init_servers.read(line.mcp_servers)
+            commands = self._init_commands.read(line.slash_commands)
+            return self._init(line, tools, servers, commands)
         handler = self._system_handlers.get(line.subtype or "")
         if handler is None:
             return []
         return [*self._session(line.session_id), *handler(line)]
 
-    def _init(self, init: _Init | _SystemLine) -> list[Item]:
+    def _init(
+        self, init: _Init | _SystemLine, tools: list[str], mcp_servers: list[_McpServer], slash_commands: list[str]
+    ) -> list[Item]:
         out: list[Item] = self._session(init.session_id, init)
         if not self._in_turn:
             mid = self._queued.popleft() if self._queued else self._new_prompt_id()
@@ -979,30 +1106,35 @@ class ClaudeStreamJsonAdapter(Adapter):
             # agent's turn): it opens right after that result
             self._held = self._queued.popleft() if self._queued else self._new_prompt_id()
         out.append(SessionInfo(cwd=init.cwd, model=init.model, capabilities=present(init.capabilities)))
-        if init.slash_commands != self._commands:
-            self._commands = init.slash_commands
-            out.append(CommandsUpdate(commands=[CommandEntry(name=c) for c in init.slash_commands]))
+        if slash_commands != self._commands:
+            self._commands = slash_commands
+            out.append(CommandsUpdate(commands=[CommandEntry(name=c) for c in slash_commands]))
         if init.permission_mode != self._mode or init.model != self._model:
             self._mode, self._model = init.permission_mode, init.model
             out.append(ModeUpdate(mode_id=init.permission_mode, model=init.model))
         applied: list[ContextApplied | ToolChangeApplied] = []
-        before, now = set(self._tools), set(init.tools)
-        added = [t for t in init.tools if t not in before]
-        removed = [t for t in self._tools if t not in now]
-        if added or removed:
-            applied.append(ToolChangeApplied(added=added or None, removed=removed or None))
-        self._tools = list(init.tools)
-        servers = {s.name: s.status for s in init.mcp_servers}
-        for name, status in servers.items():
-            if name not in self._mcp or self._mcp[name] != status:
-                action: Literal["added", "updated", "failed"] = (
-                    "failed" if status == "failed" else ("updated" if name in self._mcp else "added")
-                )
-                applied.append(ContextApplied(what="mcp-server", action=action, name=name, detail=status))
-        applied.extend(
-            ContextApplied(what="mcp-server", action="removed", name=name) for name in self._mcp if name not in servers
-        )
-        self._mcp = servers
+        # every init repeats the tools and servers: most often the same as the last one's
+        if tools != self._tools:
+            before, now = set(self._tools), set(tools)
+            added = [t for t in tools if t not in before]
+            removed = [t for t in self._tools if t not in now]
+            if added or removed:
+                applied.append(ToolChangeApplied(added=added or None, removed=removed or None))
+            self._tools = list(tools)
+        servers = {s.name: s.status for s in mcp_servers}
+        if servers != self._mcp:
+            for name, status in servers.items():
+                if name not in self._mcp or self._mcp[name] != status:
+                    action: Literal["added", "updated", "failed"] = (
+                        "failed" if status == "failed" else ("updated" if name in self._mcp else "added")
+                    )
+                    applied.append(ContextApplied(what="mcp-server", action=action, name=name, detail=status))
+            applied.extend(
+                ContextApplied(what="mcp-server", action="removed", name=name)
+                for name in self._mcp
+                if name not in servers
+            )
+            self._mcp = servers
         if applied:
             out.append(ContextUpdated(session_id="", applied=applied))
         return out
@@ -1143,46 +1275,50 @@ class ClaudeStreamJsonAdapter(Adapter):
 
     def _thread(self, parent: str | None, msg_id: str) -> _Thread:
         t = self._threads.get(parent)
-        if t is None or t.msg_id != msg_id:
-            t = _Thread(msg_id)
-            self._threads[parent] = t
+        if t is None:
+            t = self._threads[parent] = _Thread(msg_id)
+        elif t.msg_id != msg_id:
+            t.restart(msg_id)  # in place: a new entry would cost a bounded table's insert, for the same key
         return t
 
     def _assistant(self, message: bytes) -> list[Item]:
-        return self._on_assistant(_decode(_CONV, message))
+        line: _Conversation = _decode(_CONV, message)
+        return self._on_assistant(line, _content(line.message.content))
 
-    def _on_assistant(self, line: _Conversation) -> list[Item]:
+    def _assistant_line(self, line: _AssistantLine) -> list[Item]:
+        return self._on_assistant(line, line.message.content)
+
+    def _on_assistant(self, line: _Conversation | _ConversationLine, content: _Content) -> list[Item]:
         out: list[Item] = self._session(line.session_id)
         sub = line.parent_tool_use_id
         msg = line.message
-        blocks = _decode(_BLOCKS, msg.content) if present(msg.content) is not None else []
-        if isinstance(blocks, str):
-            blocks = [ContentBlock(type="text", text=blocks)]
+        if content is None:
+            blocks = []
+        elif isinstance(content, str):
+            blocks = [ContentBlock(type="text", text=content)]
+        else:
+            blocks = content
         if line.is_api_error_message or (line.error and msg.model == "<synthetic>"):
             text = "".join(b.text or "" for b in blocks)
             out.append(
-                Emit(
-                    body=Error(message=text or line.error or "API error", error_type=line.error, recoverable=True),
-                    subagent_id=sub,
-                )
+                _on(Error(message=text or line.error or "API error", error_type=line.error, recoverable=True), sub)
             )
             return out
         if sub is None and msg.usage is not None:
             # what the main thread's last model call held: its whole input and what it wrote
-            self._context_used = tokens_of(msg.usage).total
+            self._context_used = total_tokens(msg.usage)
         thread = self._thread(sub, msg.id)
         started: dict[str, str] = {}  # the calls this line starts (the core's table has them after it)
         for block in blocks:
-            streamed = [i for i, b in sorted(thread.blocks.items()) if not b.final]
+            # the blocks a stream started that no complete line has finished yet (none when
+            # the stream is off, as most often: then no sort)
+            streamed = [i for i, b in sorted(thread.blocks.items()) if not b.final] if thread.blocks else None
             index = streamed[0] if streamed else thread.next_index
             thread.next_index = index + 1
             sb = thread.blocks.get(index)
             if sb is not None:
                 sb.final = True
-            out.extend(
-                Emit(body=b, subagent_id=sub)
-                for b in self._block(thread, index, block, started, streamed=sb is not None)
-            )
+            _add(out, self._block(thread, index, block, started, streamed=sb is not None), sub)
         return out
 
     def _block(
@@ -1217,25 +1353,30 @@ class ClaudeStreamJsonAdapter(Adapter):
     # ------------------------------------------------------------ agent: user
 
     def _user(self, message: bytes) -> list[Item]:
-        return self._on_user(_decode(_CONV, message))
+        line: _Conversation = _decode(_CONV, message)
+        return self._on_user(line, _content(line.message.content))
 
-    def _on_user(self, line: _Conversation) -> list[Item]:
+    def _user_line(self, line: _UserLine) -> list[Item]:
+        return self._on_user(line, line.message.content)
+
+    def _on_user(self, line: _Conversation | _ConversationLine, content: _Content) -> list[Item]:
         out: list[Item] = self._session(line.session_id)
         sub = line.parent_tool_use_id
-        raw = line.message.content
-        blocks = _decode(_BLOCKS, raw) if present(raw) is not None else []
-        if isinstance(blocks, str):
-            blocks = []
+        blocks = content if isinstance(content, list) else []
         results = [b for b in blocks if b.type == "tool_result"]
         if not results:
-            text = text_of(raw)
+            # the text of a string content, or of the text blocks (what ``text_of`` reads)
+            if isinstance(content, str):
+                text = content
+            else:
+                text = "".join(b.text for b in blocks if b.type == "text" and b.text is not None)
             if line.is_replay and self._unechoed and self._unechoed[0] == text:
                 self._unechoed.popleft()
                 return out  # the echo of a prompt already seen on stdin
-            out.append(Emit(body=UserMessage(message_id=line.uuid or "user", text=text), subagent_id=sub))
+            out.append(_on(UserMessage(message_id=line.uuid or "user", text=text), sub))
             return out
         decided = {m.id: m for m in line.tool_result_meta}
-        tool_use_result = decode_tool_result(line.tool_use_result)
+        single = len(results) == 1  # the line's raw result is the result of its only block
         for block in results:
             call_id = block.tool_use_id or ""
             call = self.calls.get(call_id)
@@ -1245,19 +1386,19 @@ class ClaudeStreamJsonAdapter(Adapter):
                 title = (call.title if call is not None else None) or tool
                 auto = permission_auto(call_id, tool, title, meta.permission_decision)
                 if auto is not None:
-                    out.append(Emit(body=auto, subagent_id=sub))
+                    out.append(_on(auto, sub))
             self._auto_decided.discard(call_id)
             bodies = call_finished(
                 call_id,
                 tool,
                 block.content,
                 bool(block.is_error),
-                tool_use_result if len(results) == 1 else None,
+                decode_tool_result(line.tool_use_result) if single and reads_result(tool) else None,
                 subagent_done=call_id in self._subagent_done,
                 executed=meta is None or meta.non_execution_kind is None,
             )
             self._subagent_done.discard(call_id)
-            out.extend(Emit(body=b, subagent_id=sub) for b in bodies)
+            _add(out, bodies, sub)
         return out
 
     # ----------------------------------------------------- agent: stream_event
@@ -1283,7 +1424,7 @@ class ClaudeStreamJsonAdapter(Adapter):
         elif ev.type == "message_delta" and ev.usage is not None:
             body = UsageBody(tokens=tokens_of(ev.usage), scope="call")
         if body is not None:
-            out.append(Emit(body=body, subagent_id=sub))
+            out.append(_on(body, sub))
         return out
 
     def _block_start(self, thread: _Thread, index: int, cb: ContentBlock) -> Body | None:
@@ -1416,11 +1557,27 @@ class ClaudeStreamJsonAdapter(Adapter):
 # Helpers
 
 
+def _on(body: Body, subagent: str | None) -> Item:
+    """A body of the main thread or of a sub-agent's: bare on the main thread, where an Emit
+    would say nothing more (and costs the adapter and the Session more to make and read)."""
+    return body if subagent is None else Emit(body=body, subagent_id=subagent)
+
+
+def _add(out: list[Item], bodies: list[Body], subagent: str | None) -> None:
+    """``out`` + ``bodies`` as :func:`_on` gives them."""
+    if subagent is None:
+        out += bodies
+    else:
+        out += [Emit(body=b, subagent_id=subagent) for b in bodies]
+
+
 def _sum_model_usage(usage: dict[str, _ModelUsage]) -> Tokens:
-    inp = sum(m.input_tokens for m in usage.values())
-    out = sum(m.output_tokens for m in usage.values())
-    cr = sum(m.cache_read_input_tokens for m in usage.values())
-    cw = sum(m.cache_creation_input_tokens for m in usage.values())
+    inp = out = cr = cw = 0
+    for m in usage.values():  # one pass (four sum() of generators cost four times the loop)
+        inp += m.input_tokens
+        out += m.output_tokens
+        cr += m.cache_read_input_tokens
+        cw += m.cache_creation_input_tokens
     return Tokens(input=inp + cr + cw, output=out, total=inp + out + cr + cw, cache_read=cr, cache_write=cw)
 
 
