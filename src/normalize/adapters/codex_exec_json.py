@@ -68,7 +68,7 @@ from normalize import (
 from normalize import Warning as WarningBody
 from normalize.adapters import _codex_items as ci
 from normalize.adapters._limits import OPEN_ITEMS, Bounded, link, outbox
-from normalize.adapters.codex_rollout import CodexRolloutAdapter
+from normalize.adapters.codex_rollout import CodexRolloutAdapter, Event
 
 __all__ = ["CodexExecJsonAdapter"]
 
@@ -153,6 +153,31 @@ class _OldMsg(Struct, frozen=True):
     message: str | None = None
 
 
+class _AnyLine(Struct, frozen=True):
+    """A line of either shape: the fields of ``_Line`` and ``_OldLine`` in one view.
+
+    A line is decoded once, with this view (``msg`` decoded with it, as the rollout
+    event it is).  A line it cannot take, malformed or with a field of another type than
+    a view reads, goes through the views it stands for (``_feed_checked``), which give
+    the same events or the same error as they always did.
+    """
+
+    type: str | None = None
+    thread_id: str | None = None
+    item: _Item | None = None
+    usage: _Usage | None = None
+    error: _ErrorInfo | None = None
+    message: str | None = None
+    # the older shape
+    id: str | None = None
+    msg: Event | None = None
+    prompt: str | None = None
+    model: str | None = None
+    workdir: str | None = None
+    provider: str | None = None
+
+
+_any_decoder = msgspec.json.Decoder(_AnyLine)
 _decoder = msgspec.json.Decoder(_Line)
 _head_decoder = msgspec.json.Decoder(_Head)
 _old_decoder = msgspec.json.Decoder(_OldLine)
@@ -193,7 +218,7 @@ class CodexExecJsonAdapter(Adapter):
         self._plans: Bounded[str, list[PlanEntry]] = Bounded("plan", OPEN_ITEMS)
         #: the message of the last fatal ``error`` line of the open turn (turn.failed repeats it)
         self._last_error: str | None = None
-        self._lines: dict[str, Callable[[_Line], list[Item]]] = {
+        self._lines: dict[str, Callable[[_AnyLine], list[Item]]] = {
             "thread.started": self._thread_started,
             "turn.started": self._turn_started,
             "turn.completed": self._turn_completed,
@@ -247,6 +272,24 @@ class CodexExecJsonAdapter(Adapter):
 
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
+        try:
+            line = _any_decoder.decode(message)
+        except msgspec.DecodeError:
+            return self._feed_checked(message)
+        if line.type is not None:
+            return self._line(line, line.type)
+        if self._legacy is None:
+            if message.lstrip().startswith(b'{"type"'):
+                return self._feed_checked(message)  # "type": null, an error in _Line's words
+            self._legacy = _Legacy(self)
+        return self._legacy.feed(line)
+
+    def _feed_checked(self, message: bytes) -> list[Item]:
+        """A line ``_AnyLine`` could not take, read with the view of its shape.
+
+        The shape is told as it always was: by the line's start until a line of the older
+        shape is seen, by the older view's ``type`` after.
+        """
         if self._legacy is not None or not message.lstrip().startswith(b'{"type"'):
             try:
                 old = _old_decoder.decode(message)
@@ -255,18 +298,21 @@ class CodexExecJsonAdapter(Adapter):
             if old.type is None:
                 if self._legacy is None:
                     self._legacy = _Legacy(self)
-                return self._legacy.feed(old, message)
+                return self._legacy.feed(old)
         try:
             line = _decoder.decode(message)
         except msgspec.DecodeError as exc:
             raise MalformedMessage(f"not a codex exec --json line: {exc}") from None
-        handler = self._lines.get(line.type)
+        return self._line(_AnyLine(**structs.asdict(line)), line.type)
+
+    def _line(self, line: _AnyLine, type_: str) -> list[Item]:
+        handler = self._lines.get(type_)
         if handler is None:
-            return [Passthrough(method=line.type)]
+            return [Passthrough(method=type_)]
         out = handler(line)
         # A SessionCreated must come first; the Source applies to the bodies after it.
         lead = [out.pop(0)] if out and isinstance(out[0], SessionCreated) else []
-        return [*lead, Source(method=line.type), *out]
+        return [*lead, Source(method=type_), *out]
 
     def close(self) -> list[Item]:
         self._closed = True
@@ -276,15 +322,15 @@ class CodexExecJsonAdapter(Adapter):
 
     # ------------------------------------------------------------ line types
 
-    def _thread_started(self, line: _Line) -> list[Item]:
+    def _thread_started(self, line: _AnyLine) -> list[Item]:
         record = SessionRecord(id="", agent="", protocol="", native_session_id=line.thread_id)
         return [SessionCreated(session_id="", record=record)]
 
-    def _turn_started(self, line: _Line) -> list[Item]:
+    def _turn_started(self, line: _AnyLine) -> list[Item]:
         self._last_error = None
         return [TurnStart()]
 
-    def _turn_completed(self, line: _Line) -> list[Item]:
+    def _turn_completed(self, line: _AnyLine) -> list[Item]:
         out: list[Item] = []
         if line.usage is not None:
             u = line.usage
@@ -299,7 +345,7 @@ class CodexExecJsonAdapter(Adapter):
         out.append(TurnComplete(reason="ok", stop_reason="completed"))
         return out
 
-    def _turn_failed(self, line: _Line) -> list[Item]:
+    def _turn_failed(self, line: _AnyLine) -> list[Item]:
         out: list[Item] = []
         message = line.error.message if line.error is not None else ""
         if message and message != self._last_error:
@@ -308,7 +354,7 @@ class CodexExecJsonAdapter(Adapter):
         self._last_error = None
         return out
 
-    def _error(self, line: _Line) -> list[Item]:
+    def _error(self, line: _AnyLine) -> list[Item]:
         message = line.message or ""
         # A retry notice: Codex retries the model request on its own; the turn goes on.
         retrying = message.startswith(RETRY_PREFIX)
@@ -318,7 +364,7 @@ class CodexExecJsonAdapter(Adapter):
 
     # ------------------------------------------------------------ item types
 
-    def _item(self, line: _Line, phase: _Phase) -> list[Item]:
+    def _item(self, line: _AnyLine, phase: _Phase) -> list[Item]:
         item = line.item
         if item is None:
             return [Passthrough(method=line.type)]
@@ -440,32 +486,33 @@ class _Legacy:
                 return 0.0
         return 0.9 if events else 0.0
 
-    def feed(self, old: _OldLine, message: bytes) -> list[Item]:
+    def feed(self, old: _AnyLine | _OldLine) -> list[Item]:
         out: list[Item] = []
         if not self.announced:
             self.announced = True
             record = SessionRecord(id="", agent="", protocol="", cwd=old.workdir, model=old.model)
             out.append(SessionCreated(session_id="", record=record))
-        if bytes(old.msg) != b"null":
-            return out + self._event(old.msg)
+        msg = old.msg
+        if isinstance(msg, Raw):  # _OldLine's, not decoded yet (a line _AnyLine could not take)
+            if ci.present(msg):
+                return out + self._event(_old_msg_decoder.decode(msg), msg)
+        elif msg is not None:
+            return out + self._event(msg, msg)
         if old.prompt is not None:
             self.turn_open = self.reply_due = True
             return [*out, Source(method="prompt"), TurnStart(), ci.user_message("prompt", [old.prompt])]
         return [*out, Source(method="config"), Passthrough(method="config")]
 
-    def _event(self, raw: Raw) -> list[Item]:
-        msg = _old_msg_decoder.decode(raw)
+    def _event(self, msg: Event | _OldMsg, payload: Event | Raw) -> list[Item]:
+        """A ``msg``: ``payload``, decoded or not, of which ``msg`` is the type and message."""
         if msg.type == "stream_error":  # a retry notice (rollout files never store one)
             return [Source(method=msg.type), ci.error_notice(msg.message or "", retrying=True)]
-        inner = self.rollout.feed(b'{"type":"event_msg","payload":' + bytes(raw) + b"}")
-        out: list[Item] = []
-        for item in inner:
-            if isinstance(item, Source):
-                out.append(Source(method=msg.type))
-            elif isinstance(item, TurnStart) and self.turn_open:
+        # the rollout adapter's items for this event_msg, under the Source of this line
+        out: list[Item] = [Source(method=msg.type)]
+        for item in self.rollout.feed_event(payload):
+            if isinstance(item, TurnStart) and self.turn_open:
                 continue  # the prompt line started this turn
-            else:
-                out.append(item)
+            out.append(item)
         if msg.type == "task_started":
             self.turn_open = True
             if not any(isinstance(i, Body) for i in out):

@@ -263,6 +263,11 @@ class _Event(Struct, frozen=True):
     total_tokens: int = 0
 
 
+#: An ``event_msg`` payload, for a view that decodes one within its own line (the older
+#: ``codex exec --json`` shape's ``msg``); see :meth:`CodexRolloutAdapter.feed_event`.
+Event = _Event
+
+
 class _Compacted(Struct, frozen=True):
     message: str | None = None
 
@@ -741,10 +746,30 @@ class CodexRolloutAdapter(Adapter):
     def _event_msg(self, line: _Line) -> list[Item]:
         event = _event_decoder.decode(line.payload)
         self._method = f"event_msg:{event.type}"
+        return self._event(event)
+
+    def _event(self, event: _Event) -> list[Item]:
         handler = self._events.get(event.type)
         if handler is None:
             return [Passthrough()]
         return handler(event)
+
+    def feed_event(self, payload: Event | Raw) -> list[Item]:
+        """What ``feed`` gives for an ``event_msg`` line of this payload, without its ``Source``.
+
+        For the older ``codex exec --json`` shape, whose ``msg`` is such a payload: the
+        payload decoded with the line (an :data:`Event`) or, when that view could not take
+        the line, as Raw, decoded here with the same error as ``feed``'s.  The line has no
+        timestamp.
+        """
+        self._check_open()
+        self._n += 1
+        self._ts = None
+        try:
+            event = _event_decoder.decode(payload) if isinstance(payload, Raw) else payload
+            return self._event(event)
+        except msgspec.DecodeError as exc:
+            raise MalformedMessage(f"not a codex rollout line: {exc}") from None
 
     def _task_started(self, event: _Event) -> list[Item]:
         out: list[Item] = []
