@@ -203,6 +203,11 @@ LINE_TYPES = frozenset(
 )
 
 _Phase = str  # "started" | "updated" | "completed"
+_PHASES: dict[str | None, _Phase] = {
+    "item.started": "started",
+    "item.updated": "updated",
+    "item.completed": "completed",
+}
 
 
 class CodexExecJsonAdapter(Adapter):
@@ -224,9 +229,9 @@ class CodexExecJsonAdapter(Adapter):
             "turn.completed": self._turn_completed,
             "turn.failed": self._turn_failed,
             "error": self._error,
-            "item.started": lambda line: self._item(line, "started"),
-            "item.updated": lambda line: self._item(line, "updated"),
-            "item.completed": lambda line: self._item(line, "completed"),
+            "item.started": self._item,
+            "item.updated": self._item,
+            "item.completed": self._item,
         }
         self._items: dict[str, Callable[[_Item, _Phase], list[Item]]] = {
             "agent_message": self._agent_message,
@@ -277,7 +282,8 @@ class CodexExecJsonAdapter(Adapter):
         except msgspec.DecodeError:
             return self._feed_checked(message)
         if line.type is not None:
-            return self._line(line, line.type)
+            handler = self._lines.get(line.type)
+            return handler(line) if handler is not None else [Passthrough(method=line.type)]
         if self._legacy is None:
             if message.lstrip().startswith(b'{"type"'):
                 return self._feed_checked(message)  # "type": null, an error in _Line's words
@@ -303,16 +309,8 @@ class CodexExecJsonAdapter(Adapter):
             line = _decoder.decode(message)
         except msgspec.DecodeError as exc:
             raise MalformedMessage(f"not a codex exec --json line: {exc}") from None
-        return self._line(_AnyLine(**structs.asdict(line)), line.type)
-
-    def _line(self, line: _AnyLine, type_: str) -> list[Item]:
-        handler = self._lines.get(type_)
-        if handler is None:
-            return [Passthrough(method=type_)]
-        out = handler(line)
-        # A SessionCreated must come first; the Source applies to the bodies after it.
-        lead = [out.pop(0)] if out and isinstance(out[0], SessionCreated) else []
-        return [*lead, Source(method=type_), *out]
+        handler = self._lines.get(line.type)
+        return handler(_AnyLine(**structs.asdict(line))) if handler is not None else [Passthrough(method=line.type)]
 
     def close(self) -> list[Item]:
         self._closed = True
@@ -321,17 +319,20 @@ class CodexExecJsonAdapter(Adapter):
         return []  # calls left open are settled by the core (docs/adapters.md)
 
     # ------------------------------------------------------------ line types
+    #
+    # Each returns the line's items whole: its Source first (after the SessionCreated that
+    # thread.started gives: the record comes first), then its bodies.
 
     def _thread_started(self, line: _AnyLine) -> list[Item]:
         record = SessionRecord(id="", agent="", protocol="", native_session_id=line.thread_id)
-        return [SessionCreated(session_id="", record=record)]
+        return [SessionCreated(session_id="", record=record), Source(method="thread.started")]
 
     def _turn_started(self, line: _AnyLine) -> list[Item]:
         self._last_error = None
-        return [TurnStart()]
+        return [Source(method="turn.started"), TurnStart()]
 
     def _turn_completed(self, line: _AnyLine) -> list[Item]:
-        out: list[Item] = []
+        out: list[Item] = [Source(method="turn.completed")]
         if line.usage is not None:
             u = line.usage
             tokens = ci.tokens(
@@ -346,7 +347,7 @@ class CodexExecJsonAdapter(Adapter):
         return out
 
     def _turn_failed(self, line: _AnyLine) -> list[Item]:
-        out: list[Item] = []
+        out: list[Item] = [Source(method="turn.failed")]
         message = line.error.message if line.error is not None else ""
         if message and message != self._last_error:
             out.append(Error(message=message, error_type="turn-failed", recoverable=False))
@@ -360,18 +361,19 @@ class CodexExecJsonAdapter(Adapter):
         retrying = message.startswith(RETRY_PREFIX)
         if not retrying:
             self._last_error = message
-        return [ci.error_notice(message, retrying=retrying)]
+        return [Source(method="error"), ci.error_notice(message, retrying=retrying)]
 
     # ------------------------------------------------------------ item types
 
-    def _item(self, line: _AnyLine, phase: _Phase) -> list[Item]:
+    def _item(self, line: _AnyLine) -> list[Item]:
         item = line.item
+        source = Source(method=line.type)
         if item is None:
-            return [Passthrough(method=line.type)]
+            return [source, Passthrough(method=line.type)]
         handler = self._items.get(item.type)
         if handler is None:
-            return [Passthrough(method=f"{line.type}:{item.type}")]
-        return handler(item, phase)
+            return [source, Passthrough(method=f"{line.type}:{item.type}")]
+        return [source, *handler(item, _PHASES[line.type])]
 
     def _agent_message(self, item: _Item, phase: _Phase) -> list[Item]:
         if phase != "completed":
