@@ -51,7 +51,6 @@ from normalize import (
     Direction,
     Emit,
     Error,
-    FileDiff,
     Item,
     MalformedMessage,
     Passthrough,
@@ -401,12 +400,9 @@ class CodexExecJsonAdapter(Adapter):
         # exec reports paths and kinds, never diffs: no file-diff bodies
         changes = [ci.Change(path=c.path, kind=c.kind or "update") for c in item.changes or ()]
         if phase == "completed":
-            bodies = ci.file_change_finished(item.id, changes, item.status, set())
-            return [b for b in bodies if not isinstance(b, FileDiff)]
-        started = [b for b in ci.file_change_started(item.id, changes, set()) if not isinstance(b, FileDiff)]
-        if phase == "updated":
-            return [structs.replace(b, phase="updated") for b in started]
-        return list(started)
+            return [ci.patch_finished(item.id, changes, item.status)]
+        started = ci.patch_started(item.id, changes)
+        return [structs.replace(started, phase="updated") if phase == "updated" else started]
 
     def _mcp(self, item: _Item, phase: _Phase) -> list[Item]:
         args = ci.raw_or_none(item.arguments)

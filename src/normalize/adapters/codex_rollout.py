@@ -69,7 +69,6 @@ from normalize import (
     Direction,
     Emit,
     Error,
-    FileDiff,
     Item,
     MalformedMessage,
     McpTool,
@@ -670,8 +669,7 @@ class CodexRolloutAdapter(Adapter):
         name = item.name or ""
         if name == "apply_patch":
             changes = _patch_changes(item.input or "", self._cwd)
-            (started,) = [b for b in ci.file_change_started(call_id, changes, set()) if isinstance(b, ToolCall)]
-            return self._start(started, _Patch(changes))
+            return self._start(ci.patch_started(call_id, changes), _Patch(changes))
         body = ToolCall(call_id=call_id, tool=name, phase="started", title=name, category="other", input=item.input)
         return self._start(body, body)
 
@@ -720,8 +718,7 @@ class CodexRolloutAdapter(Adapter):
                 )
             )
         if isinstance(note, _Patch):
-            bodies = ci.file_change_finished(call.call_id, note.changes, status, set())
-            return [b for b in bodies if not isinstance(b, FileDiff)]
+            return [ci.patch_finished(call.call_id, note.changes, status)]
         # another call: its start repeated, with its outcome
         phase = ci.phase_of(status)
         if isinstance(note, ToolCall):
