@@ -533,23 +533,28 @@ class HmJsonAdapter(Adapter):
             return self._off_shape(message, exc)
         except msgspec.DecodeError as exc:
             raise MalformedMessage(f"not an hm JSON line: {exc}") from None
-        out: list[Item] = []
-        if not self._created and line.type != "session_start" and line.session:
+        out: list[Item]
+        session = line.session
+        if not self._created and line.type != "session_start" and session:
             # A stream that does not start with session_start (cut at the head): what it knows.
             self._created = True
-            self._set_main(line.session)
-            out.append(_created(SessionRecord(id="", agent="", protocol="", native_session_id=line.session)))
-        out.append(Source(method=line.type, ts=line.time))
+            self._set_main(session)
+            record = SessionRecord(id="", agent="", protocol="", native_session_id=session)
+            out = [_created(record), Source(method=line.type, ts=line.time)]
+        else:
+            out = [Source(method=line.type, ts=line.time)]
         handler = self._lines.get(line.type)
         if handler is None:
             out.append(Passthrough(method=line.type))
             return out
-        sub = self._subagent_of(line, out)
+        # most lines are the main session's: known without _subagent_of's look-ups
+        sub = None if session == self._main else self._subagent_of(line, out)
         items = handler(line, sub)
-        if items and isinstance(items[0], SessionCreated | SessionResumed):
-            # the Session takes the record only as the first item of a message
+        if line.type == "session_start" and items and isinstance(items[0], SessionCreated | SessionResumed):
+            # the Session takes the record only as the first item of a message (only a
+            # session_start gives one)
             return [items[0], *out, *items[1:]]
-        out.extend(items)
+        out += items
         return out
 
     def _off_shape(self, message: bytes, exc: msgspec.ValidationError) -> list[Item]:
