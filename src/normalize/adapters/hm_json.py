@@ -666,15 +666,19 @@ class HmJsonAdapter(Adapter):
         # the call has no id before its tool_call: kept as is
         return [Passthrough(method=line.type)]
 
+    # The deltas are most of a stream's lines: _reply and _emit are written out in them.
+
     def _text_delta(self, line: _Line, sub: str | None) -> list[Item]:
-        reply = self._reply(line.session)
-        return [self._emit(AssistantDelta(message_id=reply.message_id, text=line.text or ""), sub)]
+        reply = self._replies.get(line.session) or self._reply(line.session)
+        body = AssistantDelta(message_id=reply.message_id, text=line.text or "")
+        return [Emit(body=body, subagent_id=sub) if sub else body]
 
     def _thinking_delta(self, line: _Line, sub: str | None) -> list[Item]:
-        reply = self._reply(line.session)
+        reply = self._replies.get(line.session) or self._reply(line.session)
         text = line.text or ""
         reply.size += len(text)
-        out: list[Item] = [self._emit(ReasoningDelta(reasoning_id=reply.reasoning_id, text=text), sub)]
+        body = ReasoningDelta(reasoning_id=reply.reasoning_id, text=text)
+        out: list[Item] = [Emit(body=body, subagent_id=sub) if sub else body]
         if reply.size <= BUFFER_TEXT:
             reply.thinking.append(text)
         elif reply.size - len(text) <= BUFFER_TEXT:  # the limit is crossed now: said once
