@@ -100,9 +100,12 @@ from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent
 __all__ = ["CodexRolloutAdapter"]
 
 # ---------------------------------------------------------------- wire views
+#
+# The views are ``gc=False``: decoded JSON holds no reference cycles, and a struct the
+# garbage collector does not track is cheaper to make and adds nothing to its passes.
 
 
-class _Line(Struct, frozen=True):
+class _Line(Struct, frozen=True, gc=False):
     """The envelope; older files put a bare response item (or a state line) here."""
 
     type: str | None = None
@@ -114,16 +117,16 @@ class _Line(Struct, frozen=True):
     instructions: str | None = None
 
 
-class _Text(Struct, frozen=True):
+class _Text(Struct, frozen=True, gc=False):
     type: str = ""
     text: str | None = None
 
 
-class _Instructions(Struct, frozen=True):
+class _Instructions(Struct, frozen=True, gc=False):
     text: str | None = None
 
 
-class _Meta(Struct, frozen=True):
+class _Meta(Struct, frozen=True, gc=False):
     id: str | None = None
     timestamp: str | None = None
     cwd: str | None = None
@@ -135,11 +138,11 @@ class _Meta(Struct, frozen=True):
     parent_thread_id: str | None = None  # a sub-agent's thread (0.171, multi_agent)
 
 
-class _CollabMode(Struct, frozen=True):
+class _CollabMode(Struct, frozen=True, gc=False):
     mode: str | None = None
 
 
-class _TurnContext(Struct, frozen=True):
+class _TurnContext(Struct, frozen=True, gc=False):
     cwd: str | None = None
     model: str | None = None
     approval_policy: Raw = ci.NULL
@@ -147,7 +150,7 @@ class _TurnContext(Struct, frozen=True):
     collaboration_mode: _CollabMode | None = None
 
 
-class _RItem(Struct, frozen=True):
+class _RItem(Struct, frozen=True, gc=False):
     """A response item (every type's fields in one view)."""
 
     type: str
@@ -165,19 +168,19 @@ class _RItem(Struct, frozen=True):
     action: Raw = ci.NULL
 
 
-class _PathChange(Struct, frozen=True):
+class _PathChange(Struct, frozen=True, gc=False):
     type: str | None = None
     unified_diff: str | None = None
     content: str | None = None
     move_path: str | None = None
 
 
-class _Duration(Struct, frozen=True):
+class _Duration(Struct, frozen=True, gc=False):
     secs: int = 0
     nanos: int = 0
 
 
-class _CoreItem(Struct, frozen=True):
+class _CoreItem(Struct, frozen=True, gc=False):
     """A core TurnItem of ``item_completed`` (PascalCase ``type``)."""
 
     type: str
@@ -206,12 +209,12 @@ class _CoreItem(Struct, frozen=True):
     model: str | None = None
 
 
-class _TaskError(Struct, frozen=True):
+class _TaskError(Struct, frozen=True, gc=False):
     message: str = ""
     codex_error_info: Raw = ci.NULL
 
 
-class _Tok(Struct, frozen=True):
+class _Tok(Struct, frozen=True, gc=False):
     input_tokens: int = 0
     cached_input_tokens: int = 0
     cache_write_input_tokens: int | None = None
@@ -220,19 +223,19 @@ class _Tok(Struct, frozen=True):
     total_tokens: int = 0
 
 
-class _TokenInfo(Struct, frozen=True):
+class _TokenInfo(Struct, frozen=True, gc=False):
     total_token_usage: _Tok | None = None
     last_token_usage: _Tok | None = None
     model_context_window: int | None = None
 
 
-class _Invocation(Struct, frozen=True):
+class _Invocation(Struct, frozen=True, gc=False):
     server: str = ""
     tool: str = ""
     arguments: Raw = ci.NULL
 
 
-class _Event(Struct, frozen=True):
+class _Event(Struct, frozen=True, gc=False):
     """An ``event_msg`` payload (every type's fields in one view)."""
 
     type: str
@@ -267,7 +270,7 @@ class _Event(Struct, frozen=True):
 Event = _Event
 
 
-class _Compacted(Struct, frozen=True):
+class _Compacted(Struct, frozen=True, gc=False):
     message: str | None = None
 
 

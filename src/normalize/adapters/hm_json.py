@@ -117,6 +117,9 @@ from ._limits import (
 __all__ = ["HmJsonAdapter"]
 
 # ------------------------------------------------------------------ wire views
+#
+# The views are ``gc=False``: decoded JSON holds no reference cycles, and a struct the
+# garbage collector does not track is cheaper to make and adds nothing to its passes.
 
 #: An absent field kept as Raw (msgspec cannot put Raw in a union); distinct from ``null``.
 ABSENT = Raw(b"")
@@ -127,14 +130,14 @@ def _raw_or_none(value: Raw) -> Raw | None:
     return None if data in (b"", b"null") else value
 
 
-class _Image(Struct, frozen=True):
+class _Image(Struct, frozen=True, gc=False):
     media_type: str | None = None
     data: str | None = None
     width: int | None = None
     height: int | None = None
 
 
-class _Usage(Struct, frozen=True):
+class _Usage(Struct, frozen=True, gc=False):
     input: int = 0
     output: int = 0
     cache_read: int = 0
@@ -142,7 +145,7 @@ class _Usage(Struct, frozen=True):
     cost: float = 0.0
 
 
-class _Line(Struct, frozen=True):
+class _Line(Struct, frozen=True, gc=False):
     """Every agent line type's fields in one view; each handler reads its own.
 
     ``input`` is a tool call's input (any JSON) or a usage line's token count, so it is Raw.
@@ -190,13 +193,13 @@ class _Line(Struct, frozen=True):
     data: Raw = ABSENT
 
 
-class _Head(Struct, frozen=True):
+class _Head(Struct, frozen=True, gc=False):
     type: str = ""
     v: int | None = None
     session: str | None = None
 
 
-class _Command(Struct, frozen=True):
+class _Command(Struct, frozen=True, gc=False):
     """A client command (``--rpc`` stdin); only the fields normalize interprets."""
 
     type: str = ""
@@ -213,7 +216,7 @@ class _Command(Struct, frozen=True):
     effort: str | None = None
 
 
-class _ToolInput(Struct, frozen=True):
+class _ToolInput(Struct, frozen=True, gc=False):
     path: str | None = None
     description: str | None = None
     prompt: str | None = None
@@ -223,7 +226,7 @@ class _ToolInput(Struct, frozen=True):
     content: str | None = None
 
 
-class _SessionData(Struct, frozen=True):
+class _SessionData(Struct, frozen=True, gc=False):
     id: str | None = None
     title: str | None = None
     root: str | None = None
@@ -232,7 +235,7 @@ class _SessionData(Struct, frozen=True):
     usage: _Usage | None = None
 
 
-class _StateData(Struct, frozen=True):
+class _StateData(Struct, frozen=True, gc=False):
     session: _SessionData | None = None
 
 
