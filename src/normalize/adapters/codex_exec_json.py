@@ -444,6 +444,10 @@ class CodexExecJsonAdapter(Adapter):
         return [WarningBody(message=item.message or item.text or "", source="codex")]
 
 
+#: The events whose rollout items hold a TurnStart (``_task_started``'s).
+_TASK_STARTED = frozenset({"task_started", "turn_started"})
+
+
 class _Legacy:
     """The older ``codex exec --json`` shape, translated line by line.
 
@@ -496,35 +500,38 @@ class _Legacy:
         msg = old.msg
         if isinstance(msg, Raw):  # _OldLine's, not decoded yet (a line _AnyLine could not take)
             if ci.present(msg):
-                return out + self._event(_old_msg_decoder.decode(msg), msg)
+                return self._event(out, _old_msg_decoder.decode(msg), msg)
         elif msg is not None:
-            return out + self._event(msg, msg)
+            return self._event(out, msg, msg)
         if old.prompt is not None:
             self.turn_open = self.reply_due = True
             return [*out, Source(method="prompt"), TurnStart(), ci.user_message("prompt", [old.prompt])]
         return [*out, Source(method="config"), Passthrough(method="config")]
 
-    def _event(self, msg: Event | _OldMsg, payload: Event | Raw) -> list[Item]:
-        """A ``msg``: ``payload``, decoded or not, of which ``msg`` is the type and message."""
-        if msg.type == "stream_error":  # a retry notice (rollout files never store one)
-            return [Source(method=msg.type), ci.error_notice(msg.message or "", retrying=True)]
+    def _event(self, out: list[Item], msg: Event | _OldMsg, payload: Event | Raw) -> list[Item]:
+        """``out`` and the items of a ``msg``: ``payload``, decoded or not, of which ``msg``
+        is the type and message."""
+        kind = msg.type
+        if kind == "stream_error":  # a retry notice (rollout files never store one)
+            out += (Source(method=kind), ci.error_notice(msg.message or "", retrying=True))
+            return out
         # the rollout adapter's items for this event_msg, under the Source of this line
-        out: list[Item] = [Source(method=msg.type)]
-        for item in self.rollout.feed_event(payload):
-            if isinstance(item, TurnStart) and self.turn_open:
-                continue  # the prompt line started this turn
-            out.append(item)
-        if msg.type == "task_started":
+        out.append(Source(method=kind))
+        items = self.rollout.feed_event(payload)
+        if self.turn_open and kind in _TASK_STARTED:  # the prompt line started this turn
+            items = [i for i in items if not isinstance(i, TurnStart)]
+        out += items
+        if kind == "task_started":
             self.turn_open = True
             if not any(isinstance(i, Body) for i in out):
                 out.append(Passthrough())
-        elif msg.type == "agent_message":
+        elif kind == "agent_message":
             self.reply_due = False
-        elif msg.type.endswith("_end"):
+        elif kind.endswith("_end"):
             self.reply_due = True  # the model answers a tool's end
-        elif msg.type == "error":
+        elif kind == "error":
             self.failed = msg.message or ""
-        elif msg.type in ("task_complete", "turn_aborted"):
+        elif kind in ("task_complete", "turn_aborted"):
             self.turn_open = False
         return out
 
