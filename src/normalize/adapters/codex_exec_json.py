@@ -278,7 +278,8 @@ class CodexExecJsonAdapter(Adapter):
     # ------------------------------------------------------------------ feed
 
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
-        self._check_open()
+        if self._closed:  # the check's call only when it raises: feed runs once per line
+            self._check_open()
         try:
             line = _any_decoder.decode(message)
         except msgspec.DecodeError:

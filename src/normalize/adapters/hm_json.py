@@ -527,7 +527,8 @@ class HmJsonAdapter(Adapter):
     # ------------------------------------------------------------ feed
 
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
-        self._check_open()
+        if self._closed:  # the check's call only when it raises: feed runs once per line
+            self._check_open()
         if from_ == "client":
             return self._command(message)
         try:
