@@ -205,6 +205,8 @@ LINE_TYPES = frozenset(
 )
 
 _Phase = str  # "started" | "updated" | "completed"
+#: The Source of each line type, made once: a Source is immutable, one serves every line.
+_SOURCES: dict[str | None, Source] = {t: Source(method=t) for t in LINE_TYPES}
 _PHASES: dict[str | None, _Phase] = {
     "item.started": "started",
     "item.updated": "updated",
@@ -328,14 +330,14 @@ class CodexExecJsonAdapter(Adapter):
 
     def _thread_started(self, line: _AnyLine) -> list[Item]:
         record = SessionRecord(id="", agent="", protocol="", native_session_id=line.thread_id)
-        return [SessionCreated(session_id="", record=record), Source(method="thread.started")]
+        return [SessionCreated(session_id="", record=record), _SOURCES["thread.started"]]
 
     def _turn_started(self, line: _AnyLine) -> list[Item]:
         self._last_error = None
-        return [Source(method="turn.started"), TurnStart()]
+        return [_SOURCES["turn.started"], TurnStart()]
 
     def _turn_completed(self, line: _AnyLine) -> list[Item]:
-        out: list[Item] = [Source(method="turn.completed")]
+        out: list[Item] = [_SOURCES["turn.completed"]]
         if line.usage is not None:
             u = line.usage
             tokens = ci.tokens(
@@ -350,7 +352,7 @@ class CodexExecJsonAdapter(Adapter):
         return out
 
     def _turn_failed(self, line: _AnyLine) -> list[Item]:
-        out: list[Item] = [Source(method="turn.failed")]
+        out: list[Item] = [_SOURCES["turn.failed"]]
         message = line.error.message if line.error is not None else ""
         if message and message != self._last_error:
             out.append(Error(message=message, error_type="turn-failed", recoverable=False))
@@ -364,13 +366,13 @@ class CodexExecJsonAdapter(Adapter):
         retrying = message.startswith(RETRY_PREFIX)
         if not retrying:
             self._last_error = message
-        return [Source(method="error"), ci.error_notice(message, retrying=retrying)]
+        return [_SOURCES["error"], ci.error_notice(message, retrying=retrying)]
 
     # ------------------------------------------------------------ item types
 
     def _item(self, line: _AnyLine) -> list[Item]:
         item = line.item
-        source = Source(method=line.type)
+        source = _SOURCES[line.type]
         if item is None:
             return [source, Passthrough(method=line.type)]
         handler = self._items.get(item.type)
