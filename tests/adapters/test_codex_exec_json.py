@@ -293,3 +293,50 @@ def test_the_older_shape_left_waiting_is_cut_off() -> None:
         )
     )
     assert [b.get("errorType") for b in out if b["kind"] == "error"] == ["cut-off"]
+
+
+# -- both shapes read with one view ----------------------------------------------------------------
+
+
+def _translated(out: list[_Core]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in b.items() if k != "native"} for b in bodies(out)]
+
+
+def test_a_field_only_the_other_shape_reads_does_not_change_a_line() -> None:
+    # A line is decoded with one view holding both shapes' fields; a field of the other
+    # shape, of a type that shape would not take, is no reason to refuse the line (an older
+    # line's "item" or "usage"; a current line's "msg", which the older view never decodes).
+    config = {"model": "m", "provider": "p", "workdir": "/w", "approval": "never", "sandbox": "read-only"}
+    reply = {"type": "agent_message", "message": "hello"}
+    plain: list[dict[str, Any]] = [
+        config,
+        {"prompt": "hi"},
+        {"id": "0", "msg": reply},
+        {"type": "thread.started", "thread_id": "t1"},
+        {"type": "turn.started"},
+        {"type": "item.completed", "item": {"id": "item_0", "type": "agent_message", "text": "done"}},
+        {"type": "turn.completed"},
+    ]
+    extra: list[dict[str, Any]] = [
+        config,
+        {"prompt": "hi", "item": "not an item"},
+        {"id": "0", "msg": reply, "usage": [1, 2]},
+        {"type": "thread.started", "thread_id": "t1", "msg": "not an event"},
+        {"type": "turn.started", "msg": [1]},
+        {"type": "item.completed", "item": {"id": "item_0", "type": "agent_message", "text": "done"}},
+        {"type": "turn.completed", "msg": {"type": 1}},
+    ]
+    expected = _translated(convert_lines(*plain))
+    assert [b["kind"] for b in expected if b["kind"] != "session.update"][:4] == [
+        "turn-start",
+        "user-message",
+        "assistant-message",
+        "turn-complete",
+    ]
+    assert _translated(convert_lines(*extra)) == expected
+
+
+def test_a_line_whose_type_is_null_is_bad_input_not_the_older_shape() -> None:
+    out = bodies(convert_lines({"type": None, "thread_id": "t1"}, {"type": "turn.started"}))
+    errors = [b["message"] for b in out if b["kind"] == "error" and b["errorType"] == "malformed"]
+    assert errors == ["not a codex exec --json line: Expected `str`, got `null` - at `$.type`"]

@@ -15,7 +15,7 @@ Stable API (the Codex adapters import these names; keep their signatures):
 * :func:`user_message`, :func:`agent_message`, :func:`reasoning`
 * :func:`command_started`, :func:`command_finished`
 * :class:`Change`, :func:`file_change_started`, :func:`file_change_finished`,
-  :func:`file_diffs`
+  :func:`file_diffs`, :func:`patch_started`, :func:`patch_finished`
 * :func:`mcp_started`, :func:`mcp_finished`
 * :func:`web_search_started`, :func:`web_search_finished`
 * :func:`image_view`, :func:`compaction`
@@ -87,6 +87,8 @@ __all__ = [
     "image_view",
     "mcp_finished",
     "mcp_started",
+    "patch_finished",
+    "patch_started",
     "phase_of",
     "plan_status",
     "present",
@@ -355,21 +357,29 @@ def file_diffs(call_id: str, changes: Sequence[Change], seen: set[tuple[str, str
     return out
 
 
+def patch_started(call_id: str, changes: Sequence[Change]) -> ToolCall:
+    """A patch's started ``tool-call`` alone (a surface that has no diffs, a start whose
+    diffs come later)."""
+    return _patch_call(call_id, changes, "started")
+
+
+def patch_finished(call_id: str, changes: Sequence[Change], status: str | None) -> ToolCall:
+    """A patch's terminal ``tool-call`` alone."""
+    phase = phase_of(status)
+    return _patch_call(call_id, changes, phase if phase != "started" else "completed", status)
+
+
 def file_change_started(call_id: str, changes: Sequence[Change], seen: set[tuple[str, str]]) -> list[Body]:
     """``tool-call`` started, then a ``file-diff`` per change (Codex knows the diff
     before it asks for approval)."""
-    return [_patch_call(call_id, changes, "started"), *file_diffs(call_id, changes, seen)]
+    return [patch_started(call_id, changes), *file_diffs(call_id, changes, seen)]
 
 
 def file_change_finished(
     call_id: str, changes: Sequence[Change], status: str | None, seen: set[tuple[str, str]]
 ) -> list[Body]:
     """Diffs not reported yet, then the terminal ``tool-call``."""
-    phase = phase_of(status)
-    return [
-        *file_diffs(call_id, changes, seen),
-        _patch_call(call_id, changes, phase if phase != "started" else "completed", status),
-    ]
+    return [*file_diffs(call_id, changes, seen), patch_finished(call_id, changes, status)]
 
 
 # ----------------------------------------------------------------- MCP

@@ -51,7 +51,6 @@ from normalize import (
     Direction,
     Emit,
     Error,
-    FileDiff,
     Item,
     MalformedMessage,
     Passthrough,
@@ -68,7 +67,7 @@ from normalize import (
 from normalize import Warning as WarningBody
 from normalize.adapters import _codex_items as ci
 from normalize.adapters._limits import OPEN_ITEMS, Bounded, link, outbox
-from normalize.adapters.codex_rollout import CodexRolloutAdapter
+from normalize.adapters.codex_rollout import CodexRolloutAdapter, Event
 
 __all__ = ["CodexExecJsonAdapter"]
 
@@ -77,9 +76,12 @@ RETRY_PREFIX = "Reconnecting..."
 
 
 # ---------------------------------------------------------------- wire views
+#
+# The views are ``gc=False``: decoded JSON holds no reference cycles, and a struct the
+# garbage collector does not track is cheaper to make and adds nothing to its passes.
 
 
-class _Usage(Struct, frozen=True):
+class _Usage(Struct, frozen=True, gc=False):
     input_tokens: int | None = None
     cached_input_tokens: int | None = None
     cache_write_input_tokens: int | None = None
@@ -87,21 +89,21 @@ class _Usage(Struct, frozen=True):
     reasoning_output_tokens: int | None = None
 
 
-class _ErrorInfo(Struct, frozen=True):
+class _ErrorInfo(Struct, frozen=True, gc=False):
     message: str = ""
 
 
-class _Change(Struct, frozen=True):
+class _Change(Struct, frozen=True, gc=False):
     path: str
     kind: str | None = None
 
 
-class _Todo(Struct, frozen=True):
+class _Todo(Struct, frozen=True, gc=False):
     text: str
     completed: bool = False
 
 
-class _Item(Struct, frozen=True):
+class _Item(Struct, frozen=True, gc=False):
     """Every item type's fields in one view; each handler reads its own."""
 
     id: str
@@ -123,7 +125,7 @@ class _Item(Struct, frozen=True):
     message: str | None = None
 
 
-class _Line(Struct, frozen=True):
+class _Line(Struct, frozen=True, gc=False):
     type: str
     thread_id: str | None = None
     item: _Item | None = None
@@ -132,11 +134,11 @@ class _Line(Struct, frozen=True):
     message: str | None = None
 
 
-class _Head(Struct, frozen=True):
+class _Head(Struct, frozen=True, gc=False):
     type: str
 
 
-class _OldLine(Struct, frozen=True):
+class _OldLine(Struct, frozen=True, gc=False):
     """A line of the older shape: config, prompt, or ``{id, msg}``."""
 
     type: str | None = None
@@ -148,11 +150,36 @@ class _OldLine(Struct, frozen=True):
     provider: str | None = None
 
 
-class _OldMsg(Struct, frozen=True):
+class _OldMsg(Struct, frozen=True, gc=False):
     type: str = ""
     message: str | None = None
 
 
+class _AnyLine(Struct, frozen=True, gc=False):
+    """A line of either shape: the fields of ``_Line`` and ``_OldLine`` in one view.
+
+    A line is decoded once, with this view (``msg`` decoded with it, as the rollout
+    event it is).  A line it cannot take, malformed or with a field of another type than
+    a view reads, goes through the views it stands for (``_feed_checked``), which give
+    the same events or the same error as they always did.
+    """
+
+    type: str | None = None
+    thread_id: str | None = None
+    item: _Item | None = None
+    usage: _Usage | None = None
+    error: _ErrorInfo | None = None
+    message: str | None = None
+    # the older shape
+    id: str | None = None
+    msg: Event | None = None
+    prompt: str | None = None
+    model: str | None = None
+    workdir: str | None = None
+    provider: str | None = None
+
+
+_any_decoder = msgspec.json.Decoder(_AnyLine)
 _decoder = msgspec.json.Decoder(_Line)
 _head_decoder = msgspec.json.Decoder(_Head)
 _old_decoder = msgspec.json.Decoder(_OldLine)
@@ -178,6 +205,13 @@ LINE_TYPES = frozenset(
 )
 
 _Phase = str  # "started" | "updated" | "completed"
+#: The Source of each line type, made once: a Source is immutable, one serves every line.
+_SOURCES: dict[str | None, Source] = {t: Source(method=t) for t in LINE_TYPES}
+_PHASES: dict[str | None, _Phase] = {
+    "item.started": "started",
+    "item.updated": "updated",
+    "item.completed": "completed",
+}
 
 
 class CodexExecJsonAdapter(Adapter):
@@ -193,15 +227,15 @@ class CodexExecJsonAdapter(Adapter):
         self._plans: Bounded[str, list[PlanEntry]] = Bounded("plan", OPEN_ITEMS)
         #: the message of the last fatal ``error`` line of the open turn (turn.failed repeats it)
         self._last_error: str | None = None
-        self._lines: dict[str, Callable[[_Line], list[Item]]] = {
+        self._lines: dict[str, Callable[[_AnyLine], list[Item]]] = {
             "thread.started": self._thread_started,
             "turn.started": self._turn_started,
             "turn.completed": self._turn_completed,
             "turn.failed": self._turn_failed,
             "error": self._error,
-            "item.started": lambda line: self._item(line, "started"),
-            "item.updated": lambda line: self._item(line, "updated"),
-            "item.completed": lambda line: self._item(line, "completed"),
+            "item.started": self._item,
+            "item.updated": self._item,
+            "item.completed": self._item,
         }
         self._items: dict[str, Callable[[_Item, _Phase], list[Item]]] = {
             "agent_message": self._agent_message,
@@ -246,7 +280,27 @@ class CodexExecJsonAdapter(Adapter):
     # ------------------------------------------------------------------ feed
 
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
-        self._check_open()
+        if self._closed:  # the check's call only when it raises: feed runs once per line
+            self._check_open()
+        try:
+            line = _any_decoder.decode(message)
+        except msgspec.DecodeError:
+            return self._feed_checked(message)
+        if line.type is not None:
+            handler = self._lines.get(line.type)
+            return handler(line) if handler is not None else [Passthrough(method=line.type)]
+        if self._legacy is None:
+            if message.lstrip().startswith(b'{"type"'):
+                return self._feed_checked(message)  # "type": null, an error in _Line's words
+            self._legacy = _Legacy(self)
+        return self._legacy.feed(line)
+
+    def _feed_checked(self, message: bytes) -> list[Item]:
+        """A line ``_AnyLine`` could not take, read with the view of its shape.
+
+        The shape is told as it always was: by the line's start until a line of the older
+        shape is seen, by the older view's ``type`` after.
+        """
         if self._legacy is not None or not message.lstrip().startswith(b'{"type"'):
             try:
                 old = _old_decoder.decode(message)
@@ -255,18 +309,13 @@ class CodexExecJsonAdapter(Adapter):
             if old.type is None:
                 if self._legacy is None:
                     self._legacy = _Legacy(self)
-                return self._legacy.feed(old, message)
+                return self._legacy.feed(old)
         try:
             line = _decoder.decode(message)
         except msgspec.DecodeError as exc:
             raise MalformedMessage(f"not a codex exec --json line: {exc}") from None
         handler = self._lines.get(line.type)
-        if handler is None:
-            return [Passthrough(method=line.type)]
-        out = handler(line)
-        # A SessionCreated must come first; the Source applies to the bodies after it.
-        lead = [out.pop(0)] if out and isinstance(out[0], SessionCreated) else []
-        return [*lead, Source(method=line.type), *out]
+        return handler(_AnyLine(**structs.asdict(line))) if handler is not None else [Passthrough(method=line.type)]
 
     def close(self) -> list[Item]:
         self._closed = True
@@ -275,17 +324,20 @@ class CodexExecJsonAdapter(Adapter):
         return []  # calls left open are settled by the core (docs/adapters.md)
 
     # ------------------------------------------------------------ line types
+    #
+    # Each returns the line's items whole: its Source first (after the SessionCreated that
+    # thread.started gives: the record comes first), then its bodies.
 
-    def _thread_started(self, line: _Line) -> list[Item]:
+    def _thread_started(self, line: _AnyLine) -> list[Item]:
         record = SessionRecord(id="", agent="", protocol="", native_session_id=line.thread_id)
-        return [SessionCreated(session_id="", record=record)]
+        return [SessionCreated(session_id="", record=record), _SOURCES["thread.started"]]
 
-    def _turn_started(self, line: _Line) -> list[Item]:
+    def _turn_started(self, line: _AnyLine) -> list[Item]:
         self._last_error = None
-        return [TurnStart()]
+        return [_SOURCES["turn.started"], TurnStart()]
 
-    def _turn_completed(self, line: _Line) -> list[Item]:
-        out: list[Item] = []
+    def _turn_completed(self, line: _AnyLine) -> list[Item]:
+        out: list[Item] = [_SOURCES["turn.completed"]]
         if line.usage is not None:
             u = line.usage
             tokens = ci.tokens(
@@ -299,8 +351,8 @@ class CodexExecJsonAdapter(Adapter):
         out.append(TurnComplete(reason="ok", stop_reason="completed"))
         return out
 
-    def _turn_failed(self, line: _Line) -> list[Item]:
-        out: list[Item] = []
+    def _turn_failed(self, line: _AnyLine) -> list[Item]:
+        out: list[Item] = [_SOURCES["turn.failed"]]
         message = line.error.message if line.error is not None else ""
         if message and message != self._last_error:
             out.append(Error(message=message, error_type="turn-failed", recoverable=False))
@@ -308,24 +360,25 @@ class CodexExecJsonAdapter(Adapter):
         self._last_error = None
         return out
 
-    def _error(self, line: _Line) -> list[Item]:
+    def _error(self, line: _AnyLine) -> list[Item]:
         message = line.message or ""
         # A retry notice: Codex retries the model request on its own; the turn goes on.
         retrying = message.startswith(RETRY_PREFIX)
         if not retrying:
             self._last_error = message
-        return [ci.error_notice(message, retrying=retrying)]
+        return [_SOURCES["error"], ci.error_notice(message, retrying=retrying)]
 
     # ------------------------------------------------------------ item types
 
-    def _item(self, line: _Line, phase: _Phase) -> list[Item]:
+    def _item(self, line: _AnyLine) -> list[Item]:
         item = line.item
+        source = _SOURCES[line.type]
         if item is None:
-            return [Passthrough(method=line.type)]
+            return [source, Passthrough(method=line.type)]
         handler = self._items.get(item.type)
         if handler is None:
-            return [Passthrough(method=f"{line.type}:{item.type}")]
-        return handler(item, phase)
+            return [source, Passthrough(method=f"{line.type}:{item.type}")]
+        return [source, *handler(item, _PHASES[line.type])]
 
     def _agent_message(self, item: _Item, phase: _Phase) -> list[Item]:
         if phase != "completed":
@@ -353,12 +406,9 @@ class CodexExecJsonAdapter(Adapter):
         # exec reports paths and kinds, never diffs: no file-diff bodies
         changes = [ci.Change(path=c.path, kind=c.kind or "update") for c in item.changes or ()]
         if phase == "completed":
-            bodies = ci.file_change_finished(item.id, changes, item.status, set())
-            return [b for b in bodies if not isinstance(b, FileDiff)]
-        started = [b for b in ci.file_change_started(item.id, changes, set()) if not isinstance(b, FileDiff)]
-        if phase == "updated":
-            return [structs.replace(b, phase="updated") for b in started]
-        return list(started)
+            return [ci.patch_finished(item.id, changes, item.status)]
+        started = ci.patch_started(item.id, changes)
+        return [structs.replace(started, phase="updated") if phase == "updated" else started]
 
     def _mcp(self, item: _Item, phase: _Phase) -> list[Item]:
         args = ci.raw_or_none(item.arguments)
@@ -395,6 +445,10 @@ class CodexExecJsonAdapter(Adapter):
     def _item_error(self, item: _Item, phase: _Phase) -> list[Item]:
         # A non-fatal problem Codex reports as an item ("Model metadata ... not found").
         return [WarningBody(message=item.message or item.text or "", source="codex")]
+
+
+#: The events whose rollout items hold a TurnStart (``_task_started``'s).
+_TASK_STARTED = frozenset({"task_started", "turn_started"})
 
 
 class _Legacy:
@@ -440,43 +494,47 @@ class _Legacy:
                 return 0.0
         return 0.9 if events else 0.0
 
-    def feed(self, old: _OldLine, message: bytes) -> list[Item]:
+    def feed(self, old: _AnyLine | _OldLine) -> list[Item]:
         out: list[Item] = []
         if not self.announced:
             self.announced = True
             record = SessionRecord(id="", agent="", protocol="", cwd=old.workdir, model=old.model)
             out.append(SessionCreated(session_id="", record=record))
-        if bytes(old.msg) != b"null":
-            return out + self._event(old.msg)
+        msg = old.msg
+        if isinstance(msg, Raw):  # _OldLine's, not decoded yet (a line _AnyLine could not take)
+            if ci.present(msg):
+                return self._event(out, _old_msg_decoder.decode(msg), msg)
+        elif msg is not None:
+            return self._event(out, msg, msg)
         if old.prompt is not None:
             self.turn_open = self.reply_due = True
             return [*out, Source(method="prompt"), TurnStart(), ci.user_message("prompt", [old.prompt])]
         return [*out, Source(method="config"), Passthrough(method="config")]
 
-    def _event(self, raw: Raw) -> list[Item]:
-        msg = _old_msg_decoder.decode(raw)
-        if msg.type == "stream_error":  # a retry notice (rollout files never store one)
-            return [Source(method=msg.type), ci.error_notice(msg.message or "", retrying=True)]
-        inner = self.rollout.feed(b'{"type":"event_msg","payload":' + bytes(raw) + b"}")
-        out: list[Item] = []
-        for item in inner:
-            if isinstance(item, Source):
-                out.append(Source(method=msg.type))
-            elif isinstance(item, TurnStart) and self.turn_open:
-                continue  # the prompt line started this turn
-            else:
-                out.append(item)
-        if msg.type == "task_started":
+    def _event(self, out: list[Item], msg: Event | _OldMsg, payload: Event | Raw) -> list[Item]:
+        """``out`` and the items of a ``msg``: ``payload``, decoded or not, of which ``msg``
+        is the type and message."""
+        kind = msg.type
+        if kind == "stream_error":  # a retry notice (rollout files never store one)
+            out += (Source(method=kind), ci.error_notice(msg.message or "", retrying=True))
+            return out
+        # the rollout adapter's items for this event_msg, under the Source of this line
+        out.append(Source(method=kind))
+        items = self.rollout.feed_event(payload)
+        if self.turn_open and kind in _TASK_STARTED:  # the prompt line started this turn
+            items = [i for i in items if not isinstance(i, TurnStart)]
+        out += items
+        if kind == "task_started":
             self.turn_open = True
             if not any(isinstance(i, Body) for i in out):
                 out.append(Passthrough())
-        elif msg.type == "agent_message":
+        elif kind == "agent_message":
             self.reply_due = False
-        elif msg.type.endswith("_end"):
+        elif kind.endswith("_end"):
             self.reply_due = True  # the model answers a tool's end
-        elif msg.type == "error":
+        elif kind == "error":
             self.failed = msg.message or ""
-        elif msg.type in ("task_complete", "turn_aborted"):
+        elif kind in ("task_complete", "turn_aborted"):
             self.turn_open = False
         return out
 

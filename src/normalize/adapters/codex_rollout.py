@@ -69,7 +69,6 @@ from normalize import (
     Direction,
     Emit,
     Error,
-    FileDiff,
     Item,
     MalformedMessage,
     McpTool,
@@ -101,9 +100,12 @@ from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent
 __all__ = ["CodexRolloutAdapter"]
 
 # ---------------------------------------------------------------- wire views
+#
+# The views are ``gc=False``: decoded JSON holds no reference cycles, and a struct the
+# garbage collector does not track is cheaper to make and adds nothing to its passes.
 
 
-class _Line(Struct, frozen=True):
+class _Line(Struct, frozen=True, gc=False):
     """The envelope; older files put a bare response item (or a state line) here."""
 
     type: str | None = None
@@ -115,16 +117,16 @@ class _Line(Struct, frozen=True):
     instructions: str | None = None
 
 
-class _Text(Struct, frozen=True):
+class _Text(Struct, frozen=True, gc=False):
     type: str = ""
     text: str | None = None
 
 
-class _Instructions(Struct, frozen=True):
+class _Instructions(Struct, frozen=True, gc=False):
     text: str | None = None
 
 
-class _Meta(Struct, frozen=True):
+class _Meta(Struct, frozen=True, gc=False):
     id: str | None = None
     timestamp: str | None = None
     cwd: str | None = None
@@ -136,11 +138,11 @@ class _Meta(Struct, frozen=True):
     parent_thread_id: str | None = None  # a sub-agent's thread (0.171, multi_agent)
 
 
-class _CollabMode(Struct, frozen=True):
+class _CollabMode(Struct, frozen=True, gc=False):
     mode: str | None = None
 
 
-class _TurnContext(Struct, frozen=True):
+class _TurnContext(Struct, frozen=True, gc=False):
     cwd: str | None = None
     model: str | None = None
     approval_policy: Raw = ci.NULL
@@ -148,7 +150,7 @@ class _TurnContext(Struct, frozen=True):
     collaboration_mode: _CollabMode | None = None
 
 
-class _RItem(Struct, frozen=True):
+class _RItem(Struct, frozen=True, gc=False):
     """A response item (every type's fields in one view)."""
 
     type: str
@@ -166,19 +168,19 @@ class _RItem(Struct, frozen=True):
     action: Raw = ci.NULL
 
 
-class _PathChange(Struct, frozen=True):
+class _PathChange(Struct, frozen=True, gc=False):
     type: str | None = None
     unified_diff: str | None = None
     content: str | None = None
     move_path: str | None = None
 
 
-class _Duration(Struct, frozen=True):
+class _Duration(Struct, frozen=True, gc=False):
     secs: int = 0
     nanos: int = 0
 
 
-class _CoreItem(Struct, frozen=True):
+class _CoreItem(Struct, frozen=True, gc=False):
     """A core TurnItem of ``item_completed`` (PascalCase ``type``)."""
 
     type: str
@@ -207,12 +209,12 @@ class _CoreItem(Struct, frozen=True):
     model: str | None = None
 
 
-class _TaskError(Struct, frozen=True):
+class _TaskError(Struct, frozen=True, gc=False):
     message: str = ""
     codex_error_info: Raw = ci.NULL
 
 
-class _Tok(Struct, frozen=True):
+class _Tok(Struct, frozen=True, gc=False):
     input_tokens: int = 0
     cached_input_tokens: int = 0
     cache_write_input_tokens: int | None = None
@@ -221,19 +223,19 @@ class _Tok(Struct, frozen=True):
     total_tokens: int = 0
 
 
-class _TokenInfo(Struct, frozen=True):
+class _TokenInfo(Struct, frozen=True, gc=False):
     total_token_usage: _Tok | None = None
     last_token_usage: _Tok | None = None
     model_context_window: int | None = None
 
 
-class _Invocation(Struct, frozen=True):
+class _Invocation(Struct, frozen=True, gc=False):
     server: str = ""
     tool: str = ""
     arguments: Raw = ci.NULL
 
 
-class _Event(Struct, frozen=True):
+class _Event(Struct, frozen=True, gc=False):
     """An ``event_msg`` payload (every type's fields in one view)."""
 
     type: str
@@ -263,7 +265,12 @@ class _Event(Struct, frozen=True):
     total_tokens: int = 0
 
 
-class _Compacted(Struct, frozen=True):
+#: An ``event_msg`` payload, for a view that decodes one within its own line (the older
+#: ``codex exec --json`` shape's ``msg``); see :meth:`CodexRolloutAdapter.feed_event`.
+Event = _Event
+
+
+class _Compacted(Struct, frozen=True, gc=False):
     message: str | None = None
 
 
@@ -665,8 +672,7 @@ class CodexRolloutAdapter(Adapter):
         name = item.name or ""
         if name == "apply_patch":
             changes = _patch_changes(item.input or "", self._cwd)
-            (started,) = [b for b in ci.file_change_started(call_id, changes, set()) if isinstance(b, ToolCall)]
-            return self._start(started, _Patch(changes))
+            return self._start(ci.patch_started(call_id, changes), _Patch(changes))
         body = ToolCall(call_id=call_id, tool=name, phase="started", title=name, category="other", input=item.input)
         return self._start(body, body)
 
@@ -715,8 +721,7 @@ class CodexRolloutAdapter(Adapter):
                 )
             )
         if isinstance(note, _Patch):
-            bodies = ci.file_change_finished(call.call_id, note.changes, status, set())
-            return [b for b in bodies if not isinstance(b, FileDiff)]
+            return [ci.patch_finished(call.call_id, note.changes, status)]
         # another call: its start repeated, with its outcome
         phase = ci.phase_of(status)
         if isinstance(note, ToolCall):
@@ -741,10 +746,31 @@ class CodexRolloutAdapter(Adapter):
     def _event_msg(self, line: _Line) -> list[Item]:
         event = _event_decoder.decode(line.payload)
         self._method = f"event_msg:{event.type}"
+        return self._event(event)
+
+    def _event(self, event: _Event) -> list[Item]:
         handler = self._events.get(event.type)
         if handler is None:
             return [Passthrough()]
         return handler(event)
+
+    def feed_event(self, payload: Event | Raw) -> list[Item]:
+        """What ``feed`` gives for an ``event_msg`` line of this payload, without its ``Source``.
+
+        For the older ``codex exec --json`` shape, whose ``msg`` is such a payload: the
+        payload decoded with the line (an :data:`Event`) or, when that view could not take
+        the line, as Raw, decoded here with the same error as ``feed``'s.  The line has no
+        timestamp.
+        """
+        self._check_open()
+        self._n += 1
+        self._ts = None
+        try:
+            event = _event_decoder.decode(payload) if isinstance(payload, Raw) else payload
+            handler = self._events.get(event.type)  # as _event, one call less on this path
+            return handler(event) if handler is not None else [Passthrough()]
+        except msgspec.DecodeError as exc:
+            raise MalformedMessage(f"not a codex rollout line: {exc}") from None
 
     def _task_started(self, event: _Event) -> list[Item]:
         out: list[Item] = []

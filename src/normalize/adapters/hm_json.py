@@ -117,6 +117,9 @@ from ._limits import (
 __all__ = ["HmJsonAdapter"]
 
 # ------------------------------------------------------------------ wire views
+#
+# The views are ``gc=False``: decoded JSON holds no reference cycles, and a struct the
+# garbage collector does not track is cheaper to make and adds nothing to its passes.
 
 #: An absent field kept as Raw (msgspec cannot put Raw in a union); distinct from ``null``.
 ABSENT = Raw(b"")
@@ -127,14 +130,14 @@ def _raw_or_none(value: Raw) -> Raw | None:
     return None if data in (b"", b"null") else value
 
 
-class _Image(Struct, frozen=True):
+class _Image(Struct, frozen=True, gc=False):
     media_type: str | None = None
     data: str | None = None
     width: int | None = None
     height: int | None = None
 
 
-class _Usage(Struct, frozen=True):
+class _Usage(Struct, frozen=True, gc=False):
     input: int = 0
     output: int = 0
     cache_read: int = 0
@@ -142,7 +145,7 @@ class _Usage(Struct, frozen=True):
     cost: float = 0.0
 
 
-class _Line(Struct, frozen=True):
+class _Line(Struct, frozen=True, gc=False):
     """Every agent line type's fields in one view; each handler reads its own.
 
     ``input`` is a tool call's input (any JSON) or a usage line's token count, so it is Raw.
@@ -190,13 +193,13 @@ class _Line(Struct, frozen=True):
     data: Raw = ABSENT
 
 
-class _Head(Struct, frozen=True):
+class _Head(Struct, frozen=True, gc=False):
     type: str = ""
     v: int | None = None
     session: str | None = None
 
 
-class _Command(Struct, frozen=True):
+class _Command(Struct, frozen=True, gc=False):
     """A client command (``--rpc`` stdin); only the fields normalize interprets."""
 
     type: str = ""
@@ -213,7 +216,7 @@ class _Command(Struct, frozen=True):
     effort: str | None = None
 
 
-class _ToolInput(Struct, frozen=True):
+class _ToolInput(Struct, frozen=True, gc=False):
     path: str | None = None
     description: str | None = None
     prompt: str | None = None
@@ -223,7 +226,7 @@ class _ToolInput(Struct, frozen=True):
     content: str | None = None
 
 
-class _SessionData(Struct, frozen=True):
+class _SessionData(Struct, frozen=True, gc=False):
     id: str | None = None
     title: str | None = None
     root: str | None = None
@@ -232,7 +235,7 @@ class _SessionData(Struct, frozen=True):
     usage: _Usage | None = None
 
 
-class _StateData(Struct, frozen=True):
+class _StateData(Struct, frozen=True, gc=False):
     session: _SessionData | None = None
 
 
@@ -524,7 +527,8 @@ class HmJsonAdapter(Adapter):
     # ------------------------------------------------------------ feed
 
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
-        self._check_open()
+        if self._closed:  # the check's call only when it raises: feed runs once per line
+            self._check_open()
         if from_ == "client":
             return self._command(message)
         try:
@@ -533,23 +537,28 @@ class HmJsonAdapter(Adapter):
             return self._off_shape(message, exc)
         except msgspec.DecodeError as exc:
             raise MalformedMessage(f"not an hm JSON line: {exc}") from None
-        out: list[Item] = []
-        if not self._created and line.type != "session_start" and line.session:
+        out: list[Item]
+        session = line.session
+        if not self._created and line.type != "session_start" and session:
             # A stream that does not start with session_start (cut at the head): what it knows.
             self._created = True
-            self._set_main(line.session)
-            out.append(_created(SessionRecord(id="", agent="", protocol="", native_session_id=line.session)))
-        out.append(Source(method=line.type, ts=line.time))
+            self._set_main(session)
+            record = SessionRecord(id="", agent="", protocol="", native_session_id=session)
+            out = [_created(record), Source(method=line.type, ts=line.time)]
+        else:
+            out = [Source(method=line.type, ts=line.time)]
         handler = self._lines.get(line.type)
         if handler is None:
             out.append(Passthrough(method=line.type))
             return out
-        sub = self._subagent_of(line, out)
+        # most lines are the main session's: known without _subagent_of's look-ups
+        sub = None if session == self._main else self._subagent_of(line, out)
         items = handler(line, sub)
-        if items and isinstance(items[0], SessionCreated | SessionResumed):
-            # the Session takes the record only as the first item of a message
+        if line.type == "session_start" and items and isinstance(items[0], SessionCreated | SessionResumed):
+            # the Session takes the record only as the first item of a message (only a
+            # session_start gives one)
             return [items[0], *out, *items[1:]]
-        out.extend(items)
+        out += items
         return out
 
     def _off_shape(self, message: bytes, exc: msgspec.ValidationError) -> list[Item]:
@@ -661,15 +670,19 @@ class HmJsonAdapter(Adapter):
         # the call has no id before its tool_call: kept as is
         return [Passthrough(method=line.type)]
 
+    # The deltas are most of a stream's lines: _reply and _emit are written out in them.
+
     def _text_delta(self, line: _Line, sub: str | None) -> list[Item]:
-        reply = self._reply(line.session)
-        return [self._emit(AssistantDelta(message_id=reply.message_id, text=line.text or ""), sub)]
+        reply = self._replies.get(line.session) or self._reply(line.session)
+        body = AssistantDelta(message_id=reply.message_id, text=line.text or "")
+        return [Emit(body=body, subagent_id=sub) if sub else body]
 
     def _thinking_delta(self, line: _Line, sub: str | None) -> list[Item]:
-        reply = self._reply(line.session)
+        reply = self._replies.get(line.session) or self._reply(line.session)
         text = line.text or ""
         reply.size += len(text)
-        out: list[Item] = [self._emit(ReasoningDelta(reasoning_id=reply.reasoning_id, text=text), sub)]
+        body = ReasoningDelta(reasoning_id=reply.reasoning_id, text=text)
+        out: list[Item] = [Emit(body=body, subagent_id=sub) if sub else body]
         if reply.size <= BUFFER_TEXT:
             reply.thinking.append(text)
         elif reply.size - len(text) <= BUFFER_TEXT:  # the limit is crossed now: said once
