@@ -340,3 +340,20 @@ def test_a_line_whose_type_is_null_is_bad_input_not_the_older_shape() -> None:
     out = bodies(convert_lines({"type": None, "thread_id": "t1"}, {"type": "turn.started"}))
     errors = [b["message"] for b in out if b["kind"] == "error" and b["errorType"] == "malformed"]
     assert errors == ["not a codex exec --json line: Expected `str`, got `null` - at `$.type`"]
+
+
+@pytest.mark.parametrize("msg", ["x", {"type": 5}, {"type": "agent_message", "message": 7}])
+def test_an_older_line_whose_msg_cannot_be_read_is_an_error_and_the_stream_goes_on(msg: object) -> None:
+    config = {"model": "m", "provider": "p", "workdir": "/w", "approval": "never", "sandbox": "read-only"}
+    out = bodies(
+        convert_lines(
+            config,
+            {"prompt": "hi"},
+            {"id": "0", "msg": msg},
+            {"id": "0", "msg": {"type": "agent_message", "message": "still here"}},
+        )
+    )
+    errors = [b for b in out if b["kind"] == "error"]
+    assert [e["errorType"] for e in errors] == ["malformed"]
+    assert errors[0]["message"].startswith("not a codex exec --json line: ")
+    assert ("assistant-message", "still here") in _kinds(out)

@@ -495,17 +495,24 @@ class _Legacy:
         return 0.9 if events else 0.0
 
     def feed(self, old: _AnyLine | _OldLine) -> list[Item]:
+        msg = old.msg
+        event: Event | _OldMsg | None = None
+        payload: Event | Raw | None = msg  # what the rollout adapter reads: the event, decoded or not
+        if isinstance(msg, Raw):  # _OldLine's, not decoded yet (a line _AnyLine could not take)
+            if ci.present(msg):
+                try:
+                    event = _old_msg_decoder.decode(msg)
+                except msgspec.DecodeError as exc:  # not an object, or a field of the wrong type
+                    raise MalformedMessage(f"not a codex exec --json line: {exc}") from None
+        else:
+            event = msg
         out: list[Item] = []
         if not self.announced:
             self.announced = True
             record = SessionRecord(id="", agent="", protocol="", cwd=old.workdir, model=old.model)
             out.append(SessionCreated(session_id="", record=record))
-        msg = old.msg
-        if isinstance(msg, Raw):  # _OldLine's, not decoded yet (a line _AnyLine could not take)
-            if ci.present(msg):
-                return self._event(out, _old_msg_decoder.decode(msg), msg)
-        elif msg is not None:
-            return self._event(out, msg, msg)
+        if event is not None and payload is not None:
+            return self._event(out, event, payload)
         if old.prompt is not None:
             self.turn_open = self.reply_due = True
             return [*out, Source(method="prompt"), TurnStart(), ci.user_message("prompt", [old.prompt])]
