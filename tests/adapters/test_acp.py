@@ -21,6 +21,7 @@ from normalize import (
     MessageCompleted,
     ModeUpdate,
     PermissionRequest,
+    Problem,
     Reasoning,
     ReasoningDelta,
     RequestResolved,
@@ -732,3 +733,38 @@ def test_a_calls_fields_are_merged_across_its_updates_whether_or_not_the_session
     assert (request.tool_call.tool, request.tool_call.category) == ("execute", "execute")
     # nothing duplicated or left open for the core to settle
     assert not [b for b in bodies(events) if isinstance(b, WarningBody | Error)]
+
+
+def _problem_text(update: Any, **params: Any) -> str | None:
+    line = json.dumps(
+        {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "S", **params, "update": update}}
+    )
+    items = AcpAdapter().feed(line.encode())
+    problems = [i for i in items if isinstance(i, Problem)]
+    return str(problems[0].error) if problems else None
+
+
+@pytest.mark.parametrize(
+    ("update", "params", "expected"),
+    [
+        # bad input in a variant is reported where it sits in the update
+        (
+            {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": 5}},
+            {},
+            "session/update: Expected `str | null`, got `int` - at `$.content.text`",
+        ),
+        ({"sessionUpdate": 7}, {}, "session/update: Expected `str`, got `int` - at `$.sessionUpdate`"),
+        (None, {}, "session/update: Expected `object`, got `null`"),
+        (
+            {"sessionUpdate": "plan", "entries": []},
+            {"sessionId": 3},
+            "session/update: Expected `str | null`, got `int` - at `$.sessionId`",
+        ),
+        # a variant this version does not know: passed through, not an error
+        ({"sessionUpdate": "some_future_update", "x": 1}, {}, None),
+    ],
+)
+def test_a_malformed_or_unknown_update_is_reported_as_before(
+    update: Any, params: dict[str, Any], expected: str | None
+) -> None:
+    assert _problem_text(update, **params) == expected

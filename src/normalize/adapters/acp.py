@@ -413,6 +413,89 @@ class _Notice(_View, frozen=True):
     description: str | None = None
 
 
+# One decode of a ``session/update``'s params: the variant's view chosen by its tag
+# (``update.sessionUpdate``), in the same pass as the params.  The views are the ones the
+# variants had when decoded one by one (head, then variant): same fields, same values.
+
+
+class _UserChunkU(_Chunk, frozen=True, tag="user_message_chunk", tag_field="sessionUpdate", gc=False):
+    pass
+
+
+class _AgentChunkU(_Chunk, frozen=True, tag="agent_message_chunk", tag_field="sessionUpdate", gc=False):
+    pass
+
+
+class _ThoughtChunkU(_Chunk, frozen=True, tag="agent_thought_chunk", tag_field="sessionUpdate", gc=False):
+    pass
+
+
+class _ToolCallU(_ToolCallView, frozen=True, tag="tool_call", tag_field="sessionUpdate", gc=False):
+    pass
+
+
+class _ToolCallUpdateU(_ToolCallView, frozen=True, tag="tool_call_update", tag_field="sessionUpdate", gc=False):
+    pass
+
+
+class _PlanU(_PlanUpdate, frozen=True, tag="plan", tag_field="sessionUpdate", gc=False):
+    pass
+
+
+class _CommandsU(_CommandsUpdate, frozen=True, tag="available_commands_update", tag_field="sessionUpdate", gc=False):
+    pass
+
+
+class _ModeU(_ModeUpdate, frozen=True, tag="current_mode_update", tag_field="sessionUpdate", gc=False):
+    pass
+
+
+class _ConfigU(_ConfigUpdate, frozen=True, tag="config_option_update", tag_field="sessionUpdate", gc=False):
+    pass
+
+
+class _InfoU(_InfoUpdate, frozen=True, tag="session_info_update", tag_field="sessionUpdate", gc=False):
+    pass
+
+
+class _UsageU(_UsageUpdate, frozen=True, tag="usage_update", tag_field="sessionUpdate", gc=False):
+    pass
+
+
+class _PlanContentU(_PlanContentUpdate, frozen=True, tag="plan_update", tag_field="sessionUpdate", gc=False):
+    pass
+
+
+class _CompactionU(_CompactionUpdate, frozen=True, tag="compaction_update", tag_field="sessionUpdate", gc=False):
+    pass
+
+
+class _NoticeU(_Notice, frozen=True, tag="notice", tag_field="sessionUpdate", gc=False):
+    pass
+
+
+class _Update(_View, frozen=True, gc=False):
+    """A ``session/update``'s params with a known variant (an unknown one fails to decode)."""
+
+    update: (
+        _UserChunkU
+        | _AgentChunkU
+        | _ThoughtChunkU
+        | _ToolCallU
+        | _ToolCallUpdateU
+        | _PlanU
+        | _CommandsU
+        | _ModeU
+        | _ConfigU
+        | _InfoU
+        | _UsageU
+        | _PlanContentU
+        | _CompactionU
+        | _NoticeU
+    )
+    session_id: str | None = None  # checked as _UpdateParams checks it (bad input reported alike)
+
+
 class _PermOption(_View, frozen=True):
     option_id: str = ""
     name: str = ""
@@ -481,6 +564,7 @@ _PROMPT_PARAMS = _decoder(_PromptParams)
 _PROMPT_RESULT = _decoder(_PromptResult)
 _UPDATE_PARAMS = _decoder(_UpdateParams)
 _UPDATE_HEAD = _decoder(_UpdateHead)
+_UPDATE = _decoder(_Update)
 _CHUNK = _decoder(_Chunk)
 _TOOL_CALL = _decoder(_ToolCallView)
 _PLAN = _decoder(_PlanUpdate)
@@ -1187,17 +1271,30 @@ class AcpAdapter(Adapter):
     # ------------------------------------------------------------------ session/update
 
     def _update(self, params: Raw) -> list[Item]:
+        try:
+            update = _UPDATE.decode(params).update
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return self._update_slowly(params)
+        variant, handler = _UPDATES[type(update)]
+        out = handler(self, update)
+        self._last_variant = variant
+        return self._replayed(out) if self._loads else out
+
+    def _update_slowly(self, params: Raw) -> list[Item]:
+        """An update the one-pass view does not take (an unknown variant, bad input): the
+        params, then the head, then the variant's view, each decoded alone, so that bad input
+        is reported at the same place (``$.content...``) and an unknown variant passed through."""
         view = _UPDATE_PARAMS.decode(params)
         variant = _UPDATE_HEAD.decode(view.update).session_update
-        handler = _UPDATES.get(variant)
-        if handler is None:
+        known = _VARIANTS.get(variant)
+        if known is None:
             return [Passthrough(method="session/update")]
-        out = handler(self, view.update)
+        decoder, handler = known
+        out = handler(self, decoder.decode(view.update))
         self._last_variant = variant
         return self._replayed(out)
 
-    def _chunk(self, kind: _Kind, raw: Raw) -> list[Item]:
-        view = _CHUNK.decode(raw)
+    def _chunk(self, kind: _Kind, view: _Chunk) -> list[Item]:
         block = view.content
         text = _block_text(block) if block is not None else None
         meta = view.meta.claude_code if view.meta is not None else None
@@ -1240,14 +1337,13 @@ class AcpAdapter(Adapter):
         out.append(delta if sub is None else Emit(body=delta, subagent_id=sub))
         return out
 
-    def _agent_chunk(self, raw: Raw) -> list[Item]:
-        return self._chunk("message", raw)
+    def _agent_chunk(self, view: _Chunk) -> list[Item]:
+        return self._chunk("message", view)
 
-    def _thought_chunk(self, raw: Raw) -> list[Item]:
-        return self._chunk("thought", raw)
+    def _thought_chunk(self, view: _Chunk) -> list[Item]:
+        return self._chunk("thought", view)
 
-    def _user_chunk(self, raw: Raw) -> list[Item]:
-        view = _CHUNK.decode(raw)
+    def _user_chunk(self, view: _Chunk) -> list[Item]:
         block = view.content
         text = _block_text(block) if block is not None else None
         images = _images([block]) if block is not None else None
@@ -1273,9 +1369,9 @@ class AcpAdapter(Adapter):
 
     # tool calls ---------------------------------------------------------
 
-    def _tool_call(self, raw: Raw) -> list[Item]:
+    def _tool_call(self, view: _ToolCallView) -> list[Item]:
         """``tool_call`` (an upsert) and ``tool_call_update`` (a patch) alike."""
-        return self._tool(_TOOL_CALL.decode(raw))[0]
+        return self._tool(view)[0]
 
     def _merge(self, call: _Merged, view: _ToolCallView) -> tuple[bool, list[Item]]:
         """Apply a ToolCall / ToolCallUpdate; returns (something changed, content events)."""
@@ -1588,8 +1684,8 @@ class AcpAdapter(Adapter):
 
     # other variants -----------------------------------------------------
 
-    def _plan(self, raw: Raw) -> list[Item]:
-        return [Plan(entries=self._entries(_PLAN.decode(raw).entries))]
+    def _plan(self, view: _PlanUpdate) -> list[Item]:
+        return [Plan(entries=self._entries(view.entries))]
 
     def _entries(self, entries: Sequence[_PlanEntry]) -> list[PlanEntry]:
         return [
@@ -1601,8 +1697,8 @@ class AcpAdapter(Adapter):
             for e in entries
         ]
 
-    def _plan_update(self, raw: Raw) -> list[Item]:
-        plan = _PLAN_CONTENT.decode(raw).plan
+    def _plan_update(self, view: _PlanContentUpdate) -> list[Item]:
+        plan = view.plan
         if plan is None:
             return [Passthrough(method="session/update")]
         if plan.type == "items" and plan.entries is not None:
@@ -1611,8 +1707,7 @@ class AcpAdapter(Adapter):
             return [Plan(entries=[], explanation=plan.content)]
         return [Passthrough(method="session/update")]
 
-    def _commands(self, raw: Raw) -> list[Item]:
-        view = _COMMANDS.decode(raw)
+    def _commands(self, view: _CommandsUpdate) -> list[Item]:
         return [
             CommandsUpdate(
                 commands=[
@@ -1624,17 +1719,16 @@ class AcpAdapter(Adapter):
             )
         ]
 
-    def _current_mode(self, raw: Raw) -> list[Item]:
-        mode = _MODE.decode(raw).current_mode_id
+    def _current_mode(self, view: _ModeUpdate) -> list[Item]:
+        mode = view.current_mode_id
         self._mode = mode or self._mode
         return [ModeUpdate(mode_id=mode)]
 
-    def _config(self, raw: Raw) -> list[Item]:
-        mode, model = self._apply_config(_CONFIG.decode(raw).config_options)
+    def _config(self, view: _ConfigUpdate) -> list[Item]:
+        mode, model = self._apply_config(view.config_options)
         return self._mode_update(mode, model, always=True) or [Passthrough(method="session/update")]
 
-    def _info(self, raw: Raw) -> list[Item]:
-        view = _INFO.decode(raw)
+    def _info(self, view: _InfoUpdate) -> list[Item]:
         codex = view.meta.codex if view.meta is not None else None
         status = codex.thread_status.type if codex is not None and codex.thread_status is not None else None
         if status == "systemError":
@@ -1645,8 +1739,7 @@ class AcpAdapter(Adapter):
             return [Passthrough(method="session/update")]  # only updatedAt / `_meta`: nothing the model holds
         return [SessionInfo(title=view.title if view.title is not None else "")]
 
-    def _usage(self, raw: Raw) -> list[Item]:
-        view = _USAGE.decode(raw)
+    def _usage(self, view: _UsageUpdate) -> list[Item]:
         context = ContextWindow(used=view.used, size=view.size) if view.used is not None else None
         cost = None
         if view.cost is not None:
@@ -1657,8 +1750,7 @@ class AcpAdapter(Adapter):
             return [Passthrough(method="session/update")]
         return [Usage(context=context, cost=cost, scope="session")]
 
-    def _compaction(self, raw: Raw) -> list[Item]:
-        view = _COMPACTION.decode(raw)
+    def _compaction(self, view: _CompactionUpdate) -> list[Item]:
         status = _COMPACTION_STATUS.get(view.status)
         if status is None:
             return [Passthrough(method="session/update")]
@@ -1666,8 +1758,7 @@ class AcpAdapter(Adapter):
         error = view.error if isinstance(view.error, str) else None
         return [Compaction(compaction_id=view.compaction_id, status=status, summary=summary, error=error)]
 
-    def _notice(self, raw: Raw) -> list[Item]:
-        view = _NOTICE.decode(raw)
+    def _notice(self, view: _Notice) -> list[Item]:
         text = f"{view.title}: {view.description}" if view.description else view.title
         if view.severity == "error":
             return [Emit(body=Error(message=text, error_type="notice", recoverable=True), origin="live")]
@@ -1766,22 +1857,48 @@ _NOTIFICATIONS: dict[str, Callable[[AcpAdapter, Raw], list[Item]]] = {
     "$/cancel_request": AcpAdapter._cancel_request,
 }
 
-_UPDATES: dict[str, Callable[[AcpAdapter, Raw], list[Item]]] = {
-    "user_message_chunk": AcpAdapter._user_chunk,
-    "agent_message_chunk": AcpAdapter._agent_chunk,
-    "agent_thought_chunk": AcpAdapter._thought_chunk,
-    "tool_call": AcpAdapter._tool_call,
-    "tool_call_update": AcpAdapter._tool_call,
-    "plan": AcpAdapter._plan,
-    "available_commands_update": AcpAdapter._commands,
-    "current_mode_update": AcpAdapter._current_mode,
-    "config_option_update": AcpAdapter._config,
-    "session_info_update": AcpAdapter._info,
-    "usage_update": AcpAdapter._usage,
-    "plan_update": AcpAdapter._plan_update,
-    "compaction_update": AcpAdapter._compaction,
-    "notice": AcpAdapter._notice,
+_UpdateHandler = Callable[[AcpAdapter, Any], list[Item]]
+
+#: The variants of ``session/update``: each one's decoder (alone) and handler.
+_VARIANTS: dict[str, tuple[msgspec.json.Decoder[Any], _UpdateHandler]] = {
+    "user_message_chunk": (_CHUNK, AcpAdapter._user_chunk),
+    "agent_message_chunk": (_CHUNK, AcpAdapter._agent_chunk),
+    "agent_thought_chunk": (_CHUNK, AcpAdapter._thought_chunk),
+    "tool_call": (_TOOL_CALL, AcpAdapter._tool_call),
+    "tool_call_update": (_TOOL_CALL, AcpAdapter._tool_call),
+    "plan": (_PLAN, AcpAdapter._plan),
+    "available_commands_update": (_COMMANDS, AcpAdapter._commands),
+    "current_mode_update": (_MODE, AcpAdapter._current_mode),
+    "config_option_update": (_CONFIG, AcpAdapter._config),
+    "session_info_update": (_INFO, AcpAdapter._info),
+    "usage_update": (_USAGE, AcpAdapter._usage),
+    "plan_update": (_PLAN_CONTENT, AcpAdapter._plan_update),
+    "compaction_update": (_COMPACTION, AcpAdapter._compaction),
+    "notice": (_NOTICE, AcpAdapter._notice),
 }
+
+#: The same, by the class of the one-pass view (``_Update``): the variant's name and handler.
+_UPDATES: dict[type, tuple[str, _UpdateHandler]] = {
+    cls: (tag, _VARIANTS[tag][1])
+    for cls in (
+        _UserChunkU,
+        _AgentChunkU,
+        _ThoughtChunkU,
+        _ToolCallU,
+        _ToolCallUpdateU,
+        _PlanU,
+        _CommandsU,
+        _ModeU,
+        _ConfigU,
+        _InfoU,
+        _UsageU,
+        _PlanContentU,
+        _CompactionU,
+        _NoticeU,
+    )
+    if isinstance(tag := cls.__struct_config__.tag, str)
+}
+assert len(_UPDATES) == len(_VARIANTS)  # every variant has its tagged view
 
 
 def _from(subagent: str | None, items: list[Item]) -> list[Item]:
