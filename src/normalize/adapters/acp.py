@@ -496,6 +496,17 @@ class _Update(_View, frozen=True, gc=False):
     session_id: str | None = None  # checked as _UpdateParams checks it (bad input reported alike)
 
 
+class _UpdateRpc(Struct, frozen=True, gc=False):
+    """A whole ``session/update`` notification in one pass: the fields of ``_Rpc``, checked
+    alike, with the params read as ``_Update``."""
+
+    params: _Update
+    method: str | UnsetType = UNSET
+    id: int | str | UnsetType | None = UNSET
+    result: Raw = _NONE
+    error: _RpcError | None = None
+
+
 class _PermOption(_View, frozen=True):
     option_id: str = ""
     name: str = ""
@@ -565,6 +576,8 @@ _PROMPT_RESULT = _decoder(_PromptResult)
 _UPDATE_PARAMS = _decoder(_UpdateParams)
 _UPDATE_HEAD = _decoder(_UpdateHead)
 _UPDATE = _decoder(_Update)
+_UPDATE_RPC = _decoder(_UpdateRpc)
+_UPDATE_HEAD_BYTES = b'{"jsonrpc":"2.0","method":"session/update"'
 _CHUNK = _decoder(_Chunk)
 _TOOL_CALL = _decoder(_ToolCallView)
 _PLAN = _decoder(_PlanUpdate)
@@ -887,17 +900,41 @@ class AcpAdapter(Adapter):
 
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
+        # Most lines are session/update notifications, written by every agent seen with the
+        # same head: those are decoded in one pass.  Any other line, or one that view does not
+        # take, is decoded as any message (the envelope, then the params): bad input is
+        # reported as before.  (A search of the whole line for the method costs more than the
+        # second pass it saves.)
+        if message.startswith(_UPDATE_HEAD_BYTES):
+            try:
+                update = _UPDATE_RPC.decode(message)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                pass
+            else:
+                if update.method == "session/update" and update.id is UNSET:
+                    try:
+                        out = self._on_update(update.params.update)
+                    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                        return [_UPDATE_SOURCE, Problem(error=MalformedMessage(f"session/update: {exc}"))]
+                    out.insert(0, _UPDATE_SOURCE)
+                    return out
         try:
             msg = _RPC.decode(message)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise MalformedMessage(
                 f"not a JSON-RPC message: {exc}", kept=message[:1024].decode("utf-8", "replace")
             ) from None
+        method = msg.method
         try:
-            if isinstance(msg.method, str):
+            if type(method) is str:
                 if msg.id is UNSET:
-                    return [Source(method=msg.method), *self._notification(msg.method, msg.params, from_)]
-                return [Source(method=msg.method), *self._request(msg.method, msg.id, msg.params, from_)]
+                    handler = _NOTIFICATIONS.get(method)
+                    out = handler(self, msg.params) if handler is not None else [Passthrough(method=method)]
+                else:
+                    out = self._request(method, msg.id, msg.params, from_)
+                # every handler returns a list of its own: the head goes in front of it (no copy)
+                out.insert(0, _SOURCES.get(method) or Source(method=method))
+                return out
             if msg.id is not UNSET:
                 return self._response(msg, from_)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -922,12 +959,6 @@ class AcpAdapter(Adapter):
         handler = _REQUESTS.get(method)
         return handler(self, rid, params, pending) if handler is not None else [Passthrough(method=method)]
 
-    def _notification(self, method: str, params: Raw, from_: Direction) -> list[Item]:
-        handler = _NOTIFICATIONS.get(method)
-        if handler is None:
-            return [Passthrough(method=method)]
-        return handler(self, params)
-
     def _response(self, msg: _Rpc, from_: Direction) -> list[Item]:
         asker: Direction = "client" if from_ == "agent" else "agent"
         rid = msg.id if not isinstance(msg.id, UnsetType) else None
@@ -935,13 +966,16 @@ class AcpAdapter(Adapter):
         compact(self._pending)  # answered: a session left waiting keeps no table of requests
         if pending is None:
             return [Passthrough()]  # answers nothing (late answer, duplicate error with id null)
-        head: list[Item] = [Source(method=pending.method)]
-        handler = _RESPONSES.get(pending.method)
+        method = pending.method
+        handler = _RESPONSES.get(method)
         if handler is not None:
-            return head + handler(self, rid, pending, msg)
-        if msg.error is not None:
-            return head + self._rpc_error(pending.method, msg.error)
-        return [*head, Passthrough(method=pending.method)]
+            out = handler(self, rid, pending, msg)
+        elif msg.error is not None:
+            out = self._rpc_error(method, msg.error)
+        else:
+            out = [Passthrough(method=method)]
+        out.insert(0, _SOURCES.get(method) or Source(method=method))
+        return out
 
     def _rpc_error(self, method: str, err: _RpcError) -> list[Item]:
         if err.code == -32601 and method.startswith("_"):
@@ -1275,6 +1309,10 @@ class AcpAdapter(Adapter):
             update = _UPDATE.decode(params).update
         except (msgspec.DecodeError, msgspec.ValidationError):
             return self._update_slowly(params)
+        return self._on_update(update)
+
+    def _on_update(self, update: Any) -> list[Item]:
+        """An update decoded by its tagged view (one of ``_Update.update``'s)."""
         variant, handler = _UPDATES[type(update)]
         out = handler(self, update)
         self._last_variant = variant
@@ -1856,6 +1894,10 @@ _NOTIFICATIONS: dict[str, Callable[[AcpAdapter, Raw], list[Item]]] = {
     "session/cancel": AcpAdapter._note_cancel,
     "$/cancel_request": AcpAdapter._cancel_request,
 }
+
+#: The head of a message of a known method: one shared Source each (frozen; the core reads it).
+_SOURCES = {method: Source(method=method) for method in (*_REQUESTS, *_NOTIFICATIONS)}
+_UPDATE_SOURCE = _SOURCES["session/update"]
 
 _UpdateHandler = Callable[[AcpAdapter, Any], list[Item]]
 
