@@ -148,13 +148,13 @@ def _given(raw: Raw) -> bool:
 # Wire views: only the fields the adapter reads.
 
 
-class _RpcError(Struct, frozen=True):
+class _RpcError(Struct, frozen=True, gc=False):
     code: int = 0
     message: str = ""
     data: Any = None
 
 
-class _Rpc(Struct, frozen=True):
+class _Rpc(Struct, frozen=True, gc=False):
     id: int | str | UnsetType | None = UNSET
     method: str | UnsetType = UNSET
     params: Raw = _NONE
@@ -162,8 +162,11 @@ class _Rpc(Struct, frozen=True):
     error: _RpcError | None = None
 
 
-class _View(Struct, frozen=True, rename="camel"):
-    """Base of the camelCase views."""
+class _View(Struct, frozen=True, gc=False, rename="camel"):
+    """Base of the camelCase views.
+
+    The views hold decoded plain data only (no cycles can form), so the cycle collector
+    need not track them (``gc=False``, inherited); the ones that are not ``_View`` say it too."""
 
 
 class _ClaudeMeta(_View, frozen=True):
@@ -172,18 +175,18 @@ class _ClaudeMeta(_View, frozen=True):
     parent_tool_use_id: str | None = None  # the Agent/Task call of the sub-agent that made it
 
 
-class _TermData(Struct, frozen=True):
+class _TermData(Struct, frozen=True, gc=False):
     terminal_id: str | None = None
     data: str | None = None
 
 
-class _TermExit(Struct, frozen=True):
+class _TermExit(Struct, frozen=True, gc=False):
     terminal_id: str | None = None
     exit_code: int | None = None
     signal: str | None = None
 
 
-class _Meta(Struct, frozen=True):
+class _Meta(Struct, frozen=True, gc=False):
     """``_meta`` conventions of real agents (not spec): Claude's and the terminal ones."""
 
     claude_code: _ClaudeMeta | None = field(default=None, name="claudeCode")
@@ -266,16 +269,16 @@ class _TurnUsage(_View, frozen=True):
     cached_write_tokens: int | None = None
 
 
-class _QuotaCount(Struct, frozen=True):
+class _QuotaCount(Struct, frozen=True, gc=False):
     input_tokens: int | None = None
     output_tokens: int | None = None
 
 
-class _Quota(Struct, frozen=True):
+class _Quota(Struct, frozen=True, gc=False):
     token_count: _QuotaCount | None = None
 
 
-class _PromptMeta(Struct, frozen=True):
+class _PromptMeta(Struct, frozen=True, gc=False):
     """Gemini CLI's ``_meta`` of a prompt response: the turn's token counts."""
 
     quota: _Quota | None = None
@@ -372,15 +375,15 @@ class _ConfigUpdate(_View, frozen=True):
     config_options: list[_ConfigOption] = []
 
 
-class _ThreadStatus(Struct, frozen=True):
+class _ThreadStatus(Struct, frozen=True, gc=False):
     type: str | None = None
 
 
-class _CodexMeta(Struct, frozen=True, rename="camel"):
+class _CodexMeta(Struct, frozen=True, gc=False, rename="camel"):
     thread_status: _ThreadStatus | None = None
 
 
-class _InfoMeta(Struct, frozen=True):
+class _InfoMeta(Struct, frozen=True, gc=False):
     codex: _CodexMeta | None = None
 
 
@@ -418,63 +421,63 @@ class _Notice(_View, frozen=True):
 # variants had when decoded one by one (head, then variant): same fields, same values.
 
 
-class _UserChunkU(_Chunk, frozen=True, tag="user_message_chunk", tag_field="sessionUpdate", gc=False):
+class _UserChunkU(_Chunk, frozen=True, tag="user_message_chunk", tag_field="sessionUpdate"):
     pass
 
 
-class _AgentChunkU(_Chunk, frozen=True, tag="agent_message_chunk", tag_field="sessionUpdate", gc=False):
+class _AgentChunkU(_Chunk, frozen=True, tag="agent_message_chunk", tag_field="sessionUpdate"):
     pass
 
 
-class _ThoughtChunkU(_Chunk, frozen=True, tag="agent_thought_chunk", tag_field="sessionUpdate", gc=False):
+class _ThoughtChunkU(_Chunk, frozen=True, tag="agent_thought_chunk", tag_field="sessionUpdate"):
     pass
 
 
-class _ToolCallU(_ToolCallView, frozen=True, tag="tool_call", tag_field="sessionUpdate", gc=False):
+class _ToolCallU(_ToolCallView, frozen=True, tag="tool_call", tag_field="sessionUpdate"):
     pass
 
 
-class _ToolCallUpdateU(_ToolCallView, frozen=True, tag="tool_call_update", tag_field="sessionUpdate", gc=False):
+class _ToolCallUpdateU(_ToolCallView, frozen=True, tag="tool_call_update", tag_field="sessionUpdate"):
     pass
 
 
-class _PlanU(_PlanUpdate, frozen=True, tag="plan", tag_field="sessionUpdate", gc=False):
+class _PlanU(_PlanUpdate, frozen=True, tag="plan", tag_field="sessionUpdate"):
     pass
 
 
-class _CommandsU(_CommandsUpdate, frozen=True, tag="available_commands_update", tag_field="sessionUpdate", gc=False):
+class _CommandsU(_CommandsUpdate, frozen=True, tag="available_commands_update", tag_field="sessionUpdate"):
     pass
 
 
-class _ModeU(_ModeUpdate, frozen=True, tag="current_mode_update", tag_field="sessionUpdate", gc=False):
+class _ModeU(_ModeUpdate, frozen=True, tag="current_mode_update", tag_field="sessionUpdate"):
     pass
 
 
-class _ConfigU(_ConfigUpdate, frozen=True, tag="config_option_update", tag_field="sessionUpdate", gc=False):
+class _ConfigU(_ConfigUpdate, frozen=True, tag="config_option_update", tag_field="sessionUpdate"):
     pass
 
 
-class _InfoU(_InfoUpdate, frozen=True, tag="session_info_update", tag_field="sessionUpdate", gc=False):
+class _InfoU(_InfoUpdate, frozen=True, tag="session_info_update", tag_field="sessionUpdate"):
     pass
 
 
-class _UsageU(_UsageUpdate, frozen=True, tag="usage_update", tag_field="sessionUpdate", gc=False):
+class _UsageU(_UsageUpdate, frozen=True, tag="usage_update", tag_field="sessionUpdate"):
     pass
 
 
-class _PlanContentU(_PlanContentUpdate, frozen=True, tag="plan_update", tag_field="sessionUpdate", gc=False):
+class _PlanContentU(_PlanContentUpdate, frozen=True, tag="plan_update", tag_field="sessionUpdate"):
     pass
 
 
-class _CompactionU(_CompactionUpdate, frozen=True, tag="compaction_update", tag_field="sessionUpdate", gc=False):
+class _CompactionU(_CompactionUpdate, frozen=True, tag="compaction_update", tag_field="sessionUpdate"):
     pass
 
 
-class _NoticeU(_Notice, frozen=True, tag="notice", tag_field="sessionUpdate", gc=False):
+class _NoticeU(_Notice, frozen=True, tag="notice", tag_field="sessionUpdate"):
     pass
 
 
-class _Update(_View, frozen=True, gc=False):
+class _Update(_View, frozen=True):
     """A ``session/update``'s params with a known variant (an unknown one fails to decode)."""
 
     update: (
@@ -528,7 +531,7 @@ class _PermResult(_View, frozen=True):
     outcome: _Outcome | None = None
 
 
-class _CommandView(Struct, frozen=True):
+class _CommandView(Struct, frozen=True, gc=False):
     command: str | list[str] | None = None
     cwd: str | None = None
 
