@@ -114,8 +114,9 @@ from normalize.adapters._times import ms_time, s_time
 __all__ = ["CodexAppServerAdapter"]
 
 
-class _V(Struct, frozen=True, kw_only=True, rename="camel"):
-    """Base of the narrow views: camelCase wire names, unknown keys ignored."""
+class _V(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    """Base of the narrow views: camelCase wire names, unknown keys ignored.  Not tracked by
+    the cycle collector (``gc=False``, inherited): they hold decoded plain data only."""
 
 
 # ----------------------------------------------------------------- envelope
