@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from helpers import ADAPTERS, convert_capture, fixed_clock, session_captures
@@ -768,3 +769,21 @@ def test_a_malformed_or_unknown_update_is_reported_as_before(
     update: Any, params: dict[str, Any], expected: str | None
 ) -> None:
     assert _problem_text(update, **params) == expected
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_an_update_gives_the_same_events_however_its_line_is_written(capture: Path) -> None:
+    # a session/update line with the usual head is read in one pass, one with its keys in
+    # another order the general way: the same events
+    def bodies_of(dumps: Any) -> list[bytes]:
+        session = Session(AcpAdapter(), session_id="s-test", clock=fixed_clock)
+        out: list[_Core] = []
+        for from_, msg in wire(capture):
+            out += session.feed(dumps(msg).encode(), from_)  # type: ignore[arg-type]
+        out += session.close()
+        return [msgspec.json.encode(b) for b in bodies(out)]
+
+    def reordered(m: Wire) -> str:
+        return json.dumps(dict(reversed(m.items())), separators=(",", ":"))
+
+    assert bodies_of(lambda m: json.dumps(m, separators=(",", ":"))) == bodies_of(reordered)
