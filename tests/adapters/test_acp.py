@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from helpers import ADAPTERS, convert_capture, fixed_clock, session_captures
@@ -21,6 +22,7 @@ from normalize import (
     MessageCompleted,
     ModeUpdate,
     PermissionRequest,
+    Problem,
     Reasoning,
     ReasoningDelta,
     RequestResolved,
@@ -732,3 +734,56 @@ def test_a_calls_fields_are_merged_across_its_updates_whether_or_not_the_session
     assert (request.tool_call.tool, request.tool_call.category) == ("execute", "execute")
     # nothing duplicated or left open for the core to settle
     assert not [b for b in bodies(events) if isinstance(b, WarningBody | Error)]
+
+
+def _problem_text(update: Any, **params: Any) -> str | None:
+    line = json.dumps(
+        {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "S", **params, "update": update}}
+    )
+    items = AcpAdapter().feed(line.encode())
+    problems = [i for i in items if isinstance(i, Problem)]
+    return str(problems[0].error) if problems else None
+
+
+@pytest.mark.parametrize(
+    ("update", "params", "expected"),
+    [
+        # bad input in a variant is reported where it sits in the update
+        (
+            {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": 5}},
+            {},
+            "session/update: Expected `str | null`, got `int` - at `$.content.text`",
+        ),
+        ({"sessionUpdate": 7}, {}, "session/update: Expected `str`, got `int` - at `$.sessionUpdate`"),
+        (None, {}, "session/update: Expected `object`, got `null`"),
+        (
+            {"sessionUpdate": "plan", "entries": []},
+            {"sessionId": 3},
+            "session/update: Expected `str | null`, got `int` - at `$.sessionId`",
+        ),
+        # a variant this version does not know: passed through, not an error
+        ({"sessionUpdate": "some_future_update", "x": 1}, {}, None),
+    ],
+)
+def test_a_malformed_or_unknown_update_is_reported_as_before(
+    update: Any, params: dict[str, Any], expected: str | None
+) -> None:
+    assert _problem_text(update, **params) == expected
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_an_update_gives_the_same_events_however_its_line_is_written(capture: Path) -> None:
+    # a session/update line with the usual head is read in one pass, one with its keys in
+    # another order the general way: the same events
+    def bodies_of(dumps: Any) -> list[bytes]:
+        session = Session(AcpAdapter(), session_id="s-test", clock=fixed_clock)
+        out: list[_Core] = []
+        for from_, msg in wire(capture):
+            out += session.feed(dumps(msg).encode(), from_)  # type: ignore[arg-type]
+        out += session.close()
+        return [msgspec.json.encode(b) for b in bodies(out)]
+
+    def reordered(m: Wire) -> str:
+        return json.dumps(dict(reversed(m.items())), separators=(",", ":"))
+
+    assert bodies_of(lambda m: json.dumps(m, separators=(",", ":"))) == bodies_of(reordered)

@@ -148,13 +148,13 @@ def _given(raw: Raw) -> bool:
 # Wire views: only the fields the adapter reads.
 
 
-class _RpcError(Struct, frozen=True):
+class _RpcError(Struct, frozen=True, gc=False):
     code: int = 0
     message: str = ""
     data: Any = None
 
 
-class _Rpc(Struct, frozen=True):
+class _Rpc(Struct, frozen=True, gc=False):
     id: int | str | UnsetType | None = UNSET
     method: str | UnsetType = UNSET
     params: Raw = _NONE
@@ -162,8 +162,11 @@ class _Rpc(Struct, frozen=True):
     error: _RpcError | None = None
 
 
-class _View(Struct, frozen=True, rename="camel"):
-    """Base of the camelCase views."""
+class _View(Struct, frozen=True, gc=False, rename="camel"):
+    """Base of the camelCase views.
+
+    The views hold decoded plain data only (no cycles can form), so the cycle collector
+    need not track them (``gc=False``, inherited); the ones that are not ``_View`` say it too."""
 
 
 class _ClaudeMeta(_View, frozen=True):
@@ -172,18 +175,18 @@ class _ClaudeMeta(_View, frozen=True):
     parent_tool_use_id: str | None = None  # the Agent/Task call of the sub-agent that made it
 
 
-class _TermData(Struct, frozen=True):
+class _TermData(Struct, frozen=True, gc=False):
     terminal_id: str | None = None
     data: str | None = None
 
 
-class _TermExit(Struct, frozen=True):
+class _TermExit(Struct, frozen=True, gc=False):
     terminal_id: str | None = None
     exit_code: int | None = None
     signal: str | None = None
 
 
-class _Meta(Struct, frozen=True):
+class _Meta(Struct, frozen=True, gc=False):
     """``_meta`` conventions of real agents (not spec): Claude's and the terminal ones."""
 
     claude_code: _ClaudeMeta | None = field(default=None, name="claudeCode")
@@ -266,16 +269,16 @@ class _TurnUsage(_View, frozen=True):
     cached_write_tokens: int | None = None
 
 
-class _QuotaCount(Struct, frozen=True):
+class _QuotaCount(Struct, frozen=True, gc=False):
     input_tokens: int | None = None
     output_tokens: int | None = None
 
 
-class _Quota(Struct, frozen=True):
+class _Quota(Struct, frozen=True, gc=False):
     token_count: _QuotaCount | None = None
 
 
-class _PromptMeta(Struct, frozen=True):
+class _PromptMeta(Struct, frozen=True, gc=False):
     """Gemini CLI's ``_meta`` of a prompt response: the turn's token counts."""
 
     quota: _Quota | None = None
@@ -372,15 +375,15 @@ class _ConfigUpdate(_View, frozen=True):
     config_options: list[_ConfigOption] = []
 
 
-class _ThreadStatus(Struct, frozen=True):
+class _ThreadStatus(Struct, frozen=True, gc=False):
     type: str | None = None
 
 
-class _CodexMeta(Struct, frozen=True, rename="camel"):
+class _CodexMeta(Struct, frozen=True, gc=False, rename="camel"):
     thread_status: _ThreadStatus | None = None
 
 
-class _InfoMeta(Struct, frozen=True):
+class _InfoMeta(Struct, frozen=True, gc=False):
     codex: _CodexMeta | None = None
 
 
@@ -413,6 +416,100 @@ class _Notice(_View, frozen=True):
     description: str | None = None
 
 
+# One decode of a ``session/update``'s params: the variant's view chosen by its tag
+# (``update.sessionUpdate``), in the same pass as the params.  The views are the ones the
+# variants had when decoded one by one (head, then variant): same fields, same values.
+
+
+class _UserChunkU(_Chunk, frozen=True, tag="user_message_chunk", tag_field="sessionUpdate"):
+    pass
+
+
+class _AgentChunkU(_Chunk, frozen=True, tag="agent_message_chunk", tag_field="sessionUpdate"):
+    pass
+
+
+class _ThoughtChunkU(_Chunk, frozen=True, tag="agent_thought_chunk", tag_field="sessionUpdate"):
+    pass
+
+
+class _ToolCallU(_ToolCallView, frozen=True, tag="tool_call", tag_field="sessionUpdate"):
+    pass
+
+
+class _ToolCallUpdateU(_ToolCallView, frozen=True, tag="tool_call_update", tag_field="sessionUpdate"):
+    pass
+
+
+class _PlanU(_PlanUpdate, frozen=True, tag="plan", tag_field="sessionUpdate"):
+    pass
+
+
+class _CommandsU(_CommandsUpdate, frozen=True, tag="available_commands_update", tag_field="sessionUpdate"):
+    pass
+
+
+class _ModeU(_ModeUpdate, frozen=True, tag="current_mode_update", tag_field="sessionUpdate"):
+    pass
+
+
+class _ConfigU(_ConfigUpdate, frozen=True, tag="config_option_update", tag_field="sessionUpdate"):
+    pass
+
+
+class _InfoU(_InfoUpdate, frozen=True, tag="session_info_update", tag_field="sessionUpdate"):
+    pass
+
+
+class _UsageU(_UsageUpdate, frozen=True, tag="usage_update", tag_field="sessionUpdate"):
+    pass
+
+
+class _PlanContentU(_PlanContentUpdate, frozen=True, tag="plan_update", tag_field="sessionUpdate"):
+    pass
+
+
+class _CompactionU(_CompactionUpdate, frozen=True, tag="compaction_update", tag_field="sessionUpdate"):
+    pass
+
+
+class _NoticeU(_Notice, frozen=True, tag="notice", tag_field="sessionUpdate"):
+    pass
+
+
+class _Update(_View, frozen=True):
+    """A ``session/update``'s params with a known variant (an unknown one fails to decode)."""
+
+    update: (
+        _UserChunkU
+        | _AgentChunkU
+        | _ThoughtChunkU
+        | _ToolCallU
+        | _ToolCallUpdateU
+        | _PlanU
+        | _CommandsU
+        | _ModeU
+        | _ConfigU
+        | _InfoU
+        | _UsageU
+        | _PlanContentU
+        | _CompactionU
+        | _NoticeU
+    )
+    session_id: str | None = None  # checked as _UpdateParams checks it (bad input reported alike)
+
+
+class _UpdateRpc(Struct, frozen=True, gc=False):
+    """A whole ``session/update`` notification in one pass: the fields of ``_Rpc``, checked
+    alike, with the params read as ``_Update``."""
+
+    params: _Update
+    method: str | UnsetType = UNSET
+    id: int | str | UnsetType | None = UNSET
+    result: Raw = _NONE
+    error: _RpcError | None = None
+
+
 class _PermOption(_View, frozen=True):
     option_id: str = ""
     name: str = ""
@@ -434,7 +531,7 @@ class _PermResult(_View, frozen=True):
     outcome: _Outcome | None = None
 
 
-class _CommandView(Struct, frozen=True):
+class _CommandView(Struct, frozen=True, gc=False):
     command: str | list[str] | None = None
     cwd: str | None = None
 
@@ -481,6 +578,9 @@ _PROMPT_PARAMS = _decoder(_PromptParams)
 _PROMPT_RESULT = _decoder(_PromptResult)
 _UPDATE_PARAMS = _decoder(_UpdateParams)
 _UPDATE_HEAD = _decoder(_UpdateHead)
+_UPDATE = _decoder(_Update)
+_UPDATE_RPC = _decoder(_UpdateRpc)
+_UPDATE_HEAD_BYTES = b'{"jsonrpc":"2.0","method":"session/update"'
 _CHUNK = _decoder(_Chunk)
 _TOOL_CALL = _decoder(_ToolCallView)
 _PLAN = _decoder(_PlanUpdate)
@@ -803,17 +903,41 @@ class AcpAdapter(Adapter):
 
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
+        # Most lines are session/update notifications, written by every agent seen with the
+        # same head: those are decoded in one pass.  Any other line, or one that view does not
+        # take, is decoded as any message (the envelope, then the params): bad input is
+        # reported as before.  (A search of the whole line for the method costs more than the
+        # second pass it saves.)
+        if message.startswith(_UPDATE_HEAD_BYTES):
+            try:
+                update = _UPDATE_RPC.decode(message)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                pass
+            else:
+                if update.method == "session/update" and update.id is UNSET:
+                    try:
+                        out = self._on_update(update.params.update)
+                    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                        return [_UPDATE_SOURCE, Problem(error=MalformedMessage(f"session/update: {exc}"))]
+                    out.insert(0, _UPDATE_SOURCE)
+                    return out
         try:
             msg = _RPC.decode(message)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise MalformedMessage(
                 f"not a JSON-RPC message: {exc}", kept=message[:1024].decode("utf-8", "replace")
             ) from None
+        method = msg.method
         try:
-            if isinstance(msg.method, str):
+            if type(method) is str:
                 if msg.id is UNSET:
-                    return [Source(method=msg.method), *self._notification(msg.method, msg.params, from_)]
-                return [Source(method=msg.method), *self._request(msg.method, msg.id, msg.params, from_)]
+                    handler = _NOTIFICATIONS.get(method)
+                    out = handler(self, msg.params) if handler is not None else [Passthrough(method=method)]
+                else:
+                    out = self._request(method, msg.id, msg.params, from_)
+                # every handler returns a list of its own: the head goes in front of it (no copy)
+                out.insert(0, _SOURCES.get(method) or Source(method=method))
+                return out
             if msg.id is not UNSET:
                 return self._response(msg, from_)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -838,12 +962,6 @@ class AcpAdapter(Adapter):
         handler = _REQUESTS.get(method)
         return handler(self, rid, params, pending) if handler is not None else [Passthrough(method=method)]
 
-    def _notification(self, method: str, params: Raw, from_: Direction) -> list[Item]:
-        handler = _NOTIFICATIONS.get(method)
-        if handler is None:
-            return [Passthrough(method=method)]
-        return handler(self, params)
-
     def _response(self, msg: _Rpc, from_: Direction) -> list[Item]:
         asker: Direction = "client" if from_ == "agent" else "agent"
         rid = msg.id if not isinstance(msg.id, UnsetType) else None
@@ -851,13 +969,16 @@ class AcpAdapter(Adapter):
         compact(self._pending)  # answered: a session left waiting keeps no table of requests
         if pending is None:
             return [Passthrough()]  # answers nothing (late answer, duplicate error with id null)
-        head: list[Item] = [Source(method=pending.method)]
-        handler = _RESPONSES.get(pending.method)
+        method = pending.method
+        handler = _RESPONSES.get(method)
         if handler is not None:
-            return head + handler(self, rid, pending, msg)
-        if msg.error is not None:
-            return head + self._rpc_error(pending.method, msg.error)
-        return [*head, Passthrough(method=pending.method)]
+            out = handler(self, rid, pending, msg)
+        elif msg.error is not None:
+            out = self._rpc_error(method, msg.error)
+        else:
+            out = [Passthrough(method=method)]
+        out.insert(0, _SOURCES.get(method) or Source(method=method))
+        return out
 
     def _rpc_error(self, method: str, err: _RpcError) -> list[Item]:
         if err.code == -32601 and method.startswith("_"):
@@ -1187,17 +1308,34 @@ class AcpAdapter(Adapter):
     # ------------------------------------------------------------------ session/update
 
     def _update(self, params: Raw) -> list[Item]:
+        try:
+            update = _UPDATE.decode(params).update
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return self._update_slowly(params)
+        return self._on_update(update)
+
+    def _on_update(self, update: Any) -> list[Item]:
+        """An update decoded by its tagged view (one of ``_Update.update``'s)."""
+        variant, handler = _UPDATES[type(update)]
+        out = handler(self, update)
+        self._last_variant = variant
+        return self._replayed(out) if self._loads else out
+
+    def _update_slowly(self, params: Raw) -> list[Item]:
+        """An update the one-pass view does not take (an unknown variant, bad input): the
+        params, then the head, then the variant's view, each decoded alone, so that bad input
+        is reported at the same place (``$.content...``) and an unknown variant passed through."""
         view = _UPDATE_PARAMS.decode(params)
         variant = _UPDATE_HEAD.decode(view.update).session_update
-        handler = _UPDATES.get(variant)
-        if handler is None:
+        known = _VARIANTS.get(variant)
+        if known is None:
             return [Passthrough(method="session/update")]
-        out = handler(self, view.update)
+        decoder, handler = known
+        out = handler(self, decoder.decode(view.update))
         self._last_variant = variant
         return self._replayed(out)
 
-    def _chunk(self, kind: _Kind, raw: Raw) -> list[Item]:
-        view = _CHUNK.decode(raw)
+    def _chunk(self, kind: _Kind, view: _Chunk) -> list[Item]:
         block = view.content
         text = _block_text(block) if block is not None else None
         meta = view.meta.claude_code if view.meta is not None else None
@@ -1240,14 +1378,13 @@ class AcpAdapter(Adapter):
         out.append(delta if sub is None else Emit(body=delta, subagent_id=sub))
         return out
 
-    def _agent_chunk(self, raw: Raw) -> list[Item]:
-        return self._chunk("message", raw)
+    def _agent_chunk(self, view: _Chunk) -> list[Item]:
+        return self._chunk("message", view)
 
-    def _thought_chunk(self, raw: Raw) -> list[Item]:
-        return self._chunk("thought", raw)
+    def _thought_chunk(self, view: _Chunk) -> list[Item]:
+        return self._chunk("thought", view)
 
-    def _user_chunk(self, raw: Raw) -> list[Item]:
-        view = _CHUNK.decode(raw)
+    def _user_chunk(self, view: _Chunk) -> list[Item]:
         block = view.content
         text = _block_text(block) if block is not None else None
         images = _images([block]) if block is not None else None
@@ -1273,9 +1410,9 @@ class AcpAdapter(Adapter):
 
     # tool calls ---------------------------------------------------------
 
-    def _tool_call(self, raw: Raw) -> list[Item]:
+    def _tool_call(self, view: _ToolCallView) -> list[Item]:
         """``tool_call`` (an upsert) and ``tool_call_update`` (a patch) alike."""
-        return self._tool(_TOOL_CALL.decode(raw))[0]
+        return self._tool(view)[0]
 
     def _merge(self, call: _Merged, view: _ToolCallView) -> tuple[bool, list[Item]]:
         """Apply a ToolCall / ToolCallUpdate; returns (something changed, content events)."""
@@ -1588,8 +1725,8 @@ class AcpAdapter(Adapter):
 
     # other variants -----------------------------------------------------
 
-    def _plan(self, raw: Raw) -> list[Item]:
-        return [Plan(entries=self._entries(_PLAN.decode(raw).entries))]
+    def _plan(self, view: _PlanUpdate) -> list[Item]:
+        return [Plan(entries=self._entries(view.entries))]
 
     def _entries(self, entries: Sequence[_PlanEntry]) -> list[PlanEntry]:
         return [
@@ -1601,8 +1738,8 @@ class AcpAdapter(Adapter):
             for e in entries
         ]
 
-    def _plan_update(self, raw: Raw) -> list[Item]:
-        plan = _PLAN_CONTENT.decode(raw).plan
+    def _plan_update(self, view: _PlanContentUpdate) -> list[Item]:
+        plan = view.plan
         if plan is None:
             return [Passthrough(method="session/update")]
         if plan.type == "items" and plan.entries is not None:
@@ -1611,8 +1748,7 @@ class AcpAdapter(Adapter):
             return [Plan(entries=[], explanation=plan.content)]
         return [Passthrough(method="session/update")]
 
-    def _commands(self, raw: Raw) -> list[Item]:
-        view = _COMMANDS.decode(raw)
+    def _commands(self, view: _CommandsUpdate) -> list[Item]:
         return [
             CommandsUpdate(
                 commands=[
@@ -1624,17 +1760,16 @@ class AcpAdapter(Adapter):
             )
         ]
 
-    def _current_mode(self, raw: Raw) -> list[Item]:
-        mode = _MODE.decode(raw).current_mode_id
+    def _current_mode(self, view: _ModeUpdate) -> list[Item]:
+        mode = view.current_mode_id
         self._mode = mode or self._mode
         return [ModeUpdate(mode_id=mode)]
 
-    def _config(self, raw: Raw) -> list[Item]:
-        mode, model = self._apply_config(_CONFIG.decode(raw).config_options)
+    def _config(self, view: _ConfigUpdate) -> list[Item]:
+        mode, model = self._apply_config(view.config_options)
         return self._mode_update(mode, model, always=True) or [Passthrough(method="session/update")]
 
-    def _info(self, raw: Raw) -> list[Item]:
-        view = _INFO.decode(raw)
+    def _info(self, view: _InfoUpdate) -> list[Item]:
         codex = view.meta.codex if view.meta is not None else None
         status = codex.thread_status.type if codex is not None and codex.thread_status is not None else None
         if status == "systemError":
@@ -1645,8 +1780,7 @@ class AcpAdapter(Adapter):
             return [Passthrough(method="session/update")]  # only updatedAt / `_meta`: nothing the model holds
         return [SessionInfo(title=view.title if view.title is not None else "")]
 
-    def _usage(self, raw: Raw) -> list[Item]:
-        view = _USAGE.decode(raw)
+    def _usage(self, view: _UsageUpdate) -> list[Item]:
         context = ContextWindow(used=view.used, size=view.size) if view.used is not None else None
         cost = None
         if view.cost is not None:
@@ -1657,8 +1791,7 @@ class AcpAdapter(Adapter):
             return [Passthrough(method="session/update")]
         return [Usage(context=context, cost=cost, scope="session")]
 
-    def _compaction(self, raw: Raw) -> list[Item]:
-        view = _COMPACTION.decode(raw)
+    def _compaction(self, view: _CompactionUpdate) -> list[Item]:
         status = _COMPACTION_STATUS.get(view.status)
         if status is None:
             return [Passthrough(method="session/update")]
@@ -1666,8 +1799,7 @@ class AcpAdapter(Adapter):
         error = view.error if isinstance(view.error, str) else None
         return [Compaction(compaction_id=view.compaction_id, status=status, summary=summary, error=error)]
 
-    def _notice(self, raw: Raw) -> list[Item]:
-        view = _NOTICE.decode(raw)
+    def _notice(self, view: _Notice) -> list[Item]:
         text = f"{view.title}: {view.description}" if view.description else view.title
         if view.severity == "error":
             return [Emit(body=Error(message=text, error_type="notice", recoverable=True), origin="live")]
@@ -1766,22 +1898,52 @@ _NOTIFICATIONS: dict[str, Callable[[AcpAdapter, Raw], list[Item]]] = {
     "$/cancel_request": AcpAdapter._cancel_request,
 }
 
-_UPDATES: dict[str, Callable[[AcpAdapter, Raw], list[Item]]] = {
-    "user_message_chunk": AcpAdapter._user_chunk,
-    "agent_message_chunk": AcpAdapter._agent_chunk,
-    "agent_thought_chunk": AcpAdapter._thought_chunk,
-    "tool_call": AcpAdapter._tool_call,
-    "tool_call_update": AcpAdapter._tool_call,
-    "plan": AcpAdapter._plan,
-    "available_commands_update": AcpAdapter._commands,
-    "current_mode_update": AcpAdapter._current_mode,
-    "config_option_update": AcpAdapter._config,
-    "session_info_update": AcpAdapter._info,
-    "usage_update": AcpAdapter._usage,
-    "plan_update": AcpAdapter._plan_update,
-    "compaction_update": AcpAdapter._compaction,
-    "notice": AcpAdapter._notice,
+#: The head of a message of a known method: one shared Source each (frozen; the core reads it).
+_SOURCES = {method: Source(method=method) for method in (*_REQUESTS, *_NOTIFICATIONS)}
+_UPDATE_SOURCE = _SOURCES["session/update"]
+
+_UpdateHandler = Callable[[AcpAdapter, Any], list[Item]]
+
+#: The variants of ``session/update``: each one's decoder (alone) and handler.
+_VARIANTS: dict[str, tuple[msgspec.json.Decoder[Any], _UpdateHandler]] = {
+    "user_message_chunk": (_CHUNK, AcpAdapter._user_chunk),
+    "agent_message_chunk": (_CHUNK, AcpAdapter._agent_chunk),
+    "agent_thought_chunk": (_CHUNK, AcpAdapter._thought_chunk),
+    "tool_call": (_TOOL_CALL, AcpAdapter._tool_call),
+    "tool_call_update": (_TOOL_CALL, AcpAdapter._tool_call),
+    "plan": (_PLAN, AcpAdapter._plan),
+    "available_commands_update": (_COMMANDS, AcpAdapter._commands),
+    "current_mode_update": (_MODE, AcpAdapter._current_mode),
+    "config_option_update": (_CONFIG, AcpAdapter._config),
+    "session_info_update": (_INFO, AcpAdapter._info),
+    "usage_update": (_USAGE, AcpAdapter._usage),
+    "plan_update": (_PLAN_CONTENT, AcpAdapter._plan_update),
+    "compaction_update": (_COMPACTION, AcpAdapter._compaction),
+    "notice": (_NOTICE, AcpAdapter._notice),
 }
+
+#: The same, by the class of the one-pass view (``_Update``): the variant's name and handler.
+_UPDATES: dict[type, tuple[str, _UpdateHandler]] = {
+    cls: (tag, _VARIANTS[tag][1])
+    for cls in (
+        _UserChunkU,
+        _AgentChunkU,
+        _ThoughtChunkU,
+        _ToolCallU,
+        _ToolCallUpdateU,
+        _PlanU,
+        _CommandsU,
+        _ModeU,
+        _ConfigU,
+        _InfoU,
+        _UsageU,
+        _PlanContentU,
+        _CompactionU,
+        _NoticeU,
+    )
+    if isinstance(tag := cls.__struct_config__.tag, str)
+}
+assert len(_UPDATES) == len(_VARIANTS)  # every variant has its tagged view
 
 
 def _from(subagent: str | None, items: list[Item]) -> list[Item]:

@@ -114,8 +114,9 @@ from normalize.adapters._times import ms_time, s_time
 __all__ = ["CodexAppServerAdapter"]
 
 
-class _V(Struct, frozen=True, kw_only=True, rename="camel"):
-    """Base of the narrow views: camelCase wire names, unknown keys ignored."""
+class _V(Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    """Base of the narrow views: camelCase wire names, unknown keys ignored.  Not tracked by
+    the cycle collector (``gc=False``, inherited): they hold decoded plain data only."""
 
 
 # ----------------------------------------------------------------- envelope
@@ -658,6 +659,9 @@ _Handler = Callable[["CodexAppServerAdapter", Raw], list[Item]]
 _ResponseHandler = Callable[["CodexAppServerAdapter", "_Pending", Raw], list[Item]]
 _ItemHandler = Callable[["CodexAppServerAdapter", Raw, "_Note | None"], list[Body]]
 
+#: Keep the message as is: one shared value (frozen; the core reads it).
+_PASS = Passthrough()
+
 _StopReason = Literal["end_turn", "cancelled", "error"]
 _TERMINAL_STATUS: dict[str, tuple[Literal["ok", "interrupt"], _StopReason]] = {
     "completed": ("ok", "end_turn"),
@@ -722,7 +726,10 @@ class CodexAppServerAdapter(Adapter):
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
         try:
-            message.decode("utf-8")  # msgspec does not check keys it skips; the payload is kept as is
+            # msgspec does not check keys it skips; the payload is kept as is.  ASCII (most
+            # lines) is UTF-8: only the others are decoded to be checked.
+            if not message.isascii():
+                message.decode("utf-8")
             env = _ENVELOPE.decode(message)
         except UnicodeDecodeError:
             raise MalformedMessage("codex-app-server: not UTF-8") from None
@@ -749,39 +756,44 @@ class CodexAppServerAdapter(Adapter):
     # ------------------------------------------------------------ routing
 
     def _dispatch(self, env: _Envelope, from_: Direction) -> list[Item]:
-        ts = ms_time(env.emitted_at_ms) if env.emitted_at_ms is not None else None
-        if env.method is not None:
-            head: list[Item] = [Source(method=env.method, ts=ts)]
-            if from_ == "agent":
-                if env.id is not None:
-                    handler = _SERVER_REQUESTS.get(env.method)
-                    if handler is None:
-                        self._pending[("agent", env.id)] = _Pending(env.method, str(env.id))
-                        return [*head, Passthrough()]
-                    return [*head, *handler(self, env.params, env.id)]
-                notification = _AGENT_NOTIFICATIONS.get(env.method)
-                if notification is None:
-                    return [*head, Passthrough()]
-                return [*head, *notification(self, env.params)]
-            if env.id is not None:
-                self._pending[("client", env.id)] = _Pending(env.method)
-            return [*head, Passthrough()]  # the client's requests: their answers carry the meaning
-        if env.id is None:
+        ms = env.emitted_at_ms
+        ts = ms_time(ms) if ms is not None else None
+        method = env.method
+        rid = env.id
+        out: list[Item]
+        if method is not None:
+            if from_ != "agent":
+                if rid is not None:
+                    self._pending[("client", rid)] = _Pending(method)
+                out = [_PASS]  # the client's requests: their answers carry the meaning
+            elif rid is not None:
+                handler = _SERVER_REQUESTS.get(method)
+                if handler is None:
+                    self._pending[("agent", rid)] = _Pending(method, str(rid))
+                    out = [_PASS]
+                else:
+                    out = handler(self, env.params, rid)
+            else:
+                notification = _AGENT_NOTIFICATIONS.get(method)
+                out = [_PASS] if notification is None else notification(self, env.params)
+            # every handler returns a list of its own: the head goes in front of it (no copy)
+            out.insert(0, Source(method=method, ts=ts))
+            return out
+        if rid is None:
             raise MalformedMessage("codex-app-server: a message with neither method nor id")
         # A response: to the other side's request.
         asker: Direction = "client" if from_ == "agent" else "agent"
-        pending = self._pending.pop((asker, env.id), None)
+        pending = self._pending.pop((asker, rid), None)
         compact(self._pending)  # answered: a thread left waiting keeps no table of requests
         if pending is None:
-            return [Passthrough()]
-        head = [Source(method=pending.method, ts=ts)]
+            return [_PASS]
         if ci.present(env.error):
-            return [*head, *self._error_response(pending, asker, env.error)]
-        table = _CLIENT_RESPONSES if asker == "agent" else _AGENT_RESPONSES
-        respond = table.get(pending.method)
-        if respond is None:
-            return [*head, Passthrough()]
-        return [*head, *respond(self, pending, env.result)]
+            out = self._error_response(pending, asker, env.error)
+        else:
+            respond = (_CLIENT_RESPONSES if asker == "agent" else _AGENT_RESPONSES).get(pending.method)
+            out = [_PASS] if respond is None else respond(self, pending, env.result)
+        out.insert(0, Source(method=pending.method, ts=ts))
+        return out
 
     def _error_response(self, pending: _Pending, asker: Direction, raw: Raw) -> list[Item]:
         err = _RPC_ERROR.decode(raw)
