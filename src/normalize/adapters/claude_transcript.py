@@ -303,6 +303,7 @@ class ClaudeTranscriptAdapter(Adapter):
     #: a sub-agent's lines are read where they happened: inside the parent's turn
     interleave = True
 
+    #: line type -> handler (``attachment`` lines are handled in ``feed``, which decodes the attachment)
     _TYPES: ClassVar[dict[str, Callable[[ClaudeTranscriptAdapter, _Line, list[Item]], None]]]
 
     def __init__(self) -> None:
@@ -405,8 +406,11 @@ class ClaudeTranscriptAdapter(Adapter):
             ):
                 items.append(self._announce())
         method = line.type if line.subtype is None else f"{line.type}/{line.subtype}"
+        att = None
         if line.type == "attachment":
-            method = f"attachment/{self._attachment(line).type}"
+            # decoded once: its type names the line's method, and its handler reads it
+            att = self._attachment(line)
+            method = f"attachment/{att.type}"
         items.append(Source(method=method, ts=line.timestamp))
         if line.isSidechain and line.agentId is not None and not self._companions_started and self._went_back(line):
             # the first line of a sub-agent file read after the session's own (time goes back):
@@ -424,6 +428,9 @@ class ClaudeTranscriptAdapter(Adapter):
         if line.cwd is not None and not self._cwd_known:
             self._cwd_known = True
             items.append(SessionInfo(cwd=line.cwd))
+        if att is not None:
+            self._attachment_line(att, items)
+            return items
         handler = self._TYPES.get(line.type)
         if handler is None:
             items.append(Passthrough(method=method))
@@ -850,8 +857,8 @@ class ClaudeTranscriptAdapter(Adapter):
             text += f" (retry {line.retryAttempt} of {line.maxRetries})"
         return text
 
-    def _attachment_line(self, line: _Line, items: list[Item]) -> None:
-        att = self._attachment(line)
+    @staticmethod
+    def _attachment_line(att: _Attachment, items: list[Item]) -> None:
         if att.type == "deferred_tools_delta" and (att.addedNames or att.removedNames):
             change = ToolChangeApplied(added=att.addedNames or None, removed=att.removedNames or None)
             items.append(ContextUpdated(session_id="", applied=[change]))
@@ -892,7 +899,6 @@ ClaudeTranscriptAdapter._TYPES = {
     "user": ClaudeTranscriptAdapter._user,
     "assistant": ClaudeTranscriptAdapter._assistant,
     "system": ClaudeTranscriptAdapter._system,
-    "attachment": ClaudeTranscriptAdapter._attachment_line,
     "cost-state": ClaudeTranscriptAdapter._cost_state,
     "summary": ClaudeTranscriptAdapter._title,
     "custom-title": ClaudeTranscriptAdapter._title,
