@@ -95,7 +95,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
 from msgspec import Raw, Struct, structs
@@ -202,7 +202,6 @@ class _Line(Struct, frozen=True):
     apiErrorType: str | None = None
     error: Raw = NULL
     origin: _Origin | None = None
-    attachment: Raw = NULL
     retryAttempt: int | None = None
     maxRetries: int | None = None
     # bookkeeping lines
@@ -211,6 +210,27 @@ class _Line(Struct, frozen=True):
     aiTitle: str | None = None
     totalCostUSD: float | None = None
     modelUsage: dict[str, _ModelUsage] | None = None
+
+
+class _AttachmentView(Struct, frozen=True, gc=False):
+    """An attachment decoded with its line, its fields' types checked afterwards (``_attachment``)."""
+
+    type: Any = ""
+    addedNames: Any = None
+    removedNames: Any = None
+
+
+class _AttachedLine(_Line, frozen=True):
+    """A line with its attachment read in the same pass (any JSON value; absent: None)."""
+
+    attachment: _AttachmentView | str | int | float | bool | list[Any] | None = None
+
+
+class _RawAttachmentLine(_Line, frozen=True):
+    """A line whose attachment the one-pass view cannot hold (a number out of range in it):
+    the attachment's bytes, read on their own as before."""
+
+    attachment: Raw = NULL
 
 
 class _ApiError(Struct, frozen=True):
@@ -233,7 +253,12 @@ class _Sniff(Struct, frozen=True):
     leafUuid: object = None
 
 
-_LINE = msgspec.json.Decoder(_Line)
+#: An attachment line's method and handler read its attachment: decoded with the line, as
+#: the attachment view that keeps any JSON value.  Where that view fails and a view that
+#: skips the attachment's bytes does not (``1e400`` in it), the line is read as before
+#: (the attachment decoded apart, an unreadable one read as no attachment).
+_LINE = msgspec.json.Decoder(_AttachedLine)
+_RAW_ATTACHMENT_LINE = msgspec.json.Decoder(_RawAttachmentLine)
 
 
 class _Time(Struct, frozen=True):
@@ -390,11 +415,15 @@ class ClaudeTranscriptAdapter(Adapter):
 
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
+        line: _AttachedLine | _RawAttachmentLine
         try:
             line = _LINE.decode(message)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            kept = message[:4096].decode("utf-8", "replace")
-            raise MalformedMessage(f"not a Claude transcript line: {exc}", kept=kept) from None
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            try:  # the error (if any) is the one of the view that skips the attachment
+                line = _RAW_ATTACHMENT_LINE.decode(message)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                kept = message[:4096].decode("utf-8", "replace")
+                raise MalformedMessage(f"not a Claude transcript line: {exc}", kept=kept) from None
         items: list[Item] = []
         if not self._created:
             self._learn(line)
@@ -544,9 +573,15 @@ class ClaudeTranscriptAdapter(Adapter):
         return bool(answers) and all(a is not None and a in self.calls for a in answers)
 
     @staticmethod
-    def _attachment(line: _Line) -> _Attachment:
-        raw = present(line.attachment)
-        if raw is None:
+    def _attachment(line: _AttachedLine | _RawAttachmentLine) -> _Attachment:
+        """The attachment of the line, or an empty one when it is absent or not of the shape read."""
+        att = line.attachment
+        if isinstance(att, _AttachmentView):
+            # what decoding it as an _Attachment would give (a field of another type fails it whole)
+            if isinstance(att.type, str) and _names(att.addedNames) and _names(att.removedNames):
+                return _Attachment(type=att.type, addedNames=att.addedNames, removedNames=att.removedNames)
+            return _Attachment()
+        if not isinstance(att, Raw) or (raw := present(att)) is None:
             return _Attachment()
         try:
             return _ATTACHMENT.decode(raw)
@@ -884,6 +919,11 @@ class ClaudeTranscriptAdapter(Adapter):
     def _title(self, line: _Line, items: list[Item]) -> None:
         title = line.customTitle or line.aiTitle or line.summary
         items.append(SessionInfo(title=title) if title is not None else Passthrough(method=line.type))
+
+
+def _names(value: object) -> bool:
+    """``value`` fits ``list[str] | None``."""
+    return value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value))
 
 
 def _more(now: Tokens, given: Tokens) -> Tokens | None:
