@@ -156,10 +156,11 @@ __all__ = ["ClaudeTranscriptAdapter"]
 
 
 # --------------------------------------------------------------------------
-# Views: only the fields the adapter reads
+# Views: only the fields the adapter reads.  They hold decoded plain data only (no cycles),
+# so the cycle collector need not track them (``gc=False``).
 
 
-class _Message(Struct, frozen=True):
+class _Message(Struct, frozen=True, gc=False):
     id: str | None = None
     model: str | None = None
     content: str | list[ContentBlock] | None = None
@@ -167,18 +168,18 @@ class _Message(Struct, frozen=True):
     usage: Raw = NULL
 
 
-class _Origin(Struct, frozen=True):
+class _Origin(Struct, frozen=True, gc=False):
     kind: str | None = None
 
 
-class _ModelUsage(Struct, frozen=True):
+class _ModelUsage(Struct, frozen=True, gc=False):
     inputTokens: int = 0
     outputTokens: int = 0
     cacheReadInputTokens: int = 0
     cacheCreationInputTokens: int = 0
 
 
-class _Line(Struct, frozen=True):
+class _Line(Struct, frozen=True, gc=False):
     type: str = ""
     subtype: str | None = None
     uuid: str | None = None
@@ -220,31 +221,31 @@ class _AttachmentView(Struct, frozen=True, gc=False):
     removedNames: Any = None
 
 
-class _AttachedLine(_Line, frozen=True):
+class _AttachedLine(_Line, frozen=True, gc=False):
     """A line with its attachment read in the same pass (any JSON value; absent: None)."""
 
     attachment: _AttachmentView | str | int | float | bool | list[Any] | None = None
 
 
-class _RawAttachmentLine(_Line, frozen=True):
+class _RawAttachmentLine(_Line, frozen=True, gc=False):
     """A line whose attachment the one-pass view cannot hold (a number out of range in it):
     the attachment's bytes, read on their own as before."""
 
     attachment: Raw = NULL
 
 
-class _ApiError(Struct, frozen=True):
+class _ApiError(Struct, frozen=True, gc=False):
     formatted: str | None = None
     message: str | None = None
 
 
-class _Attachment(Struct, frozen=True):
+class _Attachment(Struct, frozen=True, gc=False):
     type: str = ""
     addedNames: list[str] | None = None
     removedNames: list[str] | None = None
 
 
-class _Sniff(Struct, frozen=True):
+class _Sniff(Struct, frozen=True, gc=False):
     type: object = None
     sessionId: object = None
     session_id: object = None
@@ -261,7 +262,7 @@ _LINE = msgspec.json.Decoder(_AttachedLine)
 _RAW_ATTACHMENT_LINE = msgspec.json.Decoder(_RawAttachmentLine)
 
 
-class _Time(Struct, frozen=True):
+class _Time(Struct, frozen=True, gc=False):
     timestamp: str | None = None
 
 
