@@ -247,8 +247,6 @@ _STOP_REASONS: dict[str, Literal["end_turn", "cancelled", "error"]] = {
     "INTERRUPTED": "cancelled",
 }
 
-#: The Source of each handled line (frozen, so one per event name serves every line).
-_SOURCES = {event: Source(method=event) for event in ("init", "step_update", "result", "user")}
 #: A step line that gives no event is kept as it is.
 _STEP_PASSTHROUGH = Passthrough(method="step_update")
 
@@ -383,11 +381,12 @@ class AntigravityStreamJsonAdapter(Adapter):
         except msgspec.DecodeError as exc:
             raise MalformedMessage(f"not JSON: {exc}") from None
         table = self._AGENT_EVENTS if from_ == "agent" else self._CLIENT_EVENTS
-        handler = table.get(line.event or "")
+        event = line.event or ""
+        handler = table.get(event)
         if handler is None:
             return [Passthrough(method=line.event)]
         items = handler(self, line)  # a new list each time: the Source goes in front of it
-        items.insert(0, _SOURCES[line.event])  # type: ignore[index]  # handled events are in _SOURCES
+        items.insert(0, _SOURCES[event])
         if first:
             # the record is the first item of the first message; a stream that does
             # not open with ``init`` (a client prompt first, a pre-flight failure)
@@ -773,4 +772,9 @@ AntigravityStreamJsonAdapter._STEPS = {
     "error_message": AntigravityStreamJsonAdapter._on_error_message,
     "system_message": AntigravityStreamJsonAdapter._on_untranslated,
     "unknown": AntigravityStreamJsonAdapter._on_untranslated,
+}
+#: The Source of each handled line (frozen, so one per event name serves every line).
+_SOURCES = {
+    event: Source(method=event)
+    for event in (*AntigravityStreamJsonAdapter._AGENT_EVENTS, *AntigravityStreamJsonAdapter._CLIENT_EVENTS)
 }
