@@ -12,6 +12,7 @@ from helpers import ADAPTERS, convert_capture, fixed_clock
 from normalize import (
     AssistantMessage,
     Body,
+    ContextUpdated,
     Emit,
     Error,
     EventEnvelope,
@@ -24,9 +25,11 @@ from normalize import (
     SessionInfo,
     SessionInput,
     SessionUpdate,
+    Source,
     Subagent,
     ToolCall,
     ToolCallRef,
+    ToolChangeApplied,
     TurnComplete,
     TurnStart,
     Usage,
@@ -229,6 +232,39 @@ def test_prompt_thinking_text_and_turn_end_by_hand() -> None:
         TurnComplete(reason="ok", stop_reason="end_turn")
     ]
     assert a.close() == []
+
+
+def _attachment(attachment: bytes) -> bytes:
+    return b'{"type":"attachment","sessionId":"s1","attachment":' + attachment + b"}"
+
+
+@pytest.mark.parametrize(
+    "attachment",
+    [
+        b'{"type":"deferred_tools_delta","addedNames":["a",1]}',  # a name that is no string
+        b'{"type":"deferred_tools_delta","removedNames":{}}',
+        b'{"type":null}',
+        b'"text"',
+        b"[1]",
+        b"null",
+        b"1e400",  # a number no float holds: JSON all the same
+        b'{"type":"deferred_tools_delta","addedNames":[1e400]}',
+    ],
+)
+def test_an_attachment_of_another_shape_is_kept_as_an_attachment(attachment: bytes) -> None:
+    items = ClaudeTranscriptAdapter().feed(_attachment(attachment))
+    assert [i for i in items if isinstance(i, (Source, Passthrough))] == [
+        Source(method="attachment/"),
+        Passthrough(method="attachment"),
+    ]
+    assert not any(isinstance(i, ContextUpdated) for i in items)
+
+
+def test_deferred_tools_delta_changes_the_tools() -> None:
+    a = ClaudeTranscriptAdapter()
+    line = _attachment(b'{"type":"deferred_tools_delta","addedNames":["a"],"removedNames":null,"big":1e400}')
+    updates = [i for i in a.feed(line) if isinstance(i, ContextUpdated)]
+    assert updates == [ContextUpdated(session_id="", applied=[ToolChangeApplied(added=["a"])])]
 
 
 def test_tool_round_trip_by_hand() -> None:

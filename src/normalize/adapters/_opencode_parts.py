@@ -81,12 +81,12 @@ def category_of(tool: str) -> Category:
     return _CATEGORIES.get(tool) or ("mcp" if "_" in tool else "other")
 
 
-class Cache(Struct, frozen=True):
+class Cache(Struct, frozen=True, gc=False):
     read: int = 0
     write: int = 0
 
 
-class PartTokens(Struct, frozen=True):
+class PartTokens(Struct, frozen=True, gc=False):
     total: int | None = None
     input: int | None = None
     output: int | None = None
@@ -94,7 +94,7 @@ class PartTokens(Struct, frozen=True):
     cache: Cache | None = None
 
 
-class ToolState(Struct, frozen=True):
+class ToolState(Struct, frozen=True, gc=False):
     status: str = ""
     input: Any = None
     output: str | None = None
@@ -103,7 +103,7 @@ class ToolState(Struct, frozen=True):
     metadata: Any = None
 
 
-class Part(Struct, frozen=True):
+class Part(Struct, frozen=True, gc=False):
     """A part, every type's fields in one view (``id`` is absent from the stored ``data``)."""
 
     type: str

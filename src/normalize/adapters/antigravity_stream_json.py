@@ -93,7 +93,6 @@ from normalize import (
     TurnStart,
     Usage,
     UserMessage,
-    tokens_plus,
     tokens_since,
 )
 from normalize import (
@@ -105,10 +104,11 @@ from ._limits import OPEN_ITEMS, Bounded
 __all__ = ["AntigravityStreamJsonAdapter"]
 
 # --------------------------------------------------------------------------
-# Narrow views of the wire lines (only the fields this adapter reads)
+# Narrow views of the wire lines (only the fields this adapter reads).  They hold decoded
+# plain data only (no cycles), so the cycle collector need not track them (``gc=False``).
 
 
-class _Usage(Struct, frozen=True):
+class _Usage(Struct, frozen=True, gc=False):
     input_tokens: int | None = None
     output_tokens: int | None = None
     thinking_tokens: int | None = None
@@ -116,12 +116,12 @@ class _Usage(Struct, frozen=True):
     total_tokens: int | None = None
 
 
-class _ToolError(Struct, frozen=True):
+class _ToolError(Struct, frozen=True, gc=False):
     type: str | None = None
     message: str | None = None
 
 
-class _ToolInfo(Struct, frozen=True):
+class _ToolInfo(Struct, frozen=True, gc=False):
     name: str | None = None
     #: empty when absent (msgspec's Raw takes no None)
     parameters: Raw = Raw(b"")
@@ -129,18 +129,18 @@ class _ToolInfo(Struct, frozen=True):
     error: _ToolError | str | None = None
 
 
-class _SubagentEntry(Struct, frozen=True):
+class _SubagentEntry(Struct, frozen=True, gc=False):
     type_name: str | None = None
     role: str | None = None
     initial_prompt: str | None = None
     conversation_id: str | None = None
 
 
-class _SubagentInfo(Struct, frozen=True):
+class _SubagentInfo(Struct, frozen=True, gc=False):
     subagents: list[_SubagentEntry] = []
 
 
-class _Step(Struct, frozen=True):
+class _Step(Struct, frozen=True, gc=False):
     conversation_id: str = ""
     step_index: int | None = None
     state: str = ""
@@ -153,19 +153,19 @@ class _Step(Struct, frozen=True):
     error: _ToolError | str | None = None
 
 
-class _Init(Struct, frozen=True):
+class _Init(Struct, frozen=True, gc=False):
     model: str | None = None
     cwd: str | None = None
     tools: list[str] | None = None
     permission_mode: str | None = None
 
 
-class _Denied(Struct, frozen=True):
+class _Denied(Struct, frozen=True, gc=False):
     action: str = ""
     display_name: str | None = None
 
 
-class _Result(Struct, frozen=True):
+class _Result(Struct, frozen=True, gc=False):
     conversation_id: str = ""
     status: str = ""
     response: str | None = None
@@ -175,16 +175,16 @@ class _Result(Struct, frozen=True):
     denied_actions: list[_Denied] | None = None
 
 
-class _Block(Struct, frozen=True):
+class _Block(Struct, frozen=True, gc=False):
     type: str = ""
     text: str | None = None
 
 
-class _UserMessage(Struct, frozen=True):
+class _UserMessage(Struct, frozen=True, gc=False):
     content: str | list[_Block] = ""
 
 
-class _Line(Struct, frozen=True):
+class _Line(Struct, frozen=True, gc=False):
     """Any line, either direction: the payload is under the key named by ``event``."""
 
     event: str | None = None
@@ -195,7 +195,7 @@ class _Line(Struct, frozen=True):
     message: _UserMessage | None = None
 
 
-class _Params(Struct, frozen=True):
+class _Params(Struct, frozen=True, gc=False):
     """The tool parameters this adapter reads (PascalCase on the wire)."""
 
     command_line: str | None = field(name="CommandLine", default=None)
@@ -247,6 +247,9 @@ _STOP_REASONS: dict[str, Literal["end_turn", "cancelled", "error"]] = {
     "INTERRUPTED": "cancelled",
 }
 
+#: A step line that gives no event is kept as it is.
+_STEP_PASSTHROUGH = Passthrough(method="step_update")
+
 #: The option id of a soft-denied action's PermissionAuto (agy has no options to name one).
 DENY_OPTION = "deny"
 
@@ -273,6 +276,11 @@ def _tokens(u: _Usage) -> Tokens:
         cache_read=u.cache_read_tokens,
         reasoning=u.thinking_tokens,
     )
+
+
+def _counts(u: _Usage) -> tuple[int | None, ...]:
+    """The counts of ``_tokens``, in a fixed order: input, output, total, cache read, reasoning."""
+    return (u.input_tokens, u.output_tokens, u.total_tokens, u.cache_read_tokens, u.thinking_tokens)
 
 
 _ZERO = Tokens(input=0, output=0, total=0, cache_read=0, reasoning=0)
@@ -302,7 +310,8 @@ class _Turn:
         self.taken = taken
         self.first_step: int | None = None
         self.replied = False  # some text_delta was seen
-        self.call_tokens: Tokens | None = None
+        #: the turn's model calls' tokens summed, in the order of ``_counts`` (None: no call yet)
+        self.call_tokens: list[int | None] | None = None
         #: calls that ended with no output (DONE without ``output``, or ERROR), by step index
         self.unanswered: list[tuple[int, ToolCallRef]] = []
 
@@ -372,17 +381,19 @@ class AntigravityStreamJsonAdapter(Adapter):
         except msgspec.DecodeError as exc:
             raise MalformedMessage(f"not JSON: {exc}") from None
         table = self._AGENT_EVENTS if from_ == "agent" else self._CLIENT_EVENTS
-        handler = table.get(line.event or "")
+        event = line.event or ""
+        handler = table.get(event)
         if handler is None:
             return [Passthrough(method=line.event)]
-        items: list[Item] = [Source(method=line.event)]
+        items = handler(self, line)  # a new list each time: the Source goes in front of it
+        items.insert(0, _SOURCES[event])
         if first:
             # the record is the first item of the first message; a stream that does
             # not open with ``init`` (a client prompt first, a pre-flight failure)
             # gets what that line knows
             cid = line.conversation_id or (line.result.conversation_id if line.result is not None else "")
             items.insert(0, self._created(cid or None, line.init))
-        return items + handler(self, line)
+        return items
 
     def close(self) -> list[Item]:
         self._closed = True
@@ -432,7 +443,7 @@ class AntigravityStreamJsonAdapter(Adapter):
         self._cid = self._cid or cid
         handler = self._STEPS.get(step.step_type)
         if handler is None:
-            return [Passthrough(method="step_update")]
+            return [_STEP_PASSTHROUGH]
         if self._turn is not None and self._turn.first_step is None:
             self._turn.first_step = step.step_index
         return handler(self, step, cid)
@@ -472,7 +483,7 @@ class AntigravityStreamJsonAdapter(Adapter):
             if self._turn is not None:
                 self._turn.replied = True
         if step.state == "ACTIVE":
-            return out or [Passthrough(method="step_update")]
+            return out or [_STEP_PASSTHROUGH]
         parts = self._replies.pop(idx, None)
         if parts:
             out.append(AssistantMessage(message_id=msg_id, text="".join(parts)))
@@ -481,14 +492,21 @@ class AntigravityStreamJsonAdapter(Adapter):
         if step.state == "ERROR":
             text = _error_text(step.error) or "the model call failed"
             out.append(Error(message=text, error_type="agent_response", recoverable=True))
-        return out or [Passthrough(method="step_update")]
+        return out or [_STEP_PASSTHROUGH]
 
     def _call_usage(self, usage: _Usage) -> Usage:
-        tokens = _tokens(usage)
-        if self._turn is not None:
-            prev = self._turn.call_tokens
-            self._turn.call_tokens = tokens if prev is None else tokens_plus(prev, tokens)
-        return Usage(tokens=tokens, scope="call")
+        turn = self._turn
+        if turn is not None:
+            # summed field by field as ``tokens_plus`` sums (a count is absent while every call
+            # left it absent), without a Tokens per call: the sum is read only for a resumed
+            # conversation's turn (``_turn_tokens``)
+            acc = turn.call_tokens
+            if acc is None:
+                acc = turn.call_tokens = [None] * 5
+            for i, n in enumerate(_counts(usage)):
+                if n is not None:
+                    acc[i] = (acc[i] or 0) + n
+        return Usage(tokens=_tokens(usage), scope="call")
 
     def _open_call(self, step: _Step, cid: str, out: list[Item]) -> OpenCall:
         """The call of a tool step: the core's entry, or the one this line starts."""
@@ -559,7 +577,7 @@ class AntigravityStreamJsonAdapter(Adapter):
         call = self._open_call(step, cid, out)
         if step.state in ("DONE", "ERROR"):
             self._end_call(step, call, out)
-        return out or [Passthrough(method="step_update")]
+        return out or [_STEP_PASSTHROUGH]
 
     def _on_subagent(self, step: _Step, cid: str) -> list[Item]:
         out: list[Item] = []
@@ -596,7 +614,7 @@ class AntigravityStreamJsonAdapter(Adapter):
     def _on_checkpoint(self, step: _Step, cid: str) -> list[Item]:
         if step.usage is not None:
             return [self._call_usage(step.usage)]
-        return [Passthrough(method="step_update")]
+        return [_STEP_PASSTHROUGH]
 
     def _on_error_message(self, step: _Step, cid: str) -> list[Item]:
         text = (
@@ -606,7 +624,7 @@ class AntigravityStreamJsonAdapter(Adapter):
         return [Error(message=text, error_type="error_message", recoverable=True)]
 
     def _on_untranslated(self, step: _Step, cid: str) -> list[Item]:
-        return [Passthrough(method="step_update")]
+        return [_STEP_PASSTHROUGH]
 
     # result: the end of one turn
     def _on_result(self, line: _Line) -> list[Item]:
@@ -695,7 +713,10 @@ class AntigravityStreamJsonAdapter(Adapter):
         if not turn.first_step:
             return total  # the conversation's first turn: everything so far is this turn's
         # a resumed conversation: earlier turns are counted in ``total`` but were never seen
-        return turn.call_tokens or _ZERO
+        acc = turn.call_tokens
+        if acc is None:
+            return _ZERO
+        return Tokens(input=acc[0], output=acc[1], total=acc[2], cache_read=acc[3], reasoning=acc[4])
 
     def _denied_call(self, turn: _Turn, denied: _Denied, cid: str, i: int) -> ToolCallRef:
         tools = _DENIED_TOOLS.get(denied.action, ())
@@ -751,4 +772,9 @@ AntigravityStreamJsonAdapter._STEPS = {
     "error_message": AntigravityStreamJsonAdapter._on_error_message,
     "system_message": AntigravityStreamJsonAdapter._on_untranslated,
     "unknown": AntigravityStreamJsonAdapter._on_untranslated,
+}
+#: The Source of each handled line (frozen, so one per event name serves every line).
+_SOURCES = {
+    event: Source(method=event)
+    for event in (*AntigravityStreamJsonAdapter._AGENT_EVENTS, *AntigravityStreamJsonAdapter._CLIENT_EVENTS)
 }

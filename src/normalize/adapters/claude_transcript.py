@@ -95,7 +95,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
 from msgspec import Raw, Struct, structs
@@ -156,10 +156,11 @@ __all__ = ["ClaudeTranscriptAdapter"]
 
 
 # --------------------------------------------------------------------------
-# Views: only the fields the adapter reads
+# Views: only the fields the adapter reads.  They hold decoded plain data only (no cycles),
+# so the cycle collector need not track them (``gc=False``).
 
 
-class _Message(Struct, frozen=True):
+class _Message(Struct, frozen=True, gc=False):
     id: str | None = None
     model: str | None = None
     content: str | list[ContentBlock] | None = None
@@ -167,18 +168,18 @@ class _Message(Struct, frozen=True):
     usage: Raw = NULL
 
 
-class _Origin(Struct, frozen=True):
+class _Origin(Struct, frozen=True, gc=False):
     kind: str | None = None
 
 
-class _ModelUsage(Struct, frozen=True):
+class _ModelUsage(Struct, frozen=True, gc=False):
     inputTokens: int = 0
     outputTokens: int = 0
     cacheReadInputTokens: int = 0
     cacheCreationInputTokens: int = 0
 
 
-class _Line(Struct, frozen=True):
+class _Line(Struct, frozen=True, gc=False):
     type: str = ""
     subtype: str | None = None
     uuid: str | None = None
@@ -202,7 +203,6 @@ class _Line(Struct, frozen=True):
     apiErrorType: str | None = None
     error: Raw = NULL
     origin: _Origin | None = None
-    attachment: Raw = NULL
     retryAttempt: int | None = None
     maxRetries: int | None = None
     # bookkeeping lines
@@ -213,18 +213,39 @@ class _Line(Struct, frozen=True):
     modelUsage: dict[str, _ModelUsage] | None = None
 
 
-class _ApiError(Struct, frozen=True):
+class _AttachmentView(Struct, frozen=True, gc=False):
+    """An attachment decoded with its line, its fields' types checked afterwards (``_attachment``)."""
+
+    type: Any = ""
+    addedNames: Any = None
+    removedNames: Any = None
+
+
+class _AttachedLine(_Line, frozen=True, gc=False):
+    """A line with its attachment read in the same pass (any JSON value; absent: None)."""
+
+    attachment: _AttachmentView | str | int | float | bool | list[Any] | None = None
+
+
+class _RawAttachmentLine(_Line, frozen=True, gc=False):
+    """A line whose attachment the one-pass view cannot hold (a number out of range in it):
+    the attachment's bytes, read on their own as before."""
+
+    attachment: Raw = NULL
+
+
+class _ApiError(Struct, frozen=True, gc=False):
     formatted: str | None = None
     message: str | None = None
 
 
-class _Attachment(Struct, frozen=True):
+class _Attachment(Struct, frozen=True, gc=False):
     type: str = ""
     addedNames: list[str] | None = None
     removedNames: list[str] | None = None
 
 
-class _Sniff(Struct, frozen=True):
+class _Sniff(Struct, frozen=True, gc=False):
     type: object = None
     sessionId: object = None
     session_id: object = None
@@ -233,10 +254,15 @@ class _Sniff(Struct, frozen=True):
     leafUuid: object = None
 
 
-_LINE = msgspec.json.Decoder(_Line)
+#: An attachment line's method and handler read its attachment: decoded with the line, as
+#: the attachment view that keeps any JSON value.  Where that view fails and a view that
+#: skips the attachment's bytes does not (``1e400`` in it), the line is read as before
+#: (the attachment decoded apart, an unreadable one read as no attachment).
+_LINE = msgspec.json.Decoder(_AttachedLine)
+_RAW_ATTACHMENT_LINE = msgspec.json.Decoder(_RawAttachmentLine)
 
 
-class _Time(Struct, frozen=True):
+class _Time(Struct, frozen=True, gc=False):
     timestamp: str | None = None
 
 
@@ -303,6 +329,7 @@ class ClaudeTranscriptAdapter(Adapter):
     #: a sub-agent's lines are read where they happened: inside the parent's turn
     interleave = True
 
+    #: line type -> handler (``attachment`` lines are handled in ``feed``, which decodes the attachment)
     _TYPES: ClassVar[dict[str, Callable[[ClaudeTranscriptAdapter, _Line, list[Item]], None]]]
 
     def __init__(self) -> None:
@@ -389,11 +416,15 @@ class ClaudeTranscriptAdapter(Adapter):
 
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
+        line: _AttachedLine | _RawAttachmentLine
         try:
             line = _LINE.decode(message)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            kept = message[:4096].decode("utf-8", "replace")
-            raise MalformedMessage(f"not a Claude transcript line: {exc}", kept=kept) from None
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            try:  # the error (if any) is the one of the view that skips the attachment
+                line = _RAW_ATTACHMENT_LINE.decode(message)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                kept = message[:4096].decode("utf-8", "replace")
+                raise MalformedMessage(f"not a Claude transcript line: {exc}", kept=kept) from None
         items: list[Item] = []
         if not self._created:
             self._learn(line)
@@ -405,8 +436,11 @@ class ClaudeTranscriptAdapter(Adapter):
             ):
                 items.append(self._announce())
         method = line.type if line.subtype is None else f"{line.type}/{line.subtype}"
+        att = None
         if line.type == "attachment":
-            method = f"attachment/{self._attachment(line).type}"
+            # decoded once: its type names the line's method, and its handler reads it
+            att = self._attachment(line)
+            method = f"attachment/{att.type}"
         items.append(Source(method=method, ts=line.timestamp))
         if line.isSidechain and line.agentId is not None and not self._companions_started and self._went_back(line):
             # the first line of a sub-agent file read after the session's own (time goes back):
@@ -424,6 +458,9 @@ class ClaudeTranscriptAdapter(Adapter):
         if line.cwd is not None and not self._cwd_known:
             self._cwd_known = True
             items.append(SessionInfo(cwd=line.cwd))
+        if att is not None:
+            self._attachment_line(att, items)
+            return items
         handler = self._TYPES.get(line.type)
         if handler is None:
             items.append(Passthrough(method=method))
@@ -537,9 +574,15 @@ class ClaudeTranscriptAdapter(Adapter):
         return bool(answers) and all(a is not None and a in self.calls for a in answers)
 
     @staticmethod
-    def _attachment(line: _Line) -> _Attachment:
-        raw = present(line.attachment)
-        if raw is None:
+    def _attachment(line: _AttachedLine | _RawAttachmentLine) -> _Attachment:
+        """The attachment of the line, or an empty one when it is absent or not of the shape read."""
+        att = line.attachment
+        if isinstance(att, _AttachmentView):
+            # what decoding it as an _Attachment would give (a field of another type fails it whole)
+            if isinstance(att.type, str) and _names(att.addedNames) and _names(att.removedNames):
+                return _Attachment(type=att.type, addedNames=att.addedNames, removedNames=att.removedNames)
+            return _Attachment()
+        if not isinstance(att, Raw) or (raw := present(att)) is None:
             return _Attachment()
         try:
             return _ATTACHMENT.decode(raw)
@@ -850,8 +893,8 @@ class ClaudeTranscriptAdapter(Adapter):
             text += f" (retry {line.retryAttempt} of {line.maxRetries})"
         return text
 
-    def _attachment_line(self, line: _Line, items: list[Item]) -> None:
-        att = self._attachment(line)
+    @staticmethod
+    def _attachment_line(att: _Attachment, items: list[Item]) -> None:
         if att.type == "deferred_tools_delta" and (att.addedNames or att.removedNames):
             change = ToolChangeApplied(added=att.addedNames or None, removed=att.removedNames or None)
             items.append(ContextUpdated(session_id="", applied=[change]))
@@ -879,6 +922,11 @@ class ClaudeTranscriptAdapter(Adapter):
         items.append(SessionInfo(title=title) if title is not None else Passthrough(method=line.type))
 
 
+def _names(value: object) -> bool:
+    """``value`` fits ``list[str] | None``."""
+    return value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+
+
 def _more(now: Tokens, given: Tokens) -> Tokens | None:
     """What ``now`` counts beyond ``given`` (None: nothing more, or a count went down)."""
     fields = ("input", "output", "total", "cache_read", "cache_write", "reasoning")
@@ -892,7 +940,6 @@ ClaudeTranscriptAdapter._TYPES = {
     "user": ClaudeTranscriptAdapter._user,
     "assistant": ClaudeTranscriptAdapter._assistant,
     "system": ClaudeTranscriptAdapter._system,
-    "attachment": ClaudeTranscriptAdapter._attachment_line,
     "cost-state": ClaudeTranscriptAdapter._cost_state,
     "summary": ClaudeTranscriptAdapter._title,
     "custom-title": ClaudeTranscriptAdapter._title,

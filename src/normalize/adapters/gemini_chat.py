@@ -29,8 +29,8 @@ Facts (Gemini CLI 0.61.0, captures in adapters/gemini-chat/captures/gemini-cli-0
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Literal
 
 import msgspec
 from msgspec import Struct, field
@@ -64,12 +64,12 @@ from normalize.adapters._limits import OPEN_ITEMS, Bounded
 __all__ = ["GeminiChatAdapter"]
 
 
-class _Thought(Struct, frozen=True):
+class _Thought(Struct, frozen=True, gc=False):
     subject: str = ""
     description: str = ""
 
 
-class _Tokens(Struct, frozen=True):
+class _Tokens(Struct, frozen=True, gc=False):
     input: int | None = None
     output: int | None = None
     cached: int | None = None
@@ -77,7 +77,7 @@ class _Tokens(Struct, frozen=True):
     total: int | None = None
 
 
-class _Call(Struct, frozen=True):
+class _Call(Struct, frozen=True, gc=False):
     id: str
     name: str = ""
     args: Any = None
@@ -85,21 +85,21 @@ class _Call(Struct, frozen=True):
     resultDisplay: Any = None
 
 
-class _Part(Struct, frozen=True):
+class _Part(Struct, frozen=True, gc=False):
     text: str | None = None
 
 
-class _Said(Struct, frozen=True):
+class _Said(Struct, frozen=True, gc=False):
     """A message of ``$set.messages``: only its id matters."""
 
     id: str | None = None
 
 
-class _Set(Struct, frozen=True):
+class _Set(Struct, frozen=True, gc=False):
     messages: list[_Said] | None = None
 
 
-class _Line(Struct, frozen=True):
+class _Line(Struct, frozen=True, gc=False):
     # the header
     sessionId: str | None = None
     startTime: str | None = None
@@ -118,6 +118,10 @@ class _Line(Struct, frozen=True):
 
 
 _decoder = msgspec.json.Decoder(_Line)
+
+#: frozen: one serves every update line
+_SET_SOURCE = Source(method="$set")
+_KEPT = Passthrough()
 
 RECORD_TYPES = frozenset({"user", "gemini", "info", "warning", "error"})
 
@@ -140,6 +144,9 @@ class GeminiChatAdapter(Adapter):
     stored = True
     default_paths = ("~/.gemini/tmp",)
     announces_session = True
+
+    #: record type -> its handler, which appends to the line's list (its Source first)
+    _RECORDS: ClassVar[dict[str, Callable[[GeminiChatAdapter, _Line, list[Item]], None]]]
 
     def __init__(self) -> None:
         super().__init__()
@@ -170,18 +177,16 @@ class GeminiChatAdapter(Adapter):
         except msgspec.DecodeError as exc:
             raise MalformedMessage(f"not a gemini chat line: {exc}") from None
         if line.set is not None:
-            return [Source(method="$set"), *self._update(line.set)]
+            return [_SET_SOURCE, self._update(line.set)]
         if line.sessionId is not None and line.type is None:
             return self._header(line)
         method = line.type or "unknown"
-        if method == "user":
-            return [Source(method=method, ts=line.timestamp), *self._user(line)]
-        if method == "gemini":
-            return [Source(method=method, ts=line.timestamp), *self._gemini(line)]
-        if method in ("info", "warning", "error"):
-            notice = WarningBody(message=_text(line.content) or "", source="gemini-cli")
-            return [Source(method=method, ts=line.timestamp), notice]
-        return [Passthrough(method=method)]
+        handler = self._RECORDS.get(method)
+        if handler is None:
+            return [Passthrough(method=method)]
+        out: list[Item] = [Source(method=method, ts=line.timestamp)]
+        handler(self, line, out)
+        return out
 
     def close(self) -> list[Item]:
         self._closed = True
@@ -206,26 +211,31 @@ class GeminiChatAdapter(Adapter):
         self._turn = None
         return [TurnComplete(reason="ok")]
 
-    def _update(self, update: _Set) -> list[Item]:
+    def _update(self, update: _Set) -> Item:
         if update.messages is None or not self._turn or self._answered:
-            return [Passthrough()]
+            return _KEPT
         if any(m.id == self._turn for m in update.messages):
-            return [Passthrough()]
+            return _KEPT
         # the prompt was withdrawn: its request failed, and the chat keeps no trace of why
         self._turn = None
-        return [TurnComplete(reason="interrupt", stop_reason="withdrawn")]
+        return TurnComplete(reason="interrupt", stop_reason="withdrawn")
 
-    def _user(self, line: _Line) -> list[Item]:
+    def _notice(self, line: _Line, out: list[Item]) -> None:
+        out.append(WarningBody(message=_text(line.content) or "", source="gemini-cli"))
+
+    def _user(self, line: _Line, out: list[Item]) -> None:
         text = _text(line.content)
         if text is None:
-            return [Passthrough(method="user:functionResponse")]  # tool results sent back to the model
-        out = self._end_turn()
+            out.append(Passthrough(method="user:functionResponse"))  # tool results sent back to the model
+            return
+        out += self._end_turn()
         self._turn, self._answered = line.id or "", False
-        return [*out, TurnStart(), UserMessage(message_id=line.id or "", text=text)]
+        out.append(TurnStart())
+        out.append(UserMessage(message_id=line.id or "", text=text))
 
-    def _gemini(self, line: _Line) -> list[Item]:
+    def _gemini(self, line: _Line, out: list[Item]) -> None:
         message_id = line.id or ""
-        out: list[Item] = []
+        given = len(out)
         if self._turn is None:  # a model message without a prompt record
             self._turn = ""
             out.append(TurnStart())
@@ -244,11 +254,14 @@ class GeminiChatAdapter(Adapter):
                 tokens = gc.tokens(input=t.input, output=t.output, cached=t.cached, total=t.total, thoughts=t.thoughts)
                 out.append(Usage(tokens=tokens, scope="call"))
         calls = seen[1] if seen is not None else frozenset()
+        ids = [c.id for c in line.toolCalls or ()]
         for call in line.toolCalls or ():
             if call.id not in calls:
                 out.extend(self._call(call))
-        self._seen[message_id] = (seen[0] if seen else "", calls | {c.id for c in line.toolCalls or ()})
-        return out or [Passthrough(method="gemini:rewritten")]
+        if seen is None or not calls.issuperset(ids):  # (a known message with no new call: kept as it is)
+            self._seen[message_id] = (seen[0] if seen else "", calls.union(ids))
+        if len(out) == given:
+            out.append(Passthrough(method="gemini:rewritten"))
 
     def _call(self, call: _Call) -> list[Item]:
         """A stored call is written once it ran: its start and its end."""
@@ -273,3 +286,12 @@ class GeminiChatAdapter(Adapter):
             ToolCall(call_id=call.id, tool=call.name, phase=phase, title=title, category=category, output=output)
         )
         return out
+
+
+GeminiChatAdapter._RECORDS = {
+    "user": GeminiChatAdapter._user,
+    "gemini": GeminiChatAdapter._gemini,
+    "info": GeminiChatAdapter._notice,
+    "warning": GeminiChatAdapter._notice,
+    "error": GeminiChatAdapter._notice,
+}

@@ -61,19 +61,19 @@ from normalize.adapters import _gemini_common as gc
 __all__ = ["GeminiStreamJsonAdapter"]
 
 
-class _ErrorInfo(Struct, frozen=True):
+class _ErrorInfo(Struct, frozen=True, gc=False):
     type: str | None = None
     message: str = ""
 
 
-class _Stats(Struct, frozen=True):
+class _Stats(Struct, frozen=True, gc=False):
     total_tokens: int | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached: int | None = None
 
 
-class _Line(Struct, frozen=True):
+class _Line(Struct, frozen=True, gc=False):
     type: str
     timestamp: str | None = None
     session_id: str | None = None
@@ -92,13 +92,16 @@ class _Line(Struct, frozen=True):
     stats: _Stats | None = None
 
 
-class _Head(Struct, frozen=True):
+class _Head(Struct, frozen=True, gc=False):
     type: str
     timestamp: str | None = None
 
 
 _decoder = msgspec.json.Decoder(_Line)
 _head_decoder = msgspec.json.Decoder(_Head)
+
+#: frozen and empty: one serves every line
+_IN_TURN = InTurn()
 
 LINE_TYPES = frozenset({"init", "message", "tool_use", "tool_result", "error", "result"})
 
@@ -113,7 +116,8 @@ class GeminiStreamJsonAdapter(_Adapter):
         #: the assistant message streaming now: its id and text so far
         self._message: tuple[str, str] | None = None
         self._messages = 0  # message ids: the stream gives none
-        self._lines: dict[str, Callable[[_Line], list[Item]]] = {
+        #: each handler appends the line's items to the list it is given (its Source first)
+        self._lines: dict[str, Callable[[_Line, list[Item]], None]] = {
             "init": self._init,
             "message": self._msg,
             "tool_use": self._tool_use,
@@ -143,9 +147,9 @@ class GeminiStreamJsonAdapter(_Adapter):
         handler = self._lines.get(line.type)
         if handler is None:
             return [Passthrough(method=line.type)]
-        out = handler(line)
-        lead = [out.pop(0)] if out and isinstance(out[0], SessionCreated) else []
-        return [*lead, Source(method=line.type, ts=line.timestamp), *out]
+        out: list[Item] = [Source(method=line.type, ts=line.timestamp)]
+        handler(line, out)
+        return out
 
     def close(self) -> list[Item]:
         self._closed = True
@@ -153,39 +157,43 @@ class GeminiStreamJsonAdapter(_Adapter):
 
     # ------------------------------------------------------------ line types
 
-    def _init(self, line: _Line) -> list[Item]:
+    def _init(self, line: _Line, out: list[Item]) -> None:
         record = SessionRecord(id="", agent="", protocol="", native_session_id=line.session_id, model=line.model)
-        return [SessionCreated(session_id="", record=record)]
+        out.insert(0, SessionCreated(session_id="", record=record))  # the record comes before the Source
 
-    def _end_message(self) -> list[Item]:
-        if self._message is None:
-            return []
-        message_id, text = self._message
-        self._message = None
-        return [AssistantMessage(message_id=message_id, text=text)]
+    def _end_message(self, out: list[Item]) -> None:
+        if self._message is not None:
+            message_id, text = self._message
+            self._message = None
+            out.append(AssistantMessage(message_id=message_id, text=text))
 
-    def _msg(self, line: _Line) -> list[Item]:
+    def _msg(self, line: _Line, out: list[Item]) -> None:
         text = line.content or ""
         if line.role == "user":
-            out = [*self._end_message(), *[InTurn()]]
+            self._end_message(out)
+            out.append(_IN_TURN)
             self._messages += 1
-            return [*out, UserMessage(message_id=f"user-{self._messages}", text=text)]
+            out.append(UserMessage(message_id=f"user-{self._messages}", text=text))
+            return
         if line.role != "assistant":
-            return [Passthrough(method=f"message:{line.role}")]
-        out = [InTurn()]
+            out.append(Passthrough(method=f"message:{line.role}"))
+            return
+        out.append(_IN_TURN)
         if self._message is None:
             self._messages += 1
             self._message = (f"msg-{self._messages}", "")
         message_id, so_far = self._message
         if not line.delta:  # a whole message
             self._message = None
-            return [*out, AssistantMessage(message_id=message_id, text=so_far + text)]
+            out.append(AssistantMessage(message_id=message_id, text=so_far + text))
+            return
         self._message = (message_id, so_far + text)
-        return [*out, AssistantDelta(message_id=message_id, text=text)]
+        out.append(AssistantDelta(message_id=message_id, text=text))
 
-    def _tool_use(self, line: _Line) -> list[Item]:
+    def _tool_use(self, line: _Line, out: list[Item]) -> None:
         tool, call_id = line.tool_name or "", line.tool_id or ""
-        out = [*self._end_message(), *[InTurn()]]
+        self._end_message(out)
+        out.append(_IN_TURN)
         started = ToolCall(
             call_id=call_id,
             tool=tool,
@@ -194,14 +202,13 @@ class GeminiStreamJsonAdapter(_Adapter):
             category=gc.category_of(tool),
             input=line.parameters,
         )
-        return [*out, started]
+        out.append(started)
 
-    def _tool_result(self, line: _Line) -> list[Item]:
+    def _tool_result(self, line: _Line, out: list[Item]) -> None:
         call_id = line.tool_id or ""
         known = self.calls.get(call_id)  # the result names only its call
         tool = known.tool if known is not None else "unknown"
         failed = line.status != "success"
-        out: list[Item] = []
         if tool == gc.SHELL_TOOL and not failed and line.output:
             out.append(CommandOutput(call_id=call_id, stream="merged", delta=line.output))
         output: Any = line.output
@@ -214,23 +221,25 @@ class GeminiStreamJsonAdapter(_Adapter):
             ref = ToolCallRef(call_id=call_id, tool=tool, title=title, category=category)
             out.append(PermissionAuto(tool_call=ref, option_id="deny", reason=line.error.message))
         # named by its id only: the core repeats the tool, title and category of its start
-        body = ToolCall(call_id=call_id, tool="", phase="failed" if failed else "completed", output=output)
-        return [*out, body]
+        out.append(ToolCall(call_id=call_id, tool="", phase="failed" if failed else "completed", output=output))
 
-    def _error(self, line: _Line) -> list[Item]:
+    def _error(self, line: _Line, out: list[Item]) -> None:
         message = line.message or ""
         if line.severity == "error":
-            return [Error(message=message, error_type="agent", recoverable=True)]
-        return [WarningBody(message=message, source="gemini-cli")]
+            out.append(Error(message=message, error_type="agent", recoverable=True))
+        else:
+            out.append(WarningBody(message=message, source="gemini-cli"))
 
-    def _result(self, line: _Line) -> list[Item]:
-        out = [*self._end_message(), *[InTurn()]]
+    def _result(self, line: _Line, out: list[Item]) -> None:
+        self._end_message(out)
+        out.append(_IN_TURN)
         if line.stats is not None:
             s = line.stats
             tokens = gc.tokens(input=s.input_tokens, output=s.output_tokens, cached=s.cached, total=s.total_tokens)
             out.append(Usage(tokens=tokens, scope="turn"))  # one process is one turn
         if line.status == "success":
-            return [*out, TurnComplete(reason="ok", stop_reason="success")]
+            out.append(TurnComplete(reason="ok", stop_reason="success"))
+            return
         err = line.error or _ErrorInfo()
         out.append(Error(message=err.message, error_type=err.type or "api", recoverable=False))
-        return [*out, TurnComplete(reason="interrupt", stop_reason=line.status)]
+        out.append(TurnComplete(reason="interrupt", stop_reason=line.status))

@@ -39,21 +39,22 @@ from normalize import (
     TurnComplete,
 )
 from normalize.adapters import _opencode_parts as op
-from normalize.adapters._opencode_parts import error_message, iso_ms
+from normalize.adapters._opencode_parts import error_message
+from normalize.adapters._times import ms_time
 
 __all__ = ["OpenCodeJsonAdapter"]
 
 
-class _ErrorData(Struct, frozen=True):
+class _ErrorData(Struct, frozen=True, gc=False):
     message: str | None = None
 
 
-class _Error(Struct, frozen=True):
+class _Error(Struct, frozen=True, gc=False):
     name: str | None = None
     data: _ErrorData | None = None
 
 
-class _Line(Struct, frozen=True):
+class _Line(Struct, frozen=True, gc=False):
     type: str
     timestamp: int | None = None
     sessionID: str | None = None
@@ -61,13 +62,16 @@ class _Line(Struct, frozen=True):
     error: _Error | None = None
 
 
-class _Head(Struct, frozen=True):
+class _Head(Struct, frozen=True, gc=False):
     type: str
     sessionID: str | None = None
 
 
 _decoder = msgspec.json.Decoder(_Line)
 _head_decoder = msgspec.json.Decoder(_Head)
+
+#: frozen and empty: one serves every line
+_IN_TURN = InTurn()
 
 LINE_TYPES = frozenset({"step_start", "text", "reasoning", "tool_use", "step_finish", "error"})
 
@@ -106,15 +110,18 @@ class OpenCodeJsonAdapter(Adapter):
             record = SessionRecord(id="", agent="", protocol="", native_session_id=line.sessionID)
             out.append(SessionCreated(session_id="", record=record))
         if line.type not in LINE_TYPES:
-            return [*out, Passthrough(method=line.type)]
-        out.append(Source(method=line.type, ts=iso_ms(line.timestamp)))
-        out.append(InTurn())  # every line is part of a turn: the run prints no turn start
+            out.append(Passthrough(method=line.type))
+            return out
+        out.append(Source(method=line.type, ts=None if line.timestamp is None else ms_time(line.timestamp)))
+        out.append(_IN_TURN)  # every line is part of a turn: the run prints no turn start
         if line.type == "error":
             err = line.error or _Error()
             text = error_message(err.name, err.data.message if err.data else None)
-            error = Error(message=text, error_type=err.name or "error", recoverable=False)
-            return [*out, error, TurnComplete(reason="interrupt", stop_reason="error")]
-        bodies = op.part_bodies(line.part.id or "", line.part) if line.part is not None else None
-        if bodies is None:  # a step start: nothing but the turn start it may give (else kept as it is)
+            out.append(Error(message=text, error_type=err.name or "error", recoverable=False))
+            out.append(TurnComplete(reason="interrupt", stop_reason="error"))
             return out
-        return [*out, *bodies]
+        if line.part is not None:
+            bodies = op.part_bodies(line.part.id or "", line.part)
+            if bodies is not None:  # None: a step start, nothing but the turn start it may give
+                out += bodies
+        return out
