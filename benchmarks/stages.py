@@ -131,19 +131,20 @@ def breakdown(protocol: str, lines: int, max_bytes: int, rounds: int) -> dict[st
         for m in messages:
             feed(m.data, m.from_)
 
-    def session_feed() -> None:
-        s = Session(cls())
-        feed = s.feed
-        for m in messages:
-            feed(m.data, m.from_, t=m.t)
-        s.close()
+    def fed(opener: Callable[[Any], Any]) -> Callable[[], None]:
+        """Every message fed to what ``opener`` makes of a new adapter, then closed."""
 
-    def connection_feed() -> None:
-        s = open_session(cls())
-        feed = s.feed
-        for m in messages:
-            feed(m.data, m.from_, t=m.t)
-        s.close()
+        def run() -> None:
+            s = opener(cls())
+            feed = s.feed
+            for m in messages:
+                feed(m.data, m.from_, t=m.t)
+            s.close()
+
+        return run
+
+    session_feed = fed(Session)  # one Session, whatever the protocol
+    connection_feed = fed(open_session)  # a Connection for a protocol of several sessions
 
     batches = [events[i : i + 600] for i in range(0, len(events), 600)]
 
