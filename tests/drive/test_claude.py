@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import drivekit
 import msgspec
 import pytest
@@ -248,6 +249,25 @@ async def test_a_cli_without_credentials_needs_authentication(tmp_path: Path) ->
     with pytest.raises(AuthenticationRequired, match="ANTHROPIC_API_KEY"):
         async with fake_claude(tmp_path, "--fake-logged-out"):
             pass
+
+
+async def test_the_exit_error_carries_the_end_of_stderr_read_after_stdout_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the stderr reader is a task of its own: when it runs late, the exit still waits for it
+    late = normalize.DriveSession._read_stderr
+
+    async def read_late(self: normalize.DriveSession) -> None:
+        await anyio.sleep(0.3)
+        await late(self)
+
+    monkeypatch.setattr(normalize.DriveSession, "_read_stderr", read_late)
+    async with fake_claude(tmp_path) as s:
+        _ = [ev async for ev in s.turn("crash")]
+        with pytest.raises(AgentExited) as info:
+            await s.prompt("anyone there?")
+        _ = [ev async for ev in s]
+    assert "crashed in the middle of a turn" in info.value.stderr
 
 
 async def test_the_program_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

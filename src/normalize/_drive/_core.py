@@ -96,6 +96,9 @@ BACKENDS: dict[str, str] = {
 
 #: Bytes of the agent's stderr kept to explain an exit.
 STDERR_TAIL = 8192
+#: Seconds the end of an agent's stderr is waited for once it exited (a process it left
+#: behind may hold the pipe open): its last words explain the exit.
+STDERR_GRACE = 1.0
 #: Seconds a backend's start (handshake, session open) may take by default.
 START_TIMEOUT = 120.0
 
@@ -462,6 +465,7 @@ class DriveSession:
         self._closed = False
         self._returncode: int | None = None
         self._stderr_tail = bytearray()
+        self._stderr_read = anyio.Event()  # set when the stderr reader has read to the end (or none runs)
         self._process: Process | None = None
         self._out: AgentOutput | None = None
         self._group: TaskGroup | None = None
@@ -627,6 +631,8 @@ class DriveSession:
         self._group.start_soon(self._read)
         if self._process.stderr is not None:
             self._group.start_soon(self._read_stderr)
+        else:
+            self._stderr_read.set()
         try:
             with anyio.fail_after(self._start_timeout if self._start_timeout is not None else math.inf):
                 await self.backend.start(self.wire)
@@ -680,6 +686,10 @@ class DriveSession:
             out.close()
             with anyio.CancelScope(shield=True):
                 self._returncode = await proc.wait()
+                # the exit's error carries the end of stderr, which a concurrent reader may
+                # not have read yet when stdout ends
+                with anyio.move_on_after(STDERR_GRACE):
+                    await self._stderr_read.wait()
             self.wiretap.returncode = self._returncode
             self._exited = True
             self.wire._fail_all(self._exit_error())
@@ -704,10 +714,13 @@ class DriveSession:
         proc = self._process
         assert proc is not None
         assert proc.stderr is not None
-        with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            async for chunk in proc.stderr:
-                self._stderr_tail += chunk
-                del self._stderr_tail[:-STDERR_TAIL]
+        try:
+            with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                async for chunk in proc.stderr:
+                    self._stderr_tail += chunk
+                    del self._stderr_tail[:-STDERR_TAIL]
+        finally:
+            self._stderr_read.set()
 
     async def _send(self, line: bytes) -> None:
         proc = self._process
