@@ -213,18 +213,18 @@ class _Line(Struct, frozen=True, gc=False):
     modelUsage: dict[str, _ModelUsage] | None = None
 
 
-class _AttachmentView(Struct, frozen=True, gc=False):
-    """An attachment decoded with its line, its fields' types checked afterwards (``_attachment``)."""
-
-    type: Any = ""
-    addedNames: Any = None
-    removedNames: Any = None
+class _Attachment(Struct, frozen=True, gc=False):
+    type: str = ""
+    addedNames: list[str] | None = None
+    removedNames: list[str] | None = None
 
 
 class _AttachedLine(_Line, frozen=True, gc=False):
-    """A line with its attachment read in the same pass (any JSON value; absent: None)."""
+    """A line with its attachment read in the same pass (an object as :class:`_Attachment`, any
+    other JSON value as it is; absent: None).  An object whose fields are of other types
+    fails the line, which is then read as :class:`_RawAttachmentLine`."""
 
-    attachment: _AttachmentView | str | int | float | bool | list[Any] | None = None
+    attachment: _Attachment | str | int | float | bool | list[Any] | None = None
 
 
 class _RawAttachmentLine(_Line, frozen=True, gc=False):
@@ -239,12 +239,6 @@ class _ApiError(Struct, frozen=True, gc=False):
     message: str | None = None
 
 
-class _Attachment(Struct, frozen=True, gc=False):
-    type: str = ""
-    addedNames: list[str] | None = None
-    removedNames: list[str] | None = None
-
-
 class _Sniff(Struct, frozen=True, gc=False):
     type: object = None
     sessionId: object = None
@@ -254,10 +248,10 @@ class _Sniff(Struct, frozen=True, gc=False):
     leafUuid: object = None
 
 
-#: An attachment line's method and handler read its attachment: decoded with the line, as
-#: the attachment view that keeps any JSON value.  Where that view fails and a view that
-#: skips the attachment's bytes does not (``1e400`` in it), the line is read as before
-#: (the attachment decoded apart, an unreadable one read as no attachment).
+#: An attachment line's method and handler read its attachment: decoded with the line.  Where
+#: that view fails and a view that skips the attachment's bytes does not (a field of another
+#: type, ``1e400`` in it), the line is read as before (the attachment decoded apart, an
+#: unreadable one read as no attachment).
 _LINE = msgspec.json.Decoder(_AttachedLine)
 _RAW_ATTACHMENT_LINE = msgspec.json.Decoder(_RawAttachmentLine)
 
@@ -577,11 +571,8 @@ class ClaudeTranscriptAdapter(Adapter):
     def _attachment(line: _AttachedLine | _RawAttachmentLine) -> _Attachment:
         """The attachment of the line, or an empty one when it is absent or not of the shape read."""
         att = line.attachment
-        if isinstance(att, _AttachmentView):
-            # what decoding it as an _Attachment would give (a field of another type fails it whole)
-            if isinstance(att.type, str) and _names(att.addedNames) and _names(att.removedNames):
-                return _Attachment(type=att.type, addedNames=att.addedNames, removedNames=att.removedNames)
-            return _Attachment()
+        if isinstance(att, _Attachment):
+            return att
         if not isinstance(att, Raw) or (raw := present(att)) is None:
             return _Attachment()
         try:
@@ -920,11 +911,6 @@ class ClaudeTranscriptAdapter(Adapter):
     def _title(self, line: _Line, items: list[Item]) -> None:
         title = line.customTitle or line.aiTitle or line.summary
         items.append(SessionInfo(title=title) if title is not None else Passthrough(method=line.type))
-
-
-def _names(value: object) -> bool:
-    """``value`` fits ``list[str] | None``."""
-    return value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value))
 
 
 def _more(now: Tokens, given: Tokens) -> Tokens | None:
