@@ -120,6 +120,7 @@ from normalize import (
 from normalize import (
     Warning as WarningBody,
 )
+from normalize._contract import on_thread
 from normalize._lifecycle import ENDED_CALLS
 
 from ._claude_common import SUBAGENT_TOOLS, subagent_started
@@ -1375,7 +1376,7 @@ class AcpAdapter(Adapter):
             delta = ReasoningDelta(reasoning_id=buf.the_id, text=text)
         else:
             delta = AssistantDelta(message_id=buf.the_id, text=text)
-        out.append(delta if sub is None else Emit(body=delta, subagent_id=sub))
+        out.append(on_thread(delta, sub))
         return out
 
     def _agent_chunk(self, view: _Chunk) -> list[Item]:
@@ -1558,7 +1559,7 @@ class AcpAdapter(Adapter):
         request = PermissionRequest(request_id=str(rid), tool_call=ref, options=options, detail=self._detail(ref))
         sub = call.subagent if call is not None else None
         pending.extra = ({o.option_id: o.kind for o in view.options}, sub)
-        out.append(request if sub is None else Emit(body=request, subagent_id=sub))
+        out.append(on_thread(request, sub))
         return out
 
     def _detail(self, ref: ToolCallRef) -> PermissionDetail | None:
@@ -1586,7 +1587,7 @@ class AcpAdapter(Adapter):
             resolved = RequestResolved(
                 request_id=str(rid), outcome="answered", answer=answer, option_id=outcome.option_id
             )
-        return [resolved if sub is None else Emit(body=resolved, subagent_id=sub)]
+        return [on_thread(resolved, sub)]
 
     def _req_elicitation(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
         """A form the agent asks the user to fill (claude-agent-acp's AskUserQuestion): each

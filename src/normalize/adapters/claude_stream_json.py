@@ -115,6 +115,7 @@ from normalize import (
 )
 from normalize import Usage as UsageBody
 from normalize import Warning as WarningBody
+from normalize._contract import on_thread
 
 from ._claude_common import (
     NULL,
@@ -1301,7 +1302,9 @@ class ClaudeStreamJsonAdapter(Adapter):
         if line.is_api_error_message or (line.error and msg.model == "<synthetic>"):
             text = "".join(b.text or "" for b in blocks)
             out.append(
-                _on(Error(message=text or line.error or "API error", error_type=line.error, recoverable=True), sub)
+                on_thread(
+                    Error(message=text or line.error or "API error", error_type=line.error, recoverable=True), sub
+                )
             )
             return out
         if sub is None and msg.usage is not None:
@@ -1373,7 +1376,7 @@ class ClaudeStreamJsonAdapter(Adapter):
             if line.is_replay and self._unechoed and self._unechoed[0] == text:
                 self._unechoed.popleft()
                 return out  # the echo of a prompt already seen on stdin
-            out.append(_on(UserMessage(message_id=line.uuid or "user", text=text), sub))
+            out.append(on_thread(UserMessage(message_id=line.uuid or "user", text=text), sub))
             return out
         decided = {m.id: m for m in line.tool_result_meta}
         single = len(results) == 1  # the line's raw result is the result of its only block
@@ -1386,7 +1389,7 @@ class ClaudeStreamJsonAdapter(Adapter):
                 title = (call.title if call is not None else None) or tool
                 auto = permission_auto(call_id, tool, title, meta.permission_decision)
                 if auto is not None:
-                    out.append(_on(auto, sub))
+                    out.append(on_thread(auto, sub))
             self._auto_decided.discard(call_id)
             bodies = call_finished(
                 call_id,
@@ -1424,7 +1427,7 @@ class ClaudeStreamJsonAdapter(Adapter):
         elif ev.type == "message_delta" and ev.usage is not None:
             body = UsageBody(tokens=tokens_of(ev.usage), scope="call")
         if body is not None:
-            out.append(_on(body, sub))
+            out.append(on_thread(body, sub))
         return out
 
     def _block_start(self, thread: _Thread, index: int, cb: ContentBlock) -> Body | None:
@@ -1557,14 +1560,8 @@ class ClaudeStreamJsonAdapter(Adapter):
 # Helpers
 
 
-def _on(body: Body, subagent: str | None) -> Item:
-    """A body of the main thread or of a sub-agent's: bare on the main thread, where an Emit
-    would say nothing more (and costs the adapter and the Session more to make and read)."""
-    return body if subagent is None else Emit(body=body, subagent_id=subagent)
-
-
 def _add(out: list[Item], bodies: list[Body], subagent: str | None) -> None:
-    """``out`` + ``bodies`` as :func:`_on` gives them."""
+    """``out`` + ``bodies`` as :func:`~normalize._contract.on_thread` gives them."""
     if subagent is None:
         out += bodies
     else:

@@ -131,6 +131,7 @@ from normalize import (
     UserMessage,
 )
 from normalize import Warning as WarningBody
+from normalize._contract import on_thread
 from normalize._session import HOLD_LIMIT
 from normalize.adapters._claude_common import (
     NULL,
@@ -517,7 +518,7 @@ class ClaudeTranscriptAdapter(Adapter):
         return line.timestamp is not None and self._main_ts is not None and line.timestamp < self._main_ts
 
     def _put(self, items: list[Item], body: Body, thread: str | None) -> None:
-        items.append(body if thread is None else Emit(body=body, subagent_id=thread))
+        items.append(on_thread(body, thread))
 
     def _continues_message(self, line: _Line) -> bool:
         return (

@@ -53,7 +53,6 @@ from normalize import (
     Adapter,
     AssistantDelta,
     AssistantMessage,
-    Body,
     Category,
     CommandOutput,
     Compaction,
@@ -104,6 +103,7 @@ from normalize import (
     UserQuestion,
     Warning,  # noqa: A004 - the spec's kind name
 )
+from normalize._contract import on_thread
 
 from ._limits import (
     BUFFER_TEXT,
@@ -648,9 +648,6 @@ class HmJsonAdapter(Adapter):
 
     # ------------------------------------------------------------ replies
 
-    def _emit(self, body: Body, sub: str | None) -> Item:
-        return Emit(body=body, subagent_id=sub) if sub else body
-
     def _reply(self, session: str) -> _Reply:
         reply = self._replies.get(session)
         if reply is None:
@@ -670,19 +667,19 @@ class HmJsonAdapter(Adapter):
         # the call has no id before its tool_call: kept as is
         return [Passthrough(method=line.type)]
 
-    # The deltas are most of a stream's lines: _reply and _emit are written out in them.
+    # The deltas are most of a stream's lines: the look-up of _reply is written out in them.
 
     def _text_delta(self, line: _Line, sub: str | None) -> list[Item]:
         reply = self._replies.get(line.session) or self._reply(line.session)
         body = AssistantDelta(message_id=reply.message_id, text=line.text or "")
-        return [Emit(body=body, subagent_id=sub) if sub else body]
+        return [on_thread(body, sub)]
 
     def _thinking_delta(self, line: _Line, sub: str | None) -> list[Item]:
         reply = self._replies.get(line.session) or self._reply(line.session)
         text = line.text or ""
         reply.size += len(text)
         body = ReasoningDelta(reasoning_id=reply.reasoning_id, text=text)
-        out: list[Item] = [Emit(body=body, subagent_id=sub) if sub else body]
+        out: list[Item] = [on_thread(body, sub)]
         if reply.size <= BUFFER_TEXT:
             reply.thinking.append(text)
         elif reply.size - len(text) <= BUFFER_TEXT:  # the limit is crossed now: said once
@@ -703,10 +700,10 @@ class HmJsonAdapter(Adapter):
         out: list[Item] = []
         if reply.thinking:
             body = Reasoning(reasoning_id=reply.reasoning_id, redacted=False, summary="".join(reply.thinking))
-            out.append(self._emit(body, sub))
+            out.append(on_thread(body, sub))
         text = line.text or ""
         if text:
-            out.append(self._emit(AssistantMessage(message_id=reply.message_id, text=text), sub))
+            out.append(on_thread(AssistantMessage(message_id=reply.message_id, text=text), sub))
             if sub is not None:
                 self._subs[sub].last_text = text
             elif self._turn is not None:
@@ -800,7 +797,7 @@ class HmJsonAdapter(Adapter):
             options=list(PERMISSION_OPTIONS),
             detail=detail if (line.command or line.reason or line.paths) else None,
         )
-        return [self._emit(body, sub)]
+        return [on_thread(body, sub)]
 
     def _approval(self, line: _Line, sub: str | None) -> list[Item]:
         call_id = line.call_id or ""
@@ -822,14 +819,14 @@ class HmJsonAdapter(Adapter):
             if edits is not None:
                 answer["edits"] = edits
             resolved = RequestResolved(request_id=call_id, outcome="answered", answer=answer, option_id=option)
-            out.append(self._emit(resolved, sub))
+            out.append(on_thread(resolved, sub))
             return out
         if not self._aborting:
             # decided without anyone answering: --approve edits/all, -p, or a for_session grant
             auto = PermissionAuto(tool_call=self._ref(call_id, line), option_id=ALLOW if allow else REJECT)
-            out.append(self._emit(auto, sub))
+            out.append(on_thread(auto, sub))
         if asked:
-            out.append(self._emit(RequestResolved(request_id=call_id, outcome="cancelled"), sub))
+            out.append(on_thread(RequestResolved(request_id=call_id, outcome="cancelled"), sub))
         if not out:
             out.append(Passthrough(method=line.type))
         return out
@@ -839,16 +836,16 @@ class HmJsonAdapter(Adapter):
         call = self.calls.get(last.call_id) if last is not None and last.call_id else None
         if call is None or (line.tool and call.tool != line.tool):
             msg = f"guard.yaml refused a {line.tool or 'tool'} call: {line.reason or ''}".rstrip(": ")
-            return [self._emit(Warning(message=msg, source="guard"), sub)]
+            return [on_thread(Warning(message=msg, source="guard"), sub)]
         call.note.refused = True
         auto = PermissionAuto(tool_call=self._ref(call.call_id, line), option_id=REJECT, reason=line.reason)
-        return [self._emit(auto, sub)]
+        return [on_thread(auto, sub)]
 
     def _question(self, line: _Line, sub: str | None) -> list[Item]:
         call_id = line.call_id or ""
         self._requests[call_id] = sub
         question = Question(id=call_id, prompt=line.text or "", multi_select=False, allow_free_text=True, options=[])
-        return [self._emit(UserQuestion(request_id=call_id, blocking=True, questions=[question]), sub)]
+        return [on_thread(UserQuestion(request_id=call_id, blocking=True, questions=[question]), sub)]
 
     def _tool_result(self, line: _Line, sub: str | None) -> list[Item]:
         call_id = line.call_id or ""
@@ -856,17 +853,17 @@ class HmJsonAdapter(Adapter):
         if call_id in self._requests:
             # a question nobody answered (-p, abort) or an approval never decided
             self._requests.pop(call_id)
-            out.append(self._emit(RequestResolved(request_id=call_id, outcome="cancelled"), sub))
+            out.append(on_thread(RequestResolved(request_id=call_id, outcome="cancelled"), sub))
         call = self.calls.get(call_id)
         text = line.text or ""
         failed = bool(line.is_error)
         if call is not None and not call.note.refused:
             if call.tool in SHELL_TOOLS and text:
-                out.append(self._emit(CommandOutput(call_id=call_id, stream="merged", delta=text), sub))
+                out.append(on_thread(CommandOutput(call_id=call_id, stream="merged", delta=text), sub))
             if not failed:
                 diff = self._file_diff(call_id, call.category, call.note)
                 if diff is not None:
-                    out.append(self._emit(diff, sub))
+                    out.append(on_thread(diff, sub))
         output: Any = text
         if line.images:
             output = {"text": text, "images": [_image(i) for i in line.images]}
@@ -879,7 +876,7 @@ class HmJsonAdapter(Adapter):
             body = ToolCall(
                 call_id=call_id, tool=tool, phase=phase, category=TOOL_CATEGORIES.get(tool, "other"), output=output
             )
-        out.append(self._emit(body, sub))
+        out.append(on_thread(body, sub))
         return out
 
     @staticmethod
@@ -920,27 +917,27 @@ class HmJsonAdapter(Adapter):
             t.cache_write += u.cache_write
             t.cost += u.cost
             t.calls += 1
-        return [self._emit(Usage(tokens=_tokens(u), cost=_cost(u.cost), scope="call"), sub)]
+        return [on_thread(Usage(tokens=_tokens(u), cost=_cost(u.cost), scope="call"), sub)]
 
     def _retry(self, line: _Line, sub: str | None) -> list[Item]:
-        return [self._emit(Warning(message=line.text or "retrying", source="retry"), sub)]
+        return [on_thread(Warning(message=line.text or "retrying", source="retry"), sub)]
 
     def _warning(self, line: _Line, sub: str | None) -> list[Item]:
         text = line.text or ""
-        out: list[Item] = [self._emit(Warning(message=text, source="agent"), sub)]
+        out: list[Item] = [on_thread(Warning(message=text, source="agent"), sub)]
         if _NO_VISION in text:  # the model has no vision: hm sends a placeholder for every image (doc)
             out.append(ContextDegraded(session_id="", dropped=[ContextDrop(what="image", reason=text)]))
         return out
 
     def _error(self, line: _Line, sub: str | None) -> list[Item]:
         body = Error(message=line.text or "error", error_type="agent", recoverable=True)
-        return [self._emit(body, sub)]
+        return [on_thread(body, sub)]
 
     def _compaction_start(self, line: _Line, sub: str | None) -> list[Item]:
         self._n_compactions += 1
         cid = f"{line.session}/compaction-{self._n_compactions}"
         self._compaction[line.session] = cid
-        return [self._emit(Compaction(compaction_id=cid, status="in_progress"), sub)]
+        return [on_thread(Compaction(compaction_id=cid, status="in_progress"), sub)]
 
     def _compaction_end(self, line: _Line, sub: str | None) -> list[Item]:
         cid = self._compaction.pop(line.session, None)
@@ -951,7 +948,7 @@ class HmJsonAdapter(Adapter):
             body = Compaction(compaction_id=cid, status="completed", summary=line.text)
         else:
             body = Compaction(compaction_id=cid, status="failed")
-        return [self._emit(body, sub)]
+        return [on_thread(body, sub)]
 
     # ------------------------------------------------------------ ends
 
@@ -1125,7 +1122,7 @@ class HmJsonAdapter(Adapter):
         call_id = pending.command.call_id
         sub = self._requests.pop(call_id, None)
         body = RequestResolved(request_id=call_id, outcome="answered", answer={"text": pending.command.text or ""})
-        return [self._emit(body, sub)]
+        return [on_thread(body, sub)]
 
     def _aborted(self, line: _Line, pending: _Pending | None) -> list[Item]:
         # queued messages are dropped (rpc.md): they end without having started
