@@ -17,7 +17,8 @@ Stable API (keep signatures; add, do not change):
 * :func:`decode_tool_result`, :func:`call_finished`: the bodies a
   ``tool_result`` block (plus its raw ``tool_use_result``) gives;
   :func:`reads_result`: whether that raw result matters for a tool;
-* :func:`text_of`: the text of a string-or-blocks ``content``;
+* :func:`text_of`: the text of a string-or-blocks ``content``; :func:`content_text`: the same
+  of one already decoded;
 * :func:`tokens_of`: Anthropic ``usage`` -> :class:`~normalize.Tokens`;
   :func:`total_tokens`: its ``total`` alone;
 * :class:`PermissionDecision`, :func:`permission_auto`: the permission decision a
@@ -39,6 +40,7 @@ Conventions:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, Literal, Protocol, Union
 
 import msgspec
@@ -66,6 +68,7 @@ __all__ = [
     "AgentInput",
     "NULL",
     "ContentBlock",
+    "content_text",
     "PermissionDecision",
     "ToolInput",
     "ToolResultView",
@@ -307,11 +310,16 @@ def text_of(content: Raw | None) -> str:
         value = _TEXT_CONTENT.decode(content)
     except msgspec.ValidationError:
         return ""
-    if value is None:
+    return content_text(value)
+
+
+def content_text(content: str | Sequence[ContentBlock | _TextBlock] | None) -> str:
+    """The text of a ``content`` already decoded: a string, or its text blocks joined."""
+    if content is None:
         return ""
-    if isinstance(value, str):
-        return value
-    return "".join(b.text for b in value if b.type == "text" and b.text is not None)
+    if isinstance(content, str):
+        return content
+    return "".join(b.text for b in content if b.type == "text" and b.text is not None)
 
 
 # --------------------------------------------------------------------------

@@ -126,6 +126,7 @@ from ._claude_common import (
     block_reasoning_id,
     call_finished,
     call_started,
+    content_text,
     decode_input,
     decode_tool_result,
     permission_auto,
@@ -1368,11 +1369,7 @@ class ClaudeStreamJsonAdapter(Adapter):
         blocks = content if isinstance(content, list) else []
         results = [b for b in blocks if b.type == "tool_result"]
         if not results:
-            # the text of a string content, or of the text blocks (what ``text_of`` reads)
-            if isinstance(content, str):
-                text = content
-            else:
-                text = "".join(b.text for b in blocks if b.type == "text" and b.text is not None)
+            text = content_text(content)
             if line.is_replay and self._unechoed and self._unechoed[0] == text:
                 self._unechoed.popleft()
                 return out  # the echo of a prompt already seen on stdin
