@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -19,8 +20,10 @@ from normalize import (
     ToolCallRef,
     TurnComplete,
     TurnStart,
+    format_ts,
 )
 from normalize._model import _Core
+from normalize.adapters._times import ms_time, s_time
 from scripted import ScriptedAdapter, msg
 from strategies import bodies
 
@@ -342,3 +345,23 @@ def test_a_bad_line_under_the_bound_is_kept_whole_as_text() -> None:
     text = b"not json " + b"y" * 10_000
     (ev,) = evs(session().feed(text))
     assert ev.native.payload == text.decode()
+
+
+def _datetime_text(seconds: float) -> str:
+    dt = datetime.fromtimestamp(seconds, tz=UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+@given(st.floats(min_value=-1e9, max_value=4e9, allow_nan=False) | st.sampled_from([0.0, 0.9999995, 1.0004995, -0.5]))
+def test_a_clock_time_is_written_as_datetime_writes_it(seconds: float) -> None:
+    assert format_ts(seconds) == _datetime_text(seconds)
+
+
+@given(st.integers(min_value=-(10**12), max_value=253402300799999))
+def test_an_epoch_number_is_written_as_datetime_writes_it(ms: int) -> None:
+    assert ms_time(ms) == _datetime_text(ms // 1000)[:-4] + f"{ms % 1000:03d}Z"
+
+
+def test_an_epoch_number_no_calendar_holds_is_no_time() -> None:
+    assert ms_time(99999999999999999) is None and s_time(10**12) is None
+    assert s_time(0) == "1970-01-01T00:00:00.000Z"
