@@ -55,7 +55,7 @@ from __future__ import annotations
 import difflib
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType, field
@@ -478,25 +478,29 @@ class _NoticeU(_Notice, frozen=True, tag="notice", tag_field="sessionUpdate"):
     pass
 
 
+#: every variant's tagged view
+_AnyUpdate = (
+    _UserChunkU
+    | _AgentChunkU
+    | _ThoughtChunkU
+    | _ToolCallU
+    | _ToolCallUpdateU
+    | _PlanU
+    | _CommandsU
+    | _ModeU
+    | _ConfigU
+    | _InfoU
+    | _UsageU
+    | _PlanContentU
+    | _CompactionU
+    | _NoticeU
+)
+
+
 class _Update(_View, frozen=True):
     """A ``session/update``'s params with a known variant (an unknown one fails to decode)."""
 
-    update: (
-        _UserChunkU
-        | _AgentChunkU
-        | _ThoughtChunkU
-        | _ToolCallU
-        | _ToolCallUpdateU
-        | _PlanU
-        | _CommandsU
-        | _ModeU
-        | _ConfigU
-        | _InfoU
-        | _UsageU
-        | _PlanContentU
-        | _CompactionU
-        | _NoticeU
-    )
+    update: _AnyUpdate
     session_id: str | None = None  # checked as _UpdateParams checks it (bad input reported alike)
 
 
@@ -1925,24 +1929,7 @@ _VARIANTS: dict[str, tuple[msgspec.json.Decoder[Any], _UpdateHandler]] = {
 
 #: The same, by the class of the one-pass view (``_Update``): the variant's name and handler.
 _UPDATES: dict[type, tuple[str, _UpdateHandler]] = {
-    cls: (tag, _VARIANTS[tag][1])
-    for cls in (
-        _UserChunkU,
-        _AgentChunkU,
-        _ThoughtChunkU,
-        _ToolCallU,
-        _ToolCallUpdateU,
-        _PlanU,
-        _CommandsU,
-        _ModeU,
-        _ConfigU,
-        _InfoU,
-        _UsageU,
-        _PlanContentU,
-        _CompactionU,
-        _NoticeU,
-    )
-    if isinstance(tag := cls.__struct_config__.tag, str)
+    cls: (tag, _VARIANTS[tag][1]) for cls in get_args(_AnyUpdate) if isinstance(tag := cls.__struct_config__.tag, str)
 }
 assert len(_UPDATES) == len(_VARIANTS)  # every variant has its tagged view
 

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, get_args
 
 import msgspec
 from msgspec import Raw, Struct, field
@@ -538,13 +538,8 @@ _CANCEL = _decoder(_CancelRequest)
 _INIT_RESP = _decoder(_InitResponse)
 _CLIENT_USER = _decoder(_ClientUser)
 _LINE = _decoder(_Line)
-_TAG: dict[type, str] = {
-    _AssistantLine: "assistant",
-    _UserLine: "user",
-    _StreamLine: "stream_event",
-    _ResultLine: "result",
-    _SystemLine: "system",
-}
+#: each line view's type (its tag)
+_TAG: dict[type, str] = {cls: cls.__struct_config__.tag for cls in get_args(_Line)}
 _PARTIAL_JSON = msgspec.json.Decoder()
 _STRINGS = _decoder(list[str])
 _SERVERS = _decoder(list[_McpServer])
