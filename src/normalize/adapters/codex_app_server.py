@@ -725,14 +725,8 @@ class CodexAppServerAdapter(Adapter):
 
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
-        try:
-            # msgspec does not check keys it skips; the payload is kept as is.  ASCII (most
-            # lines) is UTF-8: only the others are decoded to be checked.
-            if not message.isascii():
-                message.decode("utf-8")
+        try:  # (not UTF-8: the Session reports it before any adapter sees the line)
             env = _ENVELOPE.decode(message)
-        except UnicodeDecodeError:
-            raise MalformedMessage("codex-app-server: not UTF-8") from None
         except msgspec.DecodeError as exc:
             raise MalformedMessage(f"codex-app-server: not a JSON-RPC message: {exc}") from None
         try:
