@@ -93,6 +93,7 @@ from normalize import (
     TurnStart,
     Usage,
     UserMessage,
+    tokens_plus,
     tokens_since,
 )
 from normalize import (
@@ -278,11 +279,6 @@ def _tokens(u: _Usage) -> Tokens:
     )
 
 
-def _counts(u: _Usage) -> tuple[int | None, ...]:
-    """The counts of ``_tokens``, in a fixed order: input, output, total, cache read, reasoning."""
-    return (u.input_tokens, u.output_tokens, u.total_tokens, u.cache_read_tokens, u.thinking_tokens)
-
-
 _ZERO = Tokens(input=0, output=0, total=0, cache_read=0, reasoning=0)
 
 
@@ -310,8 +306,8 @@ class _Turn:
         self.taken = taken
         self.first_step: int | None = None
         self.replied = False  # some text_delta was seen
-        #: the turn's model calls' tokens summed, in the order of ``_counts`` (None: no call yet)
-        self.call_tokens: list[int | None] | None = None
+        #: the turn's model calls' tokens summed (None: no call yet)
+        self.call_tokens: Tokens | None = None
         #: calls that ended with no output (DONE without ``output``, or ERROR), by step index
         self.unanswered: list[tuple[int, ToolCallRef]] = []
 
@@ -495,18 +491,12 @@ class AntigravityStreamJsonAdapter(Adapter):
         return out or [_STEP_PASSTHROUGH]
 
     def _call_usage(self, usage: _Usage) -> Usage:
+        tokens = _tokens(usage)
         turn = self._turn
         if turn is not None:
-            # summed field by field as ``tokens_plus`` sums (a count is absent while every call
-            # left it absent), without a Tokens per call: the sum is read only for a resumed
-            # conversation's turn (``_turn_tokens``)
-            acc = turn.call_tokens
-            if acc is None:
-                acc = turn.call_tokens = [None] * 5
-            for i, n in enumerate(_counts(usage)):
-                if n is not None:
-                    acc[i] = (acc[i] or 0) + n
-        return Usage(tokens=_tokens(usage), scope="call")
+            prev = turn.call_tokens
+            turn.call_tokens = tokens if prev is None else tokens_plus(prev, tokens)
+        return Usage(tokens=tokens, scope="call")
 
     def _open_call(self, step: _Step, cid: str, out: list[Item]) -> OpenCall:
         """The call of a tool step: the core's entry, or the one this line starts."""
@@ -713,10 +703,7 @@ class AntigravityStreamJsonAdapter(Adapter):
         if not turn.first_step:
             return total  # the conversation's first turn: everything so far is this turn's
         # a resumed conversation: earlier turns are counted in ``total`` but were never seen
-        acc = turn.call_tokens
-        if acc is None:
-            return _ZERO
-        return Tokens(input=acc[0], output=acc[1], total=acc[2], cache_read=acc[3], reasoning=acc[4])
+        return turn.call_tokens or _ZERO
 
     def _denied_call(self, turn: _Turn, denied: _Denied, cid: str, i: int) -> ToolCallRef:
         tools = _DENIED_TOOLS.get(denied.action, ())
