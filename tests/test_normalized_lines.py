@@ -7,12 +7,14 @@ by the batching, whatever its size.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
 
 from helpers import capture_files, capture_id, companions, convert_records, fixed_clock, protocol_of, records_of
 from normalize import encode
+from normalize._codec import encode_lines
 from normalize._convert import NormalizedLines
 from normalize._model import Origin
 
@@ -55,3 +57,19 @@ def test_chunks_are_the_encoded_events_one_a_line(capture: Path) -> None:
     want = b"".join(encode(ev) + b"\n" for ev in convert_records(records_of(companions(capture)), protocol_of(capture)))
     lines = NormalizedLines(records_of(companions(capture)), protocol=protocol_of(capture), clock=fixed_clock, batch=5)
     assert b"".join(lines.chunks()) == want
+
+
+def test_one_buffer_of_lines_from_several_sessions_is_each_line_encoded() -> None:
+    """``encode_lines`` (one buffer for a batch) writes the bytes :func:`encode` gives each
+    event, whatever sessions the events belong to, interleaved."""
+    streams = [
+        convert_records(records_of(companions(c)), protocol_of(c))
+        for c in (CAPTURES[0], CAPTURES[len(CAPTURES) // 2], CAPTURES[-1])
+    ]
+    mixed = [ev for group in itertools.zip_longest(*streams) for ev in group if ev is not None]
+    assert len({ev.session_id for ev in mixed}) >= 3
+    assert bytes(encode_lines(mixed)) == b"".join(encode(ev) + b"\n" for ev in mixed)
+    # appended to a buffer given, after what it holds
+    assert bytes(encode_lines(mixed[:5], bytearray(b"x\n"))) == b"x\n" + b"".join(
+        encode(ev) + b"\n" for ev in mixed[:5]
+    )
