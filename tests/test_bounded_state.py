@@ -14,6 +14,7 @@ in adapters/<protocol>/captures/edge-cases/ (the fuzzers' findings among them) a
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import time
 from collections.abc import Iterator
@@ -452,3 +453,16 @@ def test_evicting_the_oldest_costs_as_much_in_a_full_large_table_as_in_a_small_o
     small = _evictions_cost(fill, evict, 1_000)
     big = _evictions_cost(fill, evict, large)
     assert big < 5 * small, f"{big / small:.1f} times slower per eviction with {large} entries than with 1,000"
+
+
+@pytest.mark.parametrize("protocol", normalize.available())
+def test_every_table_of_an_adapter_reports_to_its_session(protocol: str) -> None:
+    """Each bounded table an adapter holds queues its evictions where its Session looks,
+    wherever the table is kept (an instance's ``__dict__``, or a compiled class's own slots:
+    the tables are found here through the garbage collector's view of the adapter)."""
+    adapter = normalize.adapter_class(protocol)()
+    session = Session(adapter)
+    held = [*gc.get_referents(adapter), *gc.get_referents(getattr(adapter, "__dict__", {}))]
+    tables = [value for value in held if type(value) is _limits.Bounded]
+    assert tables or protocol in ("gemini-stream-json", "opencode-db", "opencode-json")  # they keep none
+    assert all(table.outbox is session._forgotten for table in tables), protocol

@@ -189,12 +189,22 @@ def link(adapter: Adapter, box: list[tuple[Bounded[Any, Any], Any]]) -> None:
 
     An adapter that makes an inner adapter after its Session was made (codex-exec-json's
     older shape) links the inner one to its own :func:`outbox`."""
-    for value in getattr(adapter, "__dict__", {}).values():
+    for value in _attributes(adapter):
         if type(value) is Bounded and value.outbox is not box:
             box += value.outbox
             value.outbox = box
         elif isinstance(value, Adapter) and value is not adapter:
             link(value, box)
+
+
+def _attributes(obj: object) -> Iterator[object]:
+    """The values of an object's attributes: its ``__dict__``'s, and those an instance of a
+    compiled class keeps apart from it (the compiled build: mypyc names them in the class's
+    ``__mypyc_attrs__``)."""
+    yield from getattr(obj, "__dict__", {}).values()
+    for name in getattr(type(obj), "__mypyc_attrs__", ()):
+        if name != "__dict__":
+            yield getattr(obj, name, None)
 
 
 def outbox(adapter: Adapter) -> list[tuple[Bounded[Any, Any], Any]]:
