@@ -165,7 +165,7 @@ def is_edit_tool(tool: str) -> bool:
 # and to free.
 
 #: The default of a ``Raw`` field that was absent (msgspec cannot decode ``Raw | None``).
-NULL = Raw(b"null")
+NULL: Raw = Raw(b"null")
 
 
 def present(raw: Raw) -> Raw | None:

@@ -101,7 +101,7 @@ __all__ = [
 ]
 
 #: An absent or ``null`` JSON value kept as Raw (msgspec cannot put Raw in a union).
-NULL = Raw(b"null")
+NULL: Raw = Raw(b"null")
 
 
 def present(value: Raw) -> bool:

@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import msgspec
-from msgspec import Raw, Struct, structs
+from msgspec import Raw, structs
 
 from normalize import (
     Adapter,
@@ -69,121 +69,23 @@ from normalize.adapters import _codex_items as ci
 from normalize.adapters._limits import OPEN_ITEMS, Bounded, link, outbox
 from normalize.adapters.codex_rollout import CodexRolloutAdapter, Event
 
+from ._codex_exec_json_views import (
+    _any_decoder,
+    _AnyLine,
+    _decoder,
+    _head_decoder,
+    _Item,
+    _old_decoder,
+    _old_msg_decoder,
+    _OldLine,
+    _OldMsg,
+)
+
 __all__ = ["CodexExecJsonAdapter"]
 
 #: The prefix of a retry notice (a transient error the turn survives).
 RETRY_PREFIX = "Reconnecting..."
 
-
-# ---------------------------------------------------------------- wire views
-#
-# The views are ``gc=False``: decoded JSON holds no reference cycles, and a struct the
-# garbage collector does not track is cheaper to make and adds nothing to its passes.
-
-
-class _Usage(Struct, frozen=True, gc=False):
-    input_tokens: int | None = None
-    cached_input_tokens: int | None = None
-    cache_write_input_tokens: int | None = None
-    output_tokens: int | None = None
-    reasoning_output_tokens: int | None = None
-
-
-class _ErrorInfo(Struct, frozen=True, gc=False):
-    message: str = ""
-
-
-class _Change(Struct, frozen=True, gc=False):
-    path: str
-    kind: str | None = None
-
-
-class _Todo(Struct, frozen=True, gc=False):
-    text: str
-    completed: bool = False
-
-
-class _Item(Struct, frozen=True, gc=False):
-    """Every item type's fields in one view; each handler reads its own."""
-
-    id: str
-    type: str
-    text: str | None = None
-    command: str | None = None
-    aggregated_output: str | None = None
-    exit_code: int | None = None
-    status: str | None = None
-    changes: list[_Change] | None = None
-    server: str | None = None
-    tool: str | None = None
-    arguments: Raw = ci.NULL
-    result: Raw = ci.NULL
-    error: _ErrorInfo | None = None
-    query: str | None = None
-    action: Raw = ci.NULL
-    items: list[_Todo] | None = None
-    message: str | None = None
-
-
-class _Line(Struct, frozen=True, gc=False):
-    type: str
-    thread_id: str | None = None
-    item: _Item | None = None
-    usage: _Usage | None = None
-    error: _ErrorInfo | None = None
-    message: str | None = None
-
-
-class _Head(Struct, frozen=True, gc=False):
-    type: str
-
-
-class _OldLine(Struct, frozen=True, gc=False):
-    """A line of the older shape: config, prompt, or ``{id, msg}``."""
-
-    type: str | None = None
-    id: str | None = None
-    msg: Raw = ci.NULL
-    prompt: str | None = None
-    model: str | None = None
-    workdir: str | None = None
-    provider: str | None = None
-
-
-class _OldMsg(Struct, frozen=True, gc=False):
-    type: str = ""
-    message: str | None = None
-
-
-class _AnyLine(Struct, frozen=True, gc=False):
-    """A line of either shape: the fields of ``_Line`` and ``_OldLine`` in one view.
-
-    A line is decoded once, with this view (``msg`` decoded with it, as the rollout
-    event it is).  A line it cannot take, malformed or with a field of another type than
-    a view reads, goes through the views it stands for (``_feed_checked``), which give
-    the same events or the same error as they always did.
-    """
-
-    type: str | None = None
-    thread_id: str | None = None
-    item: _Item | None = None
-    usage: _Usage | None = None
-    error: _ErrorInfo | None = None
-    message: str | None = None
-    # the older shape
-    id: str | None = None
-    msg: Event | None = None
-    prompt: str | None = None
-    model: str | None = None
-    workdir: str | None = None
-    provider: str | None = None
-
-
-_any_decoder = msgspec.json.Decoder(_AnyLine)
-_decoder = msgspec.json.Decoder(_Line)
-_head_decoder = msgspec.json.Decoder(_Head)
-_old_decoder = msgspec.json.Decoder(_OldLine)
-_old_msg_decoder = msgspec.json.Decoder(_OldMsg)
 
 #: keys of the older shape's config line (codex-cli 0.40)
 CONFIG_KEYS = frozenset({"model", "provider", "workdir", "approval", "sandbox", "reasoning effort"})
