@@ -5,6 +5,7 @@ upstream SDK parsers, peak memory, import time, streaming of a big file.
     .venv/bin/python benchmarks/run.py --write    # ... and put it into docs/performance.md
     .venv/bin/python benchmarks/run.py --quick    # regression guard against baseline.json (seconds)
     .venv/bin/python benchmarks/run.py --quick --record   # write a new baseline.json
+    .venv/bin/python benchmarks/run.py --compiled --write # the compiled build, into its own section
 
 Everything is measured in one process and one run, so the ratios (normalize
 against the floor, normalize against a peer) hold on any machine even when the
@@ -15,6 +16,7 @@ interleaved round by round.
 from __future__ import annotations
 
 import argparse
+import importlib.machinery
 import io
 import json
 import os
@@ -35,8 +37,11 @@ import msgspec
 HERE = Path(__file__).resolve().parent
 BASELINE = HERE / "baseline.json"
 DOC = _gen.ROOT / "docs" / "performance.md"
-MARK_START = "<!-- results:start -->"
-MARK_END = "<!-- results:end -->"
+#: where --write puts the report, per build
+MARKS = {
+    "pure": ("<!-- results:start -->", "<!-- results:end -->"),
+    "compiled": ("<!-- results-compiled:start -->", "<!-- results-compiled:end -->"),
+}
 #: a quick-mode ratio may fall this far below the recorded one before the guard fails
 MARGIN = 0.35
 #: quick mode: input per adapter and rounds (short rounds, so the best of them escapes
@@ -221,6 +226,43 @@ def import_time(runs: int) -> dict[str, float]:
     return {"bare_ms": bare * 1000, "import_ms": (full - bare) * 1000}
 
 
+# ----------------------------------------------------------------- the build
+
+
+def compiled_modules() -> list[str]:
+    """The modules of the compiled build that run here (none: the pure-Python build)."""
+    import normalize  # noqa: F401 - the package and what it imports
+    from normalize import adapter_class
+
+    for protocol in _gen.protocols():
+        adapter_class(protocol)  # an adapter's module is imported when first asked for
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    return sorted(
+        name
+        for name, mod in list(sys.modules.items())
+        if name.startswith("normalize") and (getattr(mod, "__file__", None) or "").endswith(suffixes)
+    )
+
+
+def build_name() -> str:
+    mods = compiled_modules()
+    if not mods:
+        return "pure Python"
+    return f"compiled with mypyc ({', '.join(m.removeprefix('normalize.') for m in mods)})"
+
+
+def run_compiled(argv: list[str]) -> int:
+    """This command again, on the compiled build (built into a temporary directory)."""
+    with tempfile.TemporaryDirectory(prefix="normalize-compiled-") as site:
+        subprocess.run(
+            [str(_gen.ROOT / "scripts" / "build-compiled"), site],
+            check=True,
+            env={**os.environ, "PYTHON": sys.executable},
+        )
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")]))}
+        return subprocess.run([sys.executable, __file__, *argv], env=env).returncode
+
+
 # ----------------------------------------------------------------- report
 
 
@@ -292,7 +334,8 @@ def report(args: argparse.Namespace) -> str:
     finished = datetime.now(UTC)
     head = (
         f"Run {started:%Y-%m-%d %H:%M}-{finished:%H:%M} UTC on {_machine()}.\n"
-        f"Command: `.venv/bin/python benchmarks/run.py --write` "
+        f"normalize build: {build_name()}.\n"
+        f"Command: `.venv/bin/python benchmarks/run.py {'--compiled ' if compiled_modules() else ''}--write` "
         f"(throughput over at most {args.lines:,} lines or {args.max_mb} MB per adapter, best of {args.rounds}).\n"
         "Ratios are throughput ratios: above 1 means normalize is faster."
     )
@@ -300,8 +343,9 @@ def report(args: argparse.Namespace) -> str:
 
 
 def write_doc(text: str) -> None:
+    mark_start, mark_end = MARKS["compiled" if compiled_modules() else "pure"]
     doc = DOC.read_text()
-    start, end = doc.index(MARK_START) + len(MARK_START), doc.index(MARK_END)
+    start, end = doc.index(mark_start) + len(mark_start), doc.index(mark_end)
     DOC.write_text(doc[:start] + "\n" + text + doc[end:])
 
 
@@ -317,6 +361,9 @@ def _quick_ratios(protocol: str) -> dict[str, float]:
 
 
 def quick(args: argparse.Namespace) -> int:
+    if compiled_modules():
+        print("the guard's baseline is the pure-Python build's: run --quick without --compiled", file=sys.stderr)
+        return 2
     names = args.protocols or _gen.protocols()
     ratios: dict[str, float] = {}
     for p in names:
@@ -368,7 +415,10 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--import-runs", type=int, default=15)
     ap.add_argument("--big-mb", type=int, default=1024, help="size of the big-folder file (0: skip)")
     ap.add_argument("--big-protocol", default="claude-transcript")
+    ap.add_argument("--compiled", action="store_true", help="measure the compiled build (scripts/build-compiled)")
     args = ap.parse_args(argv)
+    if args.compiled:
+        return run_compiled([a for a in argv if a != "--compiled"])
     if args.quick:
         return quick(args)
     text = report(args)
