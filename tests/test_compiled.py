@@ -1,7 +1,7 @@
 """The compiled build (docs/performance.md, "The compiled build").
 
 The wheel built with ``HATCH_BUILD_HOOK_ENABLE_MYPYC=1`` compiles the core's modules and
-four adapters with mypyc; every other module, and every .py file, stays as it is.  ``scripts/test-compiled``
+the line adapters with mypyc; every other module, and every .py file, stays as it is.  ``scripts/test-compiled``
 runs the tests of what it compiles against that wheel, with ``NORMALIZE_EXPECT_COMPILED=1``.
 """
 

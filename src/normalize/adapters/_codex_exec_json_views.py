@@ -15,7 +15,7 @@ import msgspec
 from msgspec import Raw, Struct
 
 from normalize.adapters import _codex_items as ci
-from normalize.adapters.codex_rollout import Event
+from normalize.adapters._codex_rollout_views import Event
 
 
 class _Usage(Struct, frozen=True, gc=False):

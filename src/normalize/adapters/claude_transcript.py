@@ -95,10 +95,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 import msgspec
-from msgspec import Raw, Struct, structs
+from msgspec import Raw, structs
 
 from normalize import (
     Adapter,
@@ -134,9 +134,7 @@ from normalize import Warning as WarningBody
 from normalize._contract import on_thread
 from normalize._session import HOLD_LIMIT
 from normalize.adapters._claude_common import (
-    NULL,
     ContentBlock,
-    PermissionDecision,
     ToolResultView,
     block_message_id,
     block_reasoning_id,
@@ -149,123 +147,25 @@ from normalize.adapters._claude_common import (
     present,
     tokens_of,
 )
-from normalize.adapters._claude_common import Usage as UsageView
 
+from ._claude_transcript_views import (
+    _API_ERROR,
+    _ATTACHMENT,
+    _LINE,
+    _RAW_ATTACHMENT_LINE,
+    _SNIFF,
+    _TIME,
+    _USAGE,
+    _ApiError,
+    _AttachedLine,
+    _Attachment,
+    _Line,
+    _Prompt,
+    _RawAttachmentLine,
+)
 from ._limits import OPEN_ITEMS, SEEN_IDS, Bounded, Recent
 
 __all__ = ["ClaudeTranscriptAdapter"]
-
-
-# --------------------------------------------------------------------------
-# Views: only the fields the adapter reads.  They hold decoded plain data only (no cycles),
-# so the cycle collector need not track them (``gc=False``).
-
-
-class _Message(Struct, frozen=True, gc=False):
-    id: str | None = None
-    model: str | None = None
-    content: str | list[ContentBlock] | None = None
-    stop_reason: str | None = None
-    usage: Raw = NULL
-
-
-class _Origin(Struct, frozen=True, gc=False):
-    kind: str | None = None
-
-
-class _ModelUsage(Struct, frozen=True, gc=False):
-    inputTokens: int = 0
-    outputTokens: int = 0
-    cacheReadInputTokens: int = 0
-    cacheCreationInputTokens: int = 0
-
-
-class _Line(Struct, frozen=True, gc=False):
-    type: str = ""
-    subtype: str | None = None
-    uuid: str | None = None
-    parentUuid: str | None = None
-    isSidechain: bool = False
-    agentId: str | None = None
-    sessionId: str | None = None
-    timestamp: str | None = None
-    cwd: str | None = None
-    version: str | None = None
-    permissionMode: str | None = None
-    message: _Message | None = None
-    apiBlockIndex: int | None = None
-    toolUseResult: Raw = NULL
-    toolEndsTurn: bool = False
-    toolDenialKind: str | None = None
-    permissionDecision: PermissionDecision | None = None
-    isMeta: bool = False
-    isCompactSummary: bool = False
-    isApiErrorMessage: bool = False
-    apiErrorType: str | None = None
-    error: Raw = NULL
-    origin: _Origin | None = None
-    retryAttempt: int | None = None
-    maxRetries: int | None = None
-    # bookkeeping lines
-    summary: str | None = None
-    customTitle: str | None = None
-    aiTitle: str | None = None
-    totalCostUSD: float | None = None
-    modelUsage: dict[str, _ModelUsage] | None = None
-
-
-class _Attachment(Struct, frozen=True, gc=False):
-    type: str = ""
-    addedNames: list[str] | None = None
-    removedNames: list[str] | None = None
-
-
-class _AttachedLine(_Line, frozen=True, gc=False):
-    """A line with its attachment read in the same pass (an object as :class:`_Attachment`, any
-    other JSON value as it is; absent: None).  An object whose fields are of other types
-    fails the line, which is then read as :class:`_RawAttachmentLine`."""
-
-    attachment: _Attachment | str | int | float | bool | list[Any] | None = None
-
-
-class _RawAttachmentLine(_Line, frozen=True, gc=False):
-    """A line whose attachment the one-pass view cannot hold (a number out of range in it):
-    the attachment's bytes, read on their own as before."""
-
-    attachment: Raw = NULL
-
-
-class _ApiError(Struct, frozen=True, gc=False):
-    formatted: str | None = None
-    message: str | None = None
-
-
-class _Sniff(Struct, frozen=True, gc=False):
-    type: object = None
-    sessionId: object = None
-    session_id: object = None
-    uuid: object = None
-    parentUuid: object = "absent"
-    leafUuid: object = None
-
-
-#: An attachment line's method and handler read its attachment: decoded with the line.  Where
-#: that view fails and a view that skips the attachment's bytes does not (a field of another
-#: type, ``1e400`` in it), the line is read as before (the attachment decoded apart, an
-#: unreadable one read as no attachment).
-_LINE = msgspec.json.Decoder(_AttachedLine)
-_RAW_ATTACHMENT_LINE = msgspec.json.Decoder(_RawAttachmentLine)
-
-
-class _Time(Struct, frozen=True, gc=False):
-    timestamp: str | None = None
-
-
-_TIME = msgspec.json.Decoder(_Time)
-_USAGE = msgspec.json.Decoder(UsageView)
-_API_ERROR = msgspec.json.Decoder(_ApiError)
-_ATTACHMENT = msgspec.json.Decoder(_Attachment)
-_SNIFF = msgspec.json.Decoder(_Sniff)
 
 
 # --------------------------------------------------------------------------
@@ -300,12 +200,6 @@ _SUBAGENT_PHASES: dict[str, Literal["completed", "failed", "cancelled"]] = {
     "killed": "cancelled",
     "stopped": "cancelled",
 }
-
-
-class _Prompt(Struct):
-    """The note on a sub-agent call (``Adapter.calls``): its prompt, until a sidechain claims the call."""
-
-    text: str | None
 
 
 # --------------------------------------------------------------------------
@@ -358,7 +252,7 @@ class ClaudeTranscriptAdapter(Adapter):
         #: the time of the session's own last line (a turn the companions close ends then)
         self._main_ts: str | None = None
         #: inline sidechains (1.0.x): a sidechain line's uuid -> the sub-agent (its Task call)
-        self._inline: dict[str, str] = {}
+        self._sidechains: dict[str, str] = {}
 
     # ------------------------------------------------------------ detection
 
@@ -621,16 +515,16 @@ class ClaudeTranscriptAdapter(Adapter):
         asked for is ``unknown``.
         """
         uuid = line.uuid
-        if uuid is not None and uuid in self._inline:
-            return self._inline[uuid]
+        if uuid is not None and uuid in self._sidechains:
+            return self._sidechains[uuid]
         parent = line.parentUuid
-        thread = self._inline.get(parent) if parent is not None else None
+        thread = self._sidechains.get(parent) if parent is not None else None
         if thread is None:
             thread = self._claim_task(line)
         if uuid is not None:
-            if len(self._inline) >= SEEN_IDS:  # the oldest lines' children are long written
-                del self._inline[next(iter(self._inline))]
-            self._inline[uuid] = thread
+            if len(self._sidechains) >= SEEN_IDS:  # the oldest lines' children are long written
+                del self._sidechains[next(iter(self._sidechains))]
+            self._sidechains[uuid] = thread
         return thread
 
     def _claim_task(self, line: _Line) -> str:

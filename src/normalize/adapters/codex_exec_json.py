@@ -66,8 +66,9 @@ from normalize import (
 )
 from normalize import Warning as WarningBody
 from normalize.adapters import _codex_items as ci
+from normalize.adapters._codex_rollout_views import Event
 from normalize.adapters._limits import OPEN_ITEMS, Bounded, link, outbox
-from normalize.adapters.codex_rollout import CodexRolloutAdapter, Event
+from normalize.adapters.codex_rollout import CodexRolloutAdapter
 
 from ._codex_exec_json_views import (
     _any_decoder,

@@ -31,7 +31,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
-from msgspec import Struct
 
 from normalize import Adapter as _Adapter
 from normalize import (
@@ -58,47 +57,15 @@ from normalize import (
 from normalize import Warning as WarningBody
 from normalize.adapters import _gemini_common as gc
 
+from ._gemini_stream_json_views import (
+    _decoder,
+    _ErrorInfo,
+    _head_decoder,
+    _Line,
+)
+
 __all__ = ["GeminiStreamJsonAdapter"]
 
-
-class _ErrorInfo(Struct, frozen=True, gc=False):
-    type: str | None = None
-    message: str = ""
-
-
-class _Stats(Struct, frozen=True, gc=False):
-    total_tokens: int | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cached: int | None = None
-
-
-class _Line(Struct, frozen=True, gc=False):
-    type: str
-    timestamp: str | None = None
-    session_id: str | None = None
-    model: str | None = None
-    role: str | None = None
-    content: str | None = None
-    delta: bool = False
-    tool_name: str | None = None
-    tool_id: str | None = None
-    parameters: Any = None
-    status: str | None = None
-    output: str | None = None
-    error: _ErrorInfo | None = None
-    severity: str | None = None
-    message: str | None = None
-    stats: _Stats | None = None
-
-
-class _Head(Struct, frozen=True, gc=False):
-    type: str
-    timestamp: str | None = None
-
-
-_decoder = msgspec.json.Decoder(_Line)
-_head_decoder = msgspec.json.Decoder(_Head)
 
 #: frozen and empty: one serves every line
 _IN_TURN = InTurn()

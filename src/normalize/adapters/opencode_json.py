@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import msgspec
-from msgspec import Struct
 
 from normalize import (
     Adapter,
@@ -42,33 +41,14 @@ from normalize.adapters import _opencode_parts as op
 from normalize.adapters._opencode_parts import error_message
 from normalize.adapters._times import ms_time
 
+from ._opencode_json_views import (
+    _decoder,
+    _Error,
+    _head_decoder,
+)
+
 __all__ = ["OpenCodeJsonAdapter"]
 
-
-class _ErrorData(Struct, frozen=True, gc=False):
-    message: str | None = None
-
-
-class _Error(Struct, frozen=True, gc=False):
-    name: str | None = None
-    data: _ErrorData | None = None
-
-
-class _Line(Struct, frozen=True, gc=False):
-    type: str
-    timestamp: int | None = None
-    sessionID: str | None = None
-    part: op.Part | None = None
-    error: _Error | None = None
-
-
-class _Head(Struct, frozen=True, gc=False):
-    type: str
-    sessionID: str | None = None
-
-
-_decoder = msgspec.json.Decoder(_Line)
-_head_decoder = msgspec.json.Decoder(_Head)
 
 #: frozen and empty: one serves every line
 _IN_TURN = InTurn()

@@ -1,0 +1,217 @@
+"""The wire views of the ``codex-rollout`` adapter (:mod:`normalize.adapters.codex_rollout`): the
+msgspec Structs its lines decode into, and their decoders.
+
+Apart from the adapter so that the adapter can be compiled (the compiled build,
+docs/performance.md): a msgspec Struct defined in a mypyc-compiled module decodes
+wrongly, so the Structs stay in this interpreted module.
+
+The views are ``gc=False`` where they hold decoded plain data only: no reference cycles,
+so the cycle collector need not track them.
+"""
+
+from __future__ import annotations
+
+import msgspec
+from msgspec import Raw, Struct
+
+from normalize.adapters import _codex_items as ci
+
+
+class _Line(Struct, frozen=True, gc=False):
+    """The envelope; older files put a bare response item (or a state line) here."""
+
+    type: str | None = None
+    timestamp: str | None = None
+    payload: Raw = ci.NULL
+    # the oldest, envelope-less files
+    record_type: str | None = None
+    id: str | None = None
+    instructions: str | None = None
+
+
+class _Text(Struct, frozen=True, gc=False):
+    type: str = ""
+    text: str | None = None
+
+
+class _Instructions(Struct, frozen=True, gc=False):
+    text: str | None = None
+
+
+class _Meta(Struct, frozen=True, gc=False):
+    id: str | None = None
+    timestamp: str | None = None
+    cwd: str | None = None
+    cli_version: str | None = None
+    model_provider: str | None = None
+    originator: str | None = None
+    base_instructions: _Instructions | None = None
+    instructions: str | None = None
+    parent_thread_id: str | None = None  # a sub-agent's thread (0.171, multi_agent)
+
+
+class _CollabMode(Struct, frozen=True, gc=False):
+    mode: str | None = None
+
+
+class _TurnContext(Struct, frozen=True, gc=False):
+    cwd: str | None = None
+    model: str | None = None
+    approval_policy: Raw = ci.NULL
+    sandbox_policy: Raw = ci.NULL
+    collaboration_mode: _CollabMode | None = None
+
+
+class _RItem(Struct, frozen=True, gc=False):
+    """A response item (every type's fields in one view)."""
+
+    type: str
+    id: str | None = None
+    role: str | None = None
+    content: list[_Text] | None = None
+    summary: list[_Text] | None = None
+    name: str | None = None
+    namespace: str | None = None
+    arguments: Raw = ci.NULL
+    call_id: str | None = None
+    output: Raw = ci.NULL
+    input: str | None = None
+    status: str | None = None
+    action: Raw = ci.NULL
+
+
+class _PathChange(Struct, frozen=True, gc=False):
+    type: str | None = None
+    unified_diff: str | None = None
+    content: str | None = None
+    move_path: str | None = None
+
+
+class _Duration(Struct, frozen=True, gc=False):
+    secs: int = 0
+    nanos: int = 0
+
+
+class _CoreItem(Struct, frozen=True, gc=False):
+    """A core TurnItem of ``item_completed`` (PascalCase ``type``)."""
+
+    type: str
+    id: str = ""
+    content: list[_Text] | None = None
+    phase: str | None = None
+    summary_text: list[str] | None = None
+    raw_content: list[str] | None = None
+    command: list[str] | str | None = None
+    cwd: str | None = None
+    status: str | None = None
+    aggregated_output: str | None = None
+    exit_code: int | None = None
+    changes: dict[str, _PathChange] | None = None
+    server: str | None = None
+    tool: str | None = None
+    arguments: Raw = ci.NULL
+    result: Raw = ci.NULL
+    error: Raw = ci.NULL
+    query: str | None = None
+    duration: _Duration | None = None
+    # SubAgentActivity (0.171, multi_agent_v2)
+    kind: str | None = None
+    agent_thread_id: str | None = None
+    agent_path: str | None = None
+    model: str | None = None
+
+
+class _TaskError(Struct, frozen=True, gc=False):
+    message: str = ""
+    codex_error_info: Raw = ci.NULL
+
+
+class _Tok(Struct, frozen=True, gc=False):
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_input_tokens: int | None = None
+    output_tokens: int = 0
+    reasoning_output_tokens: int = 0
+    total_tokens: int = 0
+
+
+class _TokenInfo(Struct, frozen=True, gc=False):
+    total_token_usage: _Tok | None = None
+    last_token_usage: _Tok | None = None
+    model_context_window: int | None = None
+
+
+class _Invocation(Struct, frozen=True, gc=False):
+    server: str = ""
+    tool: str = ""
+    arguments: Raw = ci.NULL
+
+
+class _Event(Struct, frozen=True, gc=False):
+    """An ``event_msg`` payload (every type's fields in one view)."""
+
+    type: str
+    turn_id: str | None = None
+    message: str | None = None
+    text: str | None = None
+    images: list[str] | None = None
+    error: _TaskError | str | None = None
+    reason: str | None = None
+    info: _TokenInfo | None = None
+    item: _CoreItem | None = None
+    call_id: str | None = None
+    command: list[str] | None = None
+    aggregated_output: str | None = None
+    stdout: str | None = None
+    exit_code: int | None = None
+    changes: dict[str, Raw] | None = None
+    success: bool | None = None
+    invocation: _Invocation | None = None
+    result: Raw = ci.NULL
+    query: str | None = None
+    # ``token_count`` up to about 0.2x: the last request's usage, flat
+    input_tokens: int | None = None
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_output_tokens: int = 0
+    total_tokens: int = 0
+
+
+#: An ``event_msg`` payload, for a view that decodes one within its own line (the older
+#: ``codex exec --json`` shape's ``msg``); see :meth:`CodexRolloutAdapter.feed_event`.
+Event = _Event
+
+
+class _Compacted(Struct, frozen=True, gc=False):
+    message: str | None = None
+
+
+_line_decoder = msgspec.json.Decoder(_Line)
+
+
+_patch_change_decoder = msgspec.json.Decoder(_PathChange)
+
+
+_compacted_decoder = msgspec.json.Decoder(_Compacted)
+
+
+_meta_decoder = msgspec.json.Decoder(_Meta)
+
+
+_context_decoder = msgspec.json.Decoder(_TurnContext)
+
+
+_ritem_decoder = msgspec.json.Decoder(_RItem)
+
+
+_event_decoder = msgspec.json.Decoder(_Event)
+
+
+_any_decoder = msgspec.json.Decoder()
+
+
+class _Command(Struct, frozen=True, kw_only=True):
+    """The note of a command: its end (``exec_command_end``, an output) names only its call."""
+
+    command: str | list[str]
+    cwd: str | None = None
