@@ -1,9 +1,6 @@
-"""The wire views of the ``acp`` adapter (:mod:`normalize.adapters.acp`): the msgspec
-Structs its messages decode into (only the fields the adapter reads), and their decoders.
-
-Apart from the adapter so that the adapter can be compiled (the compiled build,
-docs/performance.md): a msgspec Struct defined in a mypyc-compiled module decodes
-wrongly, so the Structs stay in this interpreted module.
+"""The wire views of the ``acp`` adapter, :mod:`normalize.adapters.acp`:
+the msgspec Structs its messages decode into, and their decoders; a module apart,
+interpreted in the compiled build (docs/adapters.md).
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""The wire views of the ``claude-stream-json`` adapter
-(:mod:`normalize.adapters.claude_stream_json`): the msgspec Structs its lines decode into
-(only the fields the adapter reads), and their decoders.
-
-Apart from the adapter so that the adapter can be compiled (the compiled build,
-docs/performance.md): a msgspec Struct defined in a mypyc-compiled module decodes
-wrongly, so the Structs stay in this interpreted module.
-
-The views are ``gc=False``: decoded JSON holds no reference cycles, and a struct the
-garbage collector does not track is cheaper to make and adds nothing to its passes.
+"""The wire views of the ``claude-stream-json`` adapter, :mod:`normalize.adapters.claude_stream_json`:
+the msgspec Structs its lines decode into, and their decoders; a module apart,
+interpreted in the compiled build (docs/adapters.md).
 """
 
 from __future__ import annotations

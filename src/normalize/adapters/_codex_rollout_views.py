@@ -1,12 +1,6 @@
-"""The wire views of the ``codex-rollout`` adapter (:mod:`normalize.adapters.codex_rollout`): the
-msgspec Structs its lines decode into, and their decoders.
-
-Apart from the adapter so that the adapter can be compiled (the compiled build,
-docs/performance.md): a msgspec Struct defined in a mypyc-compiled module decodes
-wrongly, so the Structs stay in this interpreted module.
-
-The views are ``gc=False`` where they hold decoded plain data only: no reference cycles,
-so the cycle collector need not track them.
+"""The wire views of the ``codex-rollout`` adapter, :mod:`normalize.adapters.codex_rollout`:
+the msgspec Structs its lines decode into, and their decoders; a module apart,
+interpreted in the compiled build (docs/adapters.md).
 """
 
 from __future__ import annotations
