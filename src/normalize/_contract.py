@@ -180,6 +180,8 @@ class Adapter:
     #: agents patch a call after its end (ACP: ``ENDED_CALLS``); none by default
     ended_calls: ClassVar[int] = 0
     agent: str = "unknown"
+    #: the evictions of the adapter's bounded tables, queued for its Session (adapters/_limits.py)
+    _evicted: list[Any]
 
     def __init__(self) -> None:
         self._closed = False

@@ -210,10 +210,9 @@ def _attributes(obj: object) -> Iterator[object]:
 def outbox(adapter: Adapter) -> list[tuple[Bounded[Any, Any], Any]]:
     """The one list the evictions of ``adapter``'s tables are queued in (made, and the tables
     linked, on the first call): the Session turns them into warnings after each message."""
-    state: dict[str, Any] = getattr(adapter, "__dict__", {})
-    box: list[tuple[Bounded[Any, Any], Any]] | None = state.get("_evicted")
+    box: list[tuple[Bounded[Any, Any], Any]] | None = getattr(adapter, "_evicted", None)
     if box is None:
         box = []
         link(adapter, box)
-        state["_evicted"] = box
+        adapter._evicted = box
     return box

@@ -61,7 +61,6 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from normalize import (
-    Adapter,
     AssistantDelta,
     AssistantMessage,
     Body,
@@ -188,6 +187,7 @@ from ._acp_views import (
     _TurnUsage,
     _UsageUpdate,
 )
+from ._base import BuiltinAdapter
 from ._claude_common import SUBAGENT_TOOLS, subagent_started
 from ._limits import (
     BUFFER_TEXT,
@@ -444,7 +444,7 @@ _RequestHandler = Callable[["AcpAdapter", "int | str | None", Raw, _Pending], li
 _ResponseHandler = Callable[["AcpAdapter", "int | str | None", _Pending, "_Rpc"], list[Item]]
 
 
-class AcpAdapter(Adapter):
+class AcpAdapter(BuiltinAdapter):
     """Agent Client Protocol v1, client and agent sides of one connection."""
 
     protocol = "acp"

@@ -55,7 +55,6 @@ import msgspec
 from msgspec import Raw
 
 from normalize import (
-    Adapter,
     AssistantDelta,
     AssistantMessage,
     Category,
@@ -112,6 +111,7 @@ from ._antigravity_stream_json_views import (
     _ToolError,
     _Usage,
 )
+from ._base import BuiltinAdapter
 from ._limits import OPEN_ITEMS, Bounded
 
 __all__ = ["AntigravityStreamJsonAdapter"]
@@ -229,7 +229,7 @@ _Handler = Callable[["AntigravityStreamJsonAdapter", _Line], list[Item]]
 _StepHandler = Callable[["AntigravityStreamJsonAdapter", _Step, str], list[Item]]
 
 
-class AntigravityStreamJsonAdapter(Adapter):
+class AntigravityStreamJsonAdapter(BuiltinAdapter):
     protocol = "antigravity-stream-json"
     announces_session = True
     agent = "antigravity"

@@ -63,7 +63,6 @@ from msgspec import Raw
 from normalize import (
     AccountAvailable,
     AccountExhausted,
-    Adapter,
     AssistantDelta,
     AssistantMessage,
     Body,
@@ -117,6 +116,7 @@ from normalize import Usage as UsageBody
 from normalize import Warning as WarningBody
 from normalize._contract import on_thread
 
+from ._base import BuiltinAdapter
 from ._claude_common import (
     ContentBlock,
     block_message_id,
@@ -359,7 +359,7 @@ _OPTIONS_WITH_RULES = [
 ]
 
 
-class ClaudeStreamJsonAdapter(Adapter):
+class ClaudeStreamJsonAdapter(BuiltinAdapter):
     """Claude Code ``--output-format stream-json`` (and ``--input-format stream-json``)."""
 
     protocol = "claude-stream-json"

@@ -101,7 +101,6 @@ import msgspec
 from msgspec import Raw, structs
 
 from normalize import (
-    Adapter,
     AssistantMessage,
     Body,
     Compaction,
@@ -148,6 +147,7 @@ from normalize.adapters._claude_common import (
     tokens_of,
 )
 
+from ._base import BuiltinAdapter
 from ._claude_transcript_views import (
     _API_ERROR,
     _ATTACHMENT,
@@ -206,7 +206,7 @@ _SUBAGENT_PHASES: dict[str, Literal["completed", "failed", "cancelled"]] = {
 # The adapter
 
 
-class ClaudeTranscriptAdapter(Adapter):
+class ClaudeTranscriptAdapter(BuiltinAdapter):
     protocol = "claude-transcript"
     announces_session = True
     agent = "claude-code"

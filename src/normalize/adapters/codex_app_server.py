@@ -49,7 +49,6 @@ from msgspec import Raw
 from normalize import (
     AccountAvailable,
     AccountExhausted,
-    Adapter,
     AssistantDelta,
     AssistantMessage,
     Body,
@@ -111,6 +110,7 @@ from normalize.adapters import _codex_items as ci
 from normalize.adapters._limits import OPEN_CALLS, PENDING_REQUESTS, Bounded, Recent, compact
 from normalize.adapters._times import ms_time, s_time
 
+from ._base import BuiltinAdapter
 from ._codex_app_server_views import (
     _ANY,
     _COLLAB,
@@ -314,7 +314,7 @@ _TERMINAL_STATUS: dict[str, tuple[Literal["ok", "interrupt"], _StopReason]] = {
 }
 
 
-class CodexAppServerAdapter(Adapter):
+class CodexAppServerAdapter(BuiltinAdapter):
     protocol = "codex-app-server"
     routing = Routing(
         key="threadId",

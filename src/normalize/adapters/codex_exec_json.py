@@ -46,7 +46,6 @@ import msgspec
 from msgspec import Raw, structs
 
 from normalize import (
-    Adapter,
     Body,
     Direction,
     Emit,
@@ -70,6 +69,7 @@ from normalize.adapters._codex_rollout_views import Event
 from normalize.adapters._limits import OPEN_ITEMS, Bounded, link, outbox
 from normalize.adapters.codex_rollout import CodexRolloutAdapter
 
+from ._base import BuiltinAdapter
 from ._codex_exec_json_views import (
     _any_decoder,
     _AnyLine,
@@ -117,7 +117,7 @@ _PHASES: dict[str | None, _Phase] = {
 }
 
 
-class CodexExecJsonAdapter(Adapter):
+class CodexExecJsonAdapter(BuiltinAdapter):
     protocol = "codex-exec-json"
     announces_session = True
     agent = "codex"

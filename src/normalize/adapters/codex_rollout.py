@@ -58,7 +58,6 @@ import msgspec
 from msgspec import Raw, structs
 
 from normalize import (
-    Adapter,
     Body,
     Compaction,
     ContextApplied,
@@ -97,6 +96,7 @@ from normalize import (
 from normalize.adapters import _codex_items as ci
 from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent
 
+from ._base import BuiltinAdapter
 from ._codex_rollout_views import (
     Event,
     _any_decoder,
@@ -252,7 +252,7 @@ def _mcp_name(name: str, namespace: str | None) -> tuple[str, str] | None:
     return None
 
 
-class CodexRolloutAdapter(Adapter):
+class CodexRolloutAdapter(BuiltinAdapter):
     protocol = "codex-rollout"
     announces_session = True
     agent = "codex"

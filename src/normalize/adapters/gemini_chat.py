@@ -35,7 +35,6 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from normalize import (
-    Adapter,
     AssistantMessage,
     CommandOutput,
     Direction,
@@ -60,6 +59,7 @@ from normalize import Warning as WarningBody
 from normalize.adapters import _gemini_common as gc
 from normalize.adapters._limits import OPEN_ITEMS, Bounded
 
+from ._base import BuiltinAdapter
 from ._gemini_chat_views import (
     _Call,
     _decoder,
@@ -91,7 +91,7 @@ def _thoughts(thoughts: Sequence[_Thought]) -> str:
     return " ".join(f"**{t.subject}** {t.description}".strip() if t.subject else t.description for t in thoughts)
 
 
-class GeminiChatAdapter(Adapter):
+class GeminiChatAdapter(BuiltinAdapter):
     protocol = "gemini-chat"
     agent = "gemini-cli"
     stored = True

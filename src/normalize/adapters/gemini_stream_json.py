@@ -32,7 +32,6 @@ from typing import Any
 
 import msgspec
 
-from normalize import Adapter as _Adapter
 from normalize import (
     AssistantDelta,
     AssistantMessage,
@@ -57,6 +56,7 @@ from normalize import (
 from normalize import Warning as WarningBody
 from normalize.adapters import _gemini_common as gc
 
+from ._base import BuiltinAdapter
 from ._gemini_stream_json_views import (
     _decoder,
     _ErrorInfo,
@@ -73,7 +73,7 @@ _IN_TURN = InTurn()
 LINE_TYPES = frozenset({"init", "message", "tool_use", "tool_result", "error", "result"})
 
 
-class GeminiStreamJsonAdapter(_Adapter):
+class GeminiStreamJsonAdapter(BuiltinAdapter):
     protocol = "gemini-stream-json"
     agent = "gemini-cli"
     announces_session = True

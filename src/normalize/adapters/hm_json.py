@@ -50,7 +50,6 @@ import msgspec
 from msgspec import Raw, structs
 
 from normalize import (
-    Adapter,
     AssistantDelta,
     AssistantMessage,
     Category,
@@ -105,6 +104,7 @@ from normalize import (
 )
 from normalize._contract import on_thread
 
+from ._base import BuiltinAdapter
 from ._hm_json_views import (
     _any_decoder,
     _Command,
@@ -312,7 +312,7 @@ Handler = Callable[["_Line", "str | None"], list[Item]]
 CommandHandler = Callable[["_Line", "_Pending | None"], list[Item]]
 
 
-class HmJsonAdapter(Adapter):
+class HmJsonAdapter(BuiltinAdapter):
     """hm ``--output json`` and ``--rpc`` streams -> normalized events.  See the module's Facts."""
 
     protocol = "hm-json"

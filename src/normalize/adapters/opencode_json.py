@@ -24,7 +24,6 @@ from collections.abc import Sequence
 import msgspec
 
 from normalize import (
-    Adapter,
     Direction,
     Error,
     InTurn,
@@ -41,6 +40,7 @@ from normalize.adapters import _opencode_parts as op
 from normalize.adapters._opencode_parts import error_message
 from normalize.adapters._times import ms_time
 
+from ._base import BuiltinAdapter
 from ._opencode_json_views import (
     _decoder,
     _Error,
@@ -56,7 +56,7 @@ _IN_TURN = InTurn()
 LINE_TYPES = frozenset({"step_start", "text", "reasoning", "tool_use", "step_finish", "error"})
 
 
-class OpenCodeJsonAdapter(Adapter):
+class OpenCodeJsonAdapter(BuiltinAdapter):
     protocol = "opencode-json"
     agent = "opencode"
     announces_session = True
