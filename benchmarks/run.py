@@ -16,6 +16,7 @@ interleaved round by round.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.machinery
 import io
 import json
@@ -229,18 +230,22 @@ def import_time(runs: int) -> dict[str, float]:
 # ----------------------------------------------------------------- the build
 
 
-def compiled_modules() -> list[str]:
-    """The modules of the compiled build that run here (none: the pure-Python build)."""
+@functools.cache
+def compiled_modules() -> tuple[str, ...]:
+    """The modules of the compiled build that run here (none: the pure-Python build); the
+    build does not change while the process runs, so it is found once."""
     import normalize  # noqa: F401 - the package and what it imports
     from normalize import adapter_class
 
     for protocol in _gen.protocols():
         adapter_class(protocol)  # an adapter's module is imported when first asked for
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-    return sorted(
-        name
-        for name, mod in list(sys.modules.items())
-        if name.startswith("normalize") and (getattr(mod, "__file__", None) or "").endswith(suffixes)
+    return tuple(
+        sorted(
+            name
+            for name, mod in list(sys.modules.items())
+            if name.startswith("normalize") and (getattr(mod, "__file__", None) or "").endswith(suffixes)
+        )
     )
 
 
@@ -369,8 +374,9 @@ def quick(args: argparse.Namespace) -> int:
         if args.record:
             print("the guard's baseline is the pure-Python build's: --record without --compiled", file=sys.stderr)
             return 2
+        build = build_name()
         for key, value in sorted(ratios.items()):
-            print(f"     {key:36} {value:6.2f} ({build_name()})")
+            print(f"     {key:36} {value:6.2f} ({build})")
         return 0
     if args.record:
         BASELINE.write_text(json.dumps({"margin": MARGIN, "ratios": ratios}, indent=2, sort_keys=True) + "\n")
