@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import itertools
 import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from types import ModuleType
 
 from normalize import (
     CaptureParser,
@@ -24,6 +26,12 @@ GOLDEN = ROOT / "golden"
 
 #: Every test converts with this clock, so events without a native or capture time are stable.
 FIXED_NOW = 1767225600.0  # 2026-01-01T00:00:00Z
+
+
+def compiled(module: ModuleType) -> bool:
+    """Whether a module is an extension module: one the compiled build compiled
+    (docs/performance.md, "The compiled build")."""
+    return (getattr(module, "__file__", None) or "").endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
 
 
 def fixed_clock() -> float:

@@ -9,14 +9,13 @@ the line adapters with mypyc; every other module, and every .py file, stays as i
 from __future__ import annotations
 
 import importlib
-import importlib.machinery
 import os
 import tomllib
 
 import msgspec
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, compiled
 
 COMPILED_BUILD = os.environ.get("NORMALIZE_EXPECT_COMPILED") == "1"
 
@@ -57,6 +56,4 @@ def test_the_build_tested_is_the_one_meant(path: str) -> None:
     """Pure Python unless the compiled build is asked for (the default wheel and the
     editable install compile nothing)."""
     module = importlib.import_module(_module(path))
-    assert module.__file__ is not None
-    compiled = module.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
-    assert compiled == COMPILED_BUILD, module.__file__
+    assert compiled(module) == COMPILED_BUILD, module.__file__

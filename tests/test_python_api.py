@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.machinery
 import inspect
 import json
 import sys
@@ -15,7 +14,7 @@ import pytest
 
 import normalize
 import normalize.models
-from helpers import capture_files, convert_records, golden_path, protocol_of, records_of
+from helpers import capture_files, compiled, convert_records, golden_path, protocol_of, records_of
 from normalize._cli import _parser
 
 
@@ -91,18 +90,12 @@ def test_ts_reads_as_a_datetime_and_the_wire_form_is_unchanged() -> None:
 # ------------------------------------------------------------------ names and docs
 
 
-def _compiled(cls: type) -> bool:
-    """Whether a class comes from a module of the compiled build (mypyc keeps no docstrings)."""
-    path = getattr(sys.modules[cls.__module__], "__file__", None) or ""
-    return path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
-
-
 def test_every_public_class_has_its_own_docstring() -> None:
     missing = [
         name
         for name in normalize.__all__
         if inspect.isclass(obj := getattr(normalize, name))
-        and not _compiled(obj)
+        and not compiled(sys.modules[obj.__module__])  # mypyc keeps no docstrings
         and not (obj.__dict__.get("__doc__") or "").strip()
     ]
     assert missing == []
