@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import msgspec
 from msgspec import Raw
@@ -49,12 +49,12 @@ from ._session import Clock, Session
 __all__ = ["HANDSHAKE", "PENDING", "Connection"]
 
 #: Requests awaiting their response, remembered to route the response.
-PENDING = 10_000
+PENDING: Final = 10_000
 #: Messages kept from the start of a connection to replay into each new Session.
-HANDSHAKE = 64
+HANDSHAKE: Final = 64
 
-_NULL = Raw(b"null")
-_ANY = msgspec.json.Decoder()
+_NULL: Final = Raw(b"null")
+_ANY: Final = msgspec.json.Decoder()
 
 
 def _view(key: str) -> Any:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator
 from itertools import islice
-from typing import Any
+from typing import Any, Final
 
 from msgspec import structs
 
@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 #: Option kinds (ACP's vocabulary) and the answer words of each agent, to decisions.
-DECISION_WORDS: dict[str, Decision] = {
+DECISION_WORDS: Final[dict[str, Decision]] = {
     # ACP option kinds, which every adapter maps its options to
     "allow_once": "allow",
     "allow_always": "allow-always",
@@ -80,8 +80,8 @@ def decision_of(word: str | None) -> Decision | None:
     return DECISION_WORDS.get(word)
 
 
-_QUESTION: dict[str, str] = {}  # the options of a question: none, its answers are free
-_NO_REQUESTS: OrderedDict[str, Any] = OrderedDict()  # shared, never written: no request yet
+_QUESTION: Final[dict[str, str]] = {}  # the options of a question: none, its answers are free
+_NO_REQUESTS: Final[OrderedDict[str, Any]] = OrderedDict()  # shared, never written: no request yet
 
 
 class Requests:
@@ -151,20 +151,20 @@ class Requests:
 
 #: Tool calls open at once (a real session has a handful; parallel tool use reaches tens),
 #: and ended call ids remembered to refuse a duplicated start or end.
-OPEN_CALLS = 10_000
-SEEN_CALLS = 100_000
+OPEN_CALLS: Final = 10_000
+SEEN_CALLS: Final = 100_000
 #: Ended calls whose entry (and note) stays readable (:meth:`Calls.ended`) for an adapter
 #: that asks (``Adapter.ended_calls``): a protocol that patches a call after its end (ACP)
 #: finds what it said of it.  Others keep none: a connection of many sessions keeps every
 #: session's table.
-ENDED_CALLS = 64
+ENDED_CALLS: Final = 64
 
 
 # Shared empty tables, replaced by a table of its own at the first entry (never written)
-_NO_OPEN: OrderedDict[str, Any] = OrderedDict()
-_NO_ENDED: dict[str, None] = {}
-_NO_RECENT: dict[str, Any] = {}
-_NO_EVICTED: list[str] = []
+_NO_OPEN: Final[OrderedDict[str, Any]] = OrderedDict()
+_NO_ENDED: Final[dict[str, None]] = {}
+_NO_RECENT: Final[dict[str, Any]] = {}
+_NO_EVICTED: Final[list[str]] = []
 
 
 class OpenCall:
@@ -336,7 +336,7 @@ class Calls:
 # Usage arithmetic: agents report cumulative counters (Codex's thread totals, Antigravity's
 # session totals) where the model speaks of turns; one rule for every adapter.
 
-_TOKEN_FIELDS = ("input", "output", "total", "cache_read", "cache_write", "reasoning")
+_TOKEN_FIELDS: Final = ("input", "output", "total", "cache_read", "cache_write", "reasoning")
 
 
 def _since(now: int | None, before: int | None) -> int | None:

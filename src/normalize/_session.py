@@ -41,7 +41,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import msgspec
 from msgspec import Raw, structs
@@ -88,11 +88,11 @@ __all__ = ["HOLD_LIMIT", "MAX_PENDING", "Clock", "Session", "format_ts", "sessio
 #: messages (Claude's ``init`` after the client's prompt, ACP's ``session/new``
 #: response after ``initialize``); past this bound the session is announced
 #: with what is known, so memory and latency stay bounded.
-HOLD_LIMIT = 32
+HOLD_LIMIT: Final = 32
 
 #: How many unanswered permission requests and questions the Session tracks for its
 #: ``waiting`` state; past it the oldest is forgotten (the adapters report theirs).
-MAX_PENDING = 10_000
+MAX_PENDING: Final = 10_000
 
 #: A clock returns seconds since the epoch (``time.time`` by default).
 Clock = Callable[[], float]
@@ -126,10 +126,10 @@ def format_ts(seconds: float) -> str:
 
 
 #: ``"000Z"`` ... ``"999Z"``: the end of a time, looked up rather than formatted
-_MILLIS = [f"{ms:03d}Z" for ms in range(1000)]
+_MILLIS: Final = [f"{ms:03d}Z" for ms in range(1000)]
 
 
-_validator = msgspec.json.Decoder(msgspec.Raw)
+_validator: Final = msgspec.json.Decoder(msgspec.Raw)
 
 
 def session_id_for(agent: str, native_session_id: str) -> str:
@@ -173,9 +173,9 @@ def _kept_text(message: bytes) -> str:
     return message.decode("utf-8", errors="replace")
 
 
-_NO_NATIVE: tuple[bytes | None, str | None, Native] = (None, None, Native(protocol="core", payload=None))
+_NO_NATIVE: Final[tuple[bytes | None, str | None, Native]] = (None, None, Native(protocol="core", payload=None))
 #: "turn:1", "turn:2", ...: one copy of each for every session (a connection keeps every session's)
-_TURN_NAMES: list[str] = []
+_TURN_NAMES: Final[list[str]] = []
 
 
 def _turn_name(n: int) -> str:
@@ -186,13 +186,21 @@ def _turn_name(n: int) -> str:
     return _TURN_NAMES[n]
 
 
-_NO_PENDING = Requests(MAX_PENDING)  # shared, never asked: a session with no request open yet
-_NO_HELD: list[_Core] = []  # shared, never written (held only before the session is announced)
-_NO_MCP: OrderedDict[str, tuple[McpTool, str | None]] = OrderedDict()  # shared, never written
+_NO_PENDING: Final = Requests(MAX_PENDING)  # shared, never asked: a session with no request open yet
+_NO_HELD: Final[list[_Core]] = []  # shared, never written (held only before the session is announced)
+_NO_MCP: Final[OrderedDict[str, tuple[McpTool, str | None]]] = OrderedDict()  # shared, never written
 
 # The roles a body plays in the turn state machine, by its exact type.
-_OTHER, _START, _COMPLETE, _ASK, _RESOLVED, _SUBAGENT, _AUTO, _MCP, _CALL = range(9)
-_ROLES: dict[type[Body], int] = {
+_OTHER: Final = 0
+_START: Final = 1
+_COMPLETE: Final = 2
+_ASK: Final = 3
+_RESOLVED: Final = 4
+_SUBAGENT: Final = 5
+_AUTO: Final = 6
+_MCP: Final = 7
+_CALL: Final = 8
+_ROLES: Final[dict[type[Body], int]] = {
     TurnStart: _START,
     TurnComplete: _COMPLETE,
     PermissionRequest: _ASK,
@@ -208,8 +216,10 @@ _ROLES: dict[type[Body], int] = {
 # What an adapter's item is, by its exact type (a dict look-up costs a third of an
 # isinstance against a Struct base): a body or a Source, the items of nearly every line;
 # anything else is told apart by isinstance, in _run.
-_BODY, _SOURCE, _OTHER_ITEM = 1, 2, 3
-_ITEM_KINDS: dict[type, int] = {}
+_BODY: Final = 1
+_SOURCE: Final = 2
+_OTHER_ITEM: Final = 3
+_ITEM_KINDS: Final[dict[type, int]] = {}
 
 
 def _item_kind(t: type) -> int:
@@ -217,6 +227,24 @@ def _item_kind(t: type) -> int:
     if len(_ITEM_KINDS) < 1024:  # the types adapters give: a few dozen
         _ITEM_KINDS[t] = kind
     return kind
+
+
+# The classes made or told apart for every event, bound once.  In the compiled build a
+# module-level name is read from the module's dict at each use unless it is Final (the
+# constants above are Final for the same reason): docs/performance.md, "The compiled build".
+_EventEnvelope: Final = EventEnvelope
+_SessionEvent: Final = SessionEvent
+_SessionStateChanged: Final = SessionStateChanged
+_Native: Final = Native
+_Raw: Final = Raw
+_TurnStart: Final = TurnStart
+_Emit: Final = Emit
+_InTurn: Final = InTurn
+_Passthrough: Final = Passthrough
+_Problem: Final = Problem
+_SessionCreated: Final = SessionCreated
+_SessionResumed: Final = SessionResumed
+_SessionFailed: Final = SessionFailed
 
 
 class Session:
@@ -331,14 +359,14 @@ class Session:
         self._now = None
         items: list[Item]
         if not message.isascii() and (bad := _utf8_error(message)) is not None:
-            items = [Problem(error=bad)]  # adapters only ever see UTF-8
+            items = [_Problem(error=bad)]  # adapters only ever see UTF-8
         else:
             try:
                 items = self.adapter.feed(message, from_)
             except InputError as exc:
-                items = [Problem(error=exc)]
+                items = [_Problem(error=exc)]
             except RecursionError:  # msgspec's decoders stop at a fixed depth, with this error
-                items = [Problem(error=MalformedMessage("JSON nested too deeply to decode"))]
+                items = [_Problem(error=MalformedMessage("JSON nested too deeply to decode"))]
             if self._forgotten:
                 items = items + evictions(self._forgotten)
         if self._created:
@@ -355,7 +383,7 @@ class Session:
         kept = (error.kept or "").encode()  # the event carries what could be kept of the line, as text
         if self._first is None:
             self._first = kept or error.message.encode()
-        return self._dispatch([Problem(error=error)], kept, t)
+        return self._dispatch([_Problem(error=error)], kept, t)
 
     def close(self) -> list[_Core]:
         """The input ended.  Settles open turns and calls; idempotent calls raise."""
@@ -373,7 +401,7 @@ class Session:
             reason = f"the stream ended during {self._turn_id}"
             self._synth(out, ErrorBody(message=reason, error_type="cut-off", recoverable=False), "close")
             self._synth(out, TurnComplete(reason="interrupt"), "close")
-            out.append(SessionFailed(session_id=sid, error=ErrorInfo(message=reason, error_type="cut-off")))
+            out.append(_SessionFailed(session_id=sid, error=ErrorInfo(message=reason, error_type="cut-off")))
             self._failed = True
         self._set_state(out, "failed" if self._failed else "ended")
         return out
@@ -383,7 +411,7 @@ class Session:
         ``subagent`` events give it) that session ``parent_id`` spawned: its record says
         ``parentId``, and it is announced at once (its own messages may never name it)."""
         record = SessionRecord(id="", agent="", protocol="", native_session_id=native_id, parent_id=parent_id)
-        self._spawned = SessionCreated(session_id="", record=record)
+        self._spawned = _SessionCreated(session_id="", record=record)
 
     # ----------------------------------------------------------------- private
 
@@ -391,7 +419,7 @@ class Session:
         """Announce the session first: hold input until the adapter names the session."""
         if self._created:
             return self._run(items, message, t)
-        announced = next((i for i in items if isinstance(i, SessionCreated | SessionResumed)), None)
+        announced = next((i for i in items if isinstance(i, _SessionCreated | _SessionResumed)), None)
         if announced is None and self._spawned is not None:
             announced = self._spawned
         holding = type(self.adapter).announces_session and not self._closed and self._holding < HOLD_LIMIT
@@ -427,9 +455,9 @@ class Session:
         assert sid is not None
         named: list[_Core] = []
         for core in held:
-            if isinstance(core, SessionEvent):
+            if isinstance(core, _SessionEvent):
                 env = structs.replace(core.event, session_id=sid)
-                named.append(SessionEvent(session_id=sid, event=env))
+                named.append(_SessionEvent(session_id=sid, event=env))
             else:
                 named.append(structs.replace(core, session_id=sid))
         return named
@@ -465,7 +493,7 @@ class Session:
                 accounted = True
             elif kind == _SOURCE:
                 method, native_ts = item.method, item.ts  # type: ignore[union-attr]
-            elif isinstance(item, Emit):
+            elif isinstance(item, _Emit):
                 self._native_ts = item.ts or native_ts
                 self._event(
                     out,
@@ -479,14 +507,14 @@ class Session:
                     note=item.note,
                 )
                 accounted = accounted or not item.synthetic
-            elif isinstance(item, InTurn):
+            elif isinstance(item, _InTurn):
                 if self._turn_id is None:
-                    self._event(out, TurnStart(), message, method, native_ts or t, None, None, False)
+                    self._event(out, _TurnStart(), message, method, native_ts or t, None, None, False)
                     accounted = True
-            elif isinstance(item, Passthrough):
+            elif isinstance(item, _Passthrough):
                 self._keep(out, message, item.method or method, native_ts or t)
                 accounted = True
-            elif isinstance(item, Problem):
+            elif isinstance(item, _Problem):
                 if self.strict:
                     raise item.error
                 err = ErrorBody(message=item.error.message, error_type=item.error.error_type, recoverable=True)
@@ -495,13 +523,13 @@ class Session:
                     out, err, message, method, native_ts or t, item.origin, item.subagent_id, False, text_payload=text
                 )
                 accounted = True
-            elif isinstance(item, SessionCreated) and item.record.fork_of is not None:
+            elif isinstance(item, _SessionCreated) and item.record.fork_of is not None:
                 self._fork(out, item)
                 sid = self.session_id or ""
-            elif isinstance(item, SessionCreated | SessionResumed):
+            elif isinstance(item, _SessionCreated | _SessionResumed):
                 out.append(self._fill_record(item))
             else:  # a CoreEvent the adapter made (bodies and Sources were told apart above)
-                if isinstance(item, SessionFailed):
+                if isinstance(item, _SessionFailed):
                     self._failed = True
                 out.append(structs.replace(cast(_Core, item), session_id=sid))
         if not accounted:
@@ -522,7 +550,7 @@ class Session:
         out.append(SessionUpdate(session_id=sid, update=self._native(message, method)))
 
     def _default_created(self) -> SessionCreated:
-        return SessionCreated(session_id="", record=SessionRecord(id="", agent="", protocol=""))
+        return _SessionCreated(session_id="", record=SessionRecord(id="", agent="", protocol=""))
 
     def _fill_record(self, item: SessionCreated | SessionResumed) -> _Core:
         sid = self.session_id
@@ -539,9 +567,9 @@ class Session:
 
     def _native(self, message: bytes | None, method: str | None, text: bool = False) -> Native:
         if message is None:
-            return Native(protocol="core", method=method, payload=None)
-        payload: Any = _kept_text(message) if text else Raw(message)
-        return Native(protocol=self._protocol, method=method, payload=payload)
+            return _Native(protocol="core", method=method, payload=None)
+        payload: Any = _kept_text(message) if text else _Raw(message)
+        return _Native(protocol=self._protocol, method=method, payload=payload)
 
     def _synth(self, out: list[_Core], body: Body, why: str) -> None:
         self._event(out, body, None, why, None, None, None, True)
@@ -572,7 +600,7 @@ class Session:
             self._turn_id = _turn_name(self._turns)
         elif role == _COMPLETE:
             if self._turn_id is None:
-                self._synth(out, TurnStart(), "turn-complete-without-start")
+                self._synth(out, _TurnStart(), "turn-complete-without-start")
             else:
                 for call_id, call in self._calls.open_in_turn(self._turn_id):
                     reason = f"tool call {call_id} ({call.tool}) was still open when {self._turn_id} ended"
@@ -611,19 +639,19 @@ class Session:
                 ts = self._now = format_ts(self._clock())
         self._seq += 1
         if made_up:
-            native = Native(protocol="core", method=method, payload=None)
+            native = _Native(protocol="core", method=method, payload=None)
         elif text_payload:
-            native = Native(protocol=self._protocol, method=method, payload=_kept_text(message))  # type: ignore[arg-type]
+            native = _Native(protocol=self._protocol, method=method, payload=_kept_text(message))  # type: ignore[arg-type]
         else:
             # the events of one message share its Native (it is immutable)
             cached = self._native_of
             if cached[0] is message and cached[1] == method:
                 native = cached[2]
             else:
-                native = Native(protocol=self._protocol, method=method, payload=Raw(message))  # type: ignore[arg-type]
+                native = _Native(protocol=self._protocol, method=method, payload=_Raw(message))  # type: ignore[arg-type]
                 self._native_of = (message, method, native)
         sid = self.session_id or ""
-        env = EventEnvelope(
+        env = _EventEnvelope(
             session_id=sid,
             agent=self.adapter.agent,
             seq=self._seq,
@@ -634,7 +662,7 @@ class Session:
             turn_id=self._turn_id,
             subagent_id=subagent_id,
         )
-        out.append(SessionEvent(session_id=sid, event=env))
+        out.append(_SessionEvent(session_id=sid, event=env))
         if role == _OTHER:
             if self._state == "starting":
                 self._set_state(out, "idle")
@@ -758,4 +786,4 @@ class Session:
         if state != self._state:
             self._state = state
             sid = self.session_id or ""
-            out.append(SessionStateChanged(session_id=sid, state=state))
+            out.append(_SessionStateChanged(session_id=sid, state=state))
