@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import capture_files, capture_id, companions, convert_records, fixed_clock, protocol_of, records_of
-from normalize import encode
+from normalize import _convert, encode
 from normalize._codec import encode_lines
 from normalize._convert import NormalizedLines
 from normalize._model import Origin
@@ -56,7 +56,34 @@ def test_recognised_says_whether_anything_was_translated() -> None:
 def test_chunks_are_the_encoded_events_one_a_line(capture: Path) -> None:
     want = b"".join(encode(ev) + b"\n" for ev in convert_records(records_of(companions(capture)), protocol_of(capture)))
     lines = NormalizedLines(records_of(companions(capture)), protocol=protocol_of(capture), clock=fixed_clock, batch=5)
-    assert b"".join(lines.chunks()) == want
+    assert b"".join(bytes(chunk) for chunk in lines.chunks()) == want
+
+
+def test_a_chunk_is_released_once_the_next_is_asked_for() -> None:
+    """A chunk of one session's lines is a view of the buffer the next batch is written
+    into: kept past the next one, it raises rather than show the next batch's bytes."""
+    capture = next(c for c in CAPTURES if protocol_of(c) == "claude-stream-json")
+    lines = NormalizedLines(records_of([capture]), protocol="claude-stream-json", clock=fixed_clock, batch=1)
+    chunks = iter(lines.chunks())
+    first = next(chunks)
+    copy = bytes(first)
+    assert copy.startswith(b'{"type":"session.created"') and copy.endswith(b"\n")
+    next(chunks)
+    with pytest.raises(ValueError, match="released"):
+        bytes(first)
+
+
+def test_a_batch_larger_than_the_buffer_keeps_room_for_is_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The buffer keeps room for batches of ``_BALLAST`` bytes; a larger batch (lines far
+    longer than usual) is written whole, and so are the batches after it."""
+    capture = next(c for c in CAPTURES if protocol_of(c) == "claude-stream-json")
+    want = b"".join(encode(ev) + b"\n" for ev in convert_records(records_of([capture]), "claude-stream-json"))
+    monkeypatch.setattr(_convert, "_BALLAST", 64)  # most batches are larger than this
+    lines = NormalizedLines(records_of([capture]), protocol="claude-stream-json", clock=fixed_clock, batch=2)
+    sizes = [len(chunk) for chunk in lines.chunks()]
+    assert max(sizes) > 2 * 64
+    lines = NormalizedLines(records_of([capture]), protocol="claude-stream-json", clock=fixed_clock, batch=2)
+    assert b"".join(bytes(chunk) for chunk in lines.chunks()) == want
 
 
 def test_one_buffer_of_lines_from_several_sessions_is_each_line_encoded() -> None:

@@ -92,7 +92,7 @@ HOLD_LIMIT: Final = 32
 
 #: How many unanswered permission requests and questions the Session tracks for its
 #: ``waiting`` state; past it the oldest is forgotten (the adapters report theirs).
-MAX_PENDING: Final = 10_000
+MAX_PENDING = 10_000
 
 #: A clock returns seconds since the epoch (``time.time`` by default).
 Clock = Callable[[], float]
