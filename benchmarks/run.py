@@ -374,9 +374,9 @@ def quick(args: argparse.Namespace) -> int:
         if args.record:
             print("the guard's baseline is the pure-Python build's: --record without --compiled", file=sys.stderr)
             return 2
-        build = build_name()
+        print(f"build: {build_name()}")
         for key, value in sorted(ratios.items()):
-            print(f"     {key:36} {value:6.2f} ({build})")
+            print(f"     {key:36} {value:6.2f}")
         return 0
     if args.record:
         BASELINE.write_text(json.dumps({"margin": MARGIN, "ratios": ratios}, indent=2, sort_keys=True) + "\n")
