@@ -181,9 +181,9 @@ BATCH_BYTES = 1 << 15
 #: reuses.  A bytearray gives back its memory (a copy) once less than half of it is used, and
 #: grows in steps (a copy each): with this much always in use, the buffer keeps the memory
 #: the largest batch needed, and a batch's output is written once, never copied (measured on
-#: Claude stream-json: about 5 KB of copies per native line without it).  Batches of the
-#: harness's adapters give 60 to 165 KB; the room kept is a third of this (growing by half
-#: may take the buffer to 1.5 times what it holds).
+#: Claude stream-json: about 5 KB of copies per native line without it).  A batch of up to
+#: a third of it keeps the room (growing by half may take the buffer to 1.5 times what it
+#: holds, and past twice the ballast it is let go); the harness's batches are 60 to 165 KB.
 _BALLAST = 1 << 20
 
 

@@ -231,7 +231,8 @@ def _item_kind(t: type) -> int:
 
 # The classes made or told apart for every event, bound once.  In the compiled build a
 # module-level name is read from the module's dict at each use unless it is Final (the
-# constants above are Final for the same reason): docs/performance.md, "The compiled build".
+# constants above are Final for the same reason): docs/performance.md, "Names bound
+# once, and one output buffer".
 _EventEnvelope: Final = EventEnvelope
 _SessionEvent: Final = SessionEvent
 _SessionStateChanged: Final = SessionStateChanged
