@@ -99,3 +99,31 @@ def test_one_buffer_of_lines_from_several_sessions_is_each_line_encoded() -> Non
     assert bytes(encode_lines(mixed[:5], bytearray(b"x\n"))) == b"x\n" + b"".join(
         encode(ev) + b"\n" for ev in mixed[:5]
     )
+
+
+def test_a_batch_of_many_events_comes_in_chunks_of_at_most_chunk_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    """However many events a batch gives (a connection's close settles every session it
+    opened), a chunk holds the lines of at most ``CHUNK_EVENTS`` of them, in order."""
+    capture = next(c for c in CAPTURES if protocol_of(c) == "acp")
+    want = [encode(ev) + b"\n" for ev in convert_records(records_of(companions(capture)), "acp")]
+    monkeypatch.setattr(_convert, "CHUNK_EVENTS", 3)
+    lines = NormalizedLines(records_of(companions(capture)), protocol="acp", clock=fixed_clock, batch=1000)
+    chunks = [bytes(chunk) for chunk in lines.chunks()]
+    assert len(want) > 3 * 2
+    assert [chunk.count(b"\n") for chunk in chunks] == [3] * (len(want) // 3) + (
+        [len(want) % 3] if len(want) % 3 else []
+    )
+    assert b"".join(chunks) == b"".join(want)
+
+
+def test_a_connection_s_chunk_is_released_once_the_next_is_asked_for() -> None:
+    """A connection (several sessions on one input) writes its batches into the same
+    reused buffer as a session."""
+    capture = next(c for c in CAPTURES if protocol_of(c) == "codex-app-server")
+    lines = NormalizedLines(records_of(companions(capture)), protocol="codex-app-server", clock=fixed_clock, batch=1)
+    chunks = iter(lines.chunks())
+    first = next(chunks)
+    assert bytes(first).endswith(b"\n")
+    next(chunks)
+    with pytest.raises(ValueError, match="released"):
+        bytes(first)
