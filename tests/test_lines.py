@@ -122,3 +122,37 @@ def test_a_cut_last_line_is_kept_whole() -> None:
     (rec,) = parse(cut)
     assert isinstance(rec, LineProblem) and isinstance(rec.error, TruncatedLine)
     assert rec.error.kept == cut.decode()
+
+
+long_lines = st.lists(
+    st.one_of(
+        st.integers(0, 3000).map(lambda n: b'{"x":"' + b"y" * n + b'"}'),
+        st.just(b""),
+        st.just(b"   "),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(long_lines, st.integers(1, 9000), st.booleans(), st.booleans())
+def test_long_lines_in_chunks_of_any_size_give_the_same_records(
+    ls: list[bytes], size: int, crlf: bool, tail: bool
+) -> None:
+    """Chunks of long lines are split another way than chunks of short ones (memchr): the
+    records are the same either way, a line over the bound included."""
+    eol = b"\r\n" if crlf else b"\n"
+    data = eol.join(ls) + (eol if tail else b"")
+    cuts = list(range(size, len(data), size))
+    for max_line in (1 << 20, 2000):
+        assert norm(parse(data, max_line=max_line, cuts=cuts)) == norm(parse(data, max_line=max_line))
+
+
+def test_a_chunk_after_one_of_long_lines_is_split_the_same() -> None:
+    sp = LineSplitter()
+    long = b'{"x":"' + b"y" * 1000 + b'"}'
+    assert sp.feed(long + b"\n" + long + b"\n{") == [(1, long), (2, long)]
+    assert sp._long  # the next chunk goes the memchr way
+    assert sp.feed(b'"a":1}\r\n\n' + long + b"\r\n" + long[:10]) == [(3, b'{"a":1}'), (5, long)]
+    assert sp.feed(long[10:] + b"\n") == [(6, long)]
+    assert sp.close() == []
