@@ -49,7 +49,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from msgspec import Raw, Struct
+from msgspec import Raw
 
 from normalize import (
     AssistantMessage,
@@ -70,6 +70,8 @@ from normalize import (
     WebSearch,
 )
 from normalize import Warning as WarningBody
+
+from ._codex_items_views import Change
 
 __all__ = [
     "NULL",
@@ -288,20 +290,6 @@ def command_finished(
 
 
 # ----------------------------------------------------------------- file changes
-
-
-class Change(Struct, frozen=True, kw_only=True):
-    """One file of a patch, whatever the surface.
-
-    ``kind``: ``add`` | ``delete`` | ``update``; ``diff``: for an update the
-    unified diff (hunks), for an add the new file's content, for a delete the old
-    content (as Codex sends them); ``move_path``: the new path of a move.
-    """
-
-    path: str
-    kind: str
-    diff: str | None = None
-    move_path: str | None = None
 
 
 def _as_diff(change: Change) -> str:
