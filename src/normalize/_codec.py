@@ -138,12 +138,17 @@ def encode_lines(events: Iterable[_Core], buf: bytearray | None = None) -> bytea
     if buf is None:
         buf = bytearray()
     into = _encode_into
+    # the line's head up to its event, the same for every event of a session: encoded
+    # once per run of events of one session
+    sid: str | None = None
+    head = b""
     for ev in events:
         if type(ev) is SessionEvent:
             env = ev.event
-            buf += _EVENT_HEAD
-            into(ev.session_id, buf, len(buf))
-            buf += b',"event":'
+            if ev.session_id is not sid:
+                sid = ev.session_id
+                head = _EVENT_HEAD + _encoder.encode(sid) + b',"event":'
+            buf += head
             wire = _EnvelopeWire(
                 session_id=env.session_id,
                 agent=env.agent,
