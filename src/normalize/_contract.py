@@ -212,6 +212,7 @@ class Adapter:
 
     def close(self) -> list[Item]:
         """The input ended: settle what is open (report unfinished calls)."""
+        self._closed = True
         return []
 
     # helpers for subclasses -------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from normalize._contract import Adapter
+from normalize._errors import UsageError
 from normalize._lifecycle import Calls
 
 __all__ = ["BuiltinAdapter"]
@@ -24,3 +25,8 @@ class BuiltinAdapter(Adapter):
     calls: Calls
     _closed: bool
     _evicted: list[Any]
+
+    def _check_open(self) -> None:
+        # Adapter's, compiled with the adapters that call it at every message
+        if self._closed:
+            raise UsageError(f"{type(self).__name__}.feed() after close()")
