@@ -168,3 +168,29 @@ def test_an_adapter_fed_after_close_raises_usage_error(protocol: str) -> None:
     adapter.close()
     with pytest.raises(UsageError, match=r"\.feed\(\) after close\(\)"):
         adapter.feed(pool(protocol)[0][0])
+
+
+_RAW = msgspec.json.Decoder(msgspec.Raw)
+
+
+@pytest.mark.parametrize("protocol", [p for p in PROTOCOLS if normalize.adapter_class(p).decodes_whole])
+def test_an_adapter_that_decodes_whole_returns_only_for_json(protocol: str) -> None:
+    """``decodes_whole``: the Session keeps such an adapter's untranslated messages without
+    checking they are JSON, so every message its feed returns for must be."""
+
+    @SETTINGS
+    @given(inputs(protocol))
+    def check(messages: list[tuple[bytes, str]]) -> None:
+        adapter = normalize.adapter_class(protocol)()
+        for data, from_ in messages:
+            try:
+                data.decode()
+            except UnicodeDecodeError:
+                continue  # the Session reports it: adapters only ever see UTF-8
+            try:
+                adapter.feed(data, from_)  # type: ignore[arg-type]
+            except (NormalizeError, RecursionError):
+                continue  # reported by the Session
+            _RAW.decode(data)  # raises if it was not JSON
+
+    check()

@@ -164,7 +164,12 @@ class Adapter:
       that a sub-agent's lines come inside the parent's turn, where they happened,
       as the live stream says them;
     * ``default_paths``: where the agent keeps its stored sessions (``~`` for
-      the home folder), read by the commands given no path.
+      the home folder), read by the commands given no path;
+    * ``decodes_whole``: :meth:`feed` returns only for a message it decoded whole
+      with msgspec (a view decodes every byte of the line, the fields it skips
+      included), and raises ``MalformedMessage`` for any other: each message it
+      returns items for is JSON, so the Session keeps one untranslated
+      (``session.update``) without decoding it again to check.
     """
 
     protocol: ClassVar[str] = ""
@@ -176,6 +181,7 @@ class Adapter:
     owned: ClassVar[tuple[str, ...]] = ()
     interleave: ClassVar[bool] = False
     default_paths: ClassVar[tuple[str, ...]] = ()
+    decodes_whole: ClassVar[bool] = False
     #: how many ended calls stay readable (``self.calls.ended(call_id)``), for a protocol whose
     #: agents patch a call after its end (ACP: ``ENDED_CALLS``); none by default
     ended_calls: ClassVar[int] = 0

@@ -263,6 +263,7 @@ class Session:
         "_clock",
         "_closed",
         "_created",
+        "_decodes_whole",
         "_failed",
         "_first",
         "_forgotten",
@@ -301,6 +302,8 @@ class Session:
         self.strict = strict
         self._clock = clock if clock is not None else time.time
         self._protocol = type(adapter).protocol
+        #: the adapter returns only for messages it decoded whole: each one is JSON
+        self._decodes_whole = type(adapter).decodes_whole
         self._seq = 0
         self._turns = 0
         self._turn_id: str | None = None
@@ -539,9 +542,10 @@ class Session:
         return out
 
     def _keep(self, out: list[_Core], message: bytes | None, method: str | None, ts: str | None) -> None:
-        """A message kept untranslated: ``session.update``, or an error when it is not even JSON."""
+        """A message kept untranslated: ``session.update``, or an error when it is not even JSON
+        (known to be JSON when the adapter ``decodes_whole``)."""
         sid = self.session_id or ""
-        if message is not None and not _is_json(message):
+        if message is not None and not self._decodes_whole and not _is_json(message):
             error = MalformedMessage("not a JSON message")
             if self.strict:
                 raise error

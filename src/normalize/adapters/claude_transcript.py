@@ -208,6 +208,7 @@ _SUBAGENT_PHASES: dict[str, Literal["completed", "failed", "cancelled"]] = {
 
 class ClaudeTranscriptAdapter(BuiltinAdapter):
     protocol = "claude-transcript"
+    decodes_whole = True  # every feed path decodes the line whole, or raises
     announces_session = True
     agent = "claude-code"
     stored = True

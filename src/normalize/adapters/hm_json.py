@@ -316,6 +316,7 @@ class HmJsonAdapter(BuiltinAdapter):
     """hm ``--output json`` and ``--rpc`` streams -> normalized events.  See the module's Facts."""
 
     protocol = "hm-json"
+    decodes_whole = True  # every feed path decodes the line whole, or raises
     announces_session = True
     agent = "hm"
 
