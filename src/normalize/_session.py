@@ -214,16 +214,29 @@ _ROLES: Final[dict[type[Body], int]] = {
 
 
 # What an adapter's item is, by its exact type (a dict look-up costs a third of an
-# isinstance against a Struct base): a body or a Source, the items of nearly every line;
-# anything else is told apart by isinstance, in _run.
+# isinstance against a Struct base, a tenth of one that fails): a body or a Source, the
+# items of nearly every line, and the other items adapters make; anything else (a
+# CoreEvent, a session's record) is told apart by isinstance, in _run.
 _BODY: Final = 1
 _SOURCE: Final = 2
 _OTHER_ITEM: Final = 3
+_EMIT: Final = 4
+_IN_TURN: Final = 5
+_PASSTHROUGH: Final = 6
+_PROBLEM: Final = 7
 _ITEM_KINDS: Final[dict[type, int]] = {}
+_KINDS_BY_BASE: Final[tuple[tuple[type, int], ...]] = (
+    (Body, _BODY),
+    (Source, _SOURCE),
+    (Emit, _EMIT),
+    (InTurn, _IN_TURN),
+    (Passthrough, _PASSTHROUGH),
+    (Problem, _PROBLEM),
+)
 
 
 def _item_kind(t: type) -> int:
-    kind = _BODY if issubclass(t, Body) else _SOURCE if issubclass(t, Source) else _OTHER_ITEM
+    kind = next((k for base, k in _KINDS_BY_BASE if issubclass(t, base)), _OTHER_ITEM)
     if len(_ITEM_KINDS) < 1024:  # the types adapters give: a few dozen
         _ITEM_KINDS[t] = kind
     return kind
@@ -497,35 +510,37 @@ class Session:
                 accounted = True
             elif kind == _SOURCE:
                 method, native_ts = item.method, item.ts  # type: ignore[union-attr]
-            elif isinstance(item, _Emit):
-                self._native_ts = item.ts or native_ts
+            elif kind == _EMIT:
+                emit = cast(Emit, item)
+                self._native_ts = emit.ts or native_ts
                 self._event(
                     out,
-                    item.body,
+                    emit.body,
                     message,
                     method,
-                    item.ts or native_ts or t,
-                    item.origin,
-                    item.subagent_id,
-                    item.synthetic,
-                    note=item.note,
+                    emit.ts or native_ts or t,
+                    emit.origin,
+                    emit.subagent_id,
+                    emit.synthetic,
+                    note=emit.note,
                 )
-                accounted = accounted or not item.synthetic
-            elif isinstance(item, _InTurn):
+                accounted = accounted or not emit.synthetic
+            elif kind == _IN_TURN:
                 if self._turn_id is None:
                     self._event(out, _TurnStart(), message, method, native_ts or t, None, None, False)
                     accounted = True
-            elif isinstance(item, _Passthrough):
-                self._keep(out, message, item.method or method, native_ts or t)
+            elif kind == _PASSTHROUGH:
+                self._keep(out, message, cast(Passthrough, item).method or method, native_ts or t)
                 accounted = True
-            elif isinstance(item, _Problem):
+            elif kind == _PROBLEM:
+                problem = cast(Problem, item)
                 if self.strict:
-                    raise item.error
-                err = ErrorBody(message=item.error.message, error_type=item.error.error_type, recoverable=True)
-                text = message is not None and (isinstance(item.error, MalformedMessage) or not _is_json(message))
-                self._event(
-                    out, err, message, method, native_ts or t, item.origin, item.subagent_id, False, text_payload=text
-                )
+                    raise problem.error
+                error = problem.error
+                err = ErrorBody(message=error.message, error_type=error.error_type, recoverable=True)
+                text = message is not None and (isinstance(error, MalformedMessage) or not _is_json(message))
+                origin, sub = problem.origin, problem.subagent_id
+                self._event(out, err, message, method, native_ts or t, origin, sub, False, text_payload=text)
                 accounted = True
             elif isinstance(item, _SessionCreated) and item.record.fork_of is not None:
                 self._fork(out, item)
