@@ -215,8 +215,8 @@ _ROLES: Final[dict[type[Body], int]] = {
 
 # What an adapter's item is, by its exact type (a dict look-up costs a third of an
 # isinstance against a Struct base, a tenth of one that fails): a body or a Source, the
-# items of nearly every line, and the other items adapters make; anything else (a
-# CoreEvent, a session's record) is told apart by isinstance, in _run.
+# items of nearly every line, and the other items adapters make (a CoreEvent: a session's
+# record, its failure, any other).
 _BODY: Final = 1
 _SOURCE: Final = 2
 _OTHER_ITEM: Final = 3
@@ -224,6 +224,8 @@ _EMIT: Final = 4
 _IN_TURN: Final = 5
 _PASSTHROUGH: Final = 6
 _PROBLEM: Final = 7
+_RECORD: Final = 8
+_FAILED: Final = 9
 _ITEM_KINDS: Final[dict[type, int]] = {}
 _KINDS_BY_BASE: Final[tuple[tuple[type, int], ...]] = (
     (Body, _BODY),
@@ -232,6 +234,9 @@ _KINDS_BY_BASE: Final[tuple[tuple[type, int], ...]] = (
     (InTurn, _IN_TURN),
     (Passthrough, _PASSTHROUGH),
     (Problem, _PROBLEM),
+    (SessionCreated, _RECORD),
+    (SessionResumed, _RECORD),
+    (SessionFailed, _FAILED),
 )
 
 
@@ -542,13 +547,15 @@ class Session:
                 origin, sub = problem.origin, problem.subagent_id
                 self._event(out, err, message, method, native_ts or t, origin, sub, False, text_payload=text)
                 accounted = True
-            elif isinstance(item, _SessionCreated) and item.record.fork_of is not None:
-                self._fork(out, item)
-                sid = self.session_id or ""
-            elif isinstance(item, _SessionCreated | _SessionResumed):
-                out.append(self._fill_record(item))
+            elif kind == _RECORD:
+                record = cast(SessionCreated | SessionResumed, item)
+                if isinstance(record, _SessionCreated) and record.record.fork_of is not None:
+                    self._fork(out, record)
+                    sid = self.session_id or ""
+                else:
+                    out.append(self._fill_record(record))
             else:  # a CoreEvent the adapter made (bodies and Sources were told apart above)
-                if isinstance(item, _SessionFailed):
+                if kind == _FAILED:
                     self._failed = True
                 out.append(structs.replace(cast(_Core, item), session_id=sid))
         if not accounted:

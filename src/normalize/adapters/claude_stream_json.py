@@ -496,7 +496,7 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
                     source = m.source if ts is None else Source(method=m.name, ts=ts)
                     # a SessionCreated must be the first item of the message that carries it
                     # (the handlers' lists are their own: inserting in place spares a copy)
-                    items.insert(1 if isinstance(items[0], SessionCreated) else 0, source)
+                    items.insert(1 if type(items[0]) is SessionCreated else 0, source)  # (made here: never a subclass)
                     return items
         return self._reread(message, from_)
 
