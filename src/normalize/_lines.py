@@ -239,8 +239,8 @@ class CaptureParser:
         out: list[Record] = []
         n = len(lines)
         for i, item in enumerate(lines):
-            if isinstance(item, LineProblem):
-                out.append(item)
+            if type(item) is not tuple:  # a LineProblem (a type test, as above)
+                out.append(cast(LineProblem, item))
                 continue
             lineno, line = item
             if last and i == n - 1 and not self._complete(line):

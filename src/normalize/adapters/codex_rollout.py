@@ -376,7 +376,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
         self._ts = line.timestamp
         out = handler(line)
         # A SessionCreated must come first; the Source applies to the bodies after it.
-        lead = [out.pop(0)] if out and isinstance(out[0], SessionCreated) else []
+        lead = [out.pop(0)] if out and type(out[0]) is SessionCreated else []  # (made here: a type test)
         return [*lead, Source(method=self._method, ts=line.timestamp), *out]
 
     def _bare(self, line: _Line, message: bytes) -> list[Item]:
