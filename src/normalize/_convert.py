@@ -185,8 +185,10 @@ BATCH_BYTES = 1 << 15
 #: a third of it keeps the room (growing by half may take the buffer to 1.5 times what it
 #: holds, and past twice the ballast it is let go); the harness's batches are 60 to 165 KB.
 _BALLAST = 1 << 20
-#: The most events whose lines :meth:`NormalizedLines.chunks` gives in one chunk.
-CHUNK_EVENTS = 1024
+#: The most events whose lines :meth:`NormalizedLines.chunks` gives in one chunk: a chunk
+#: of 256 events keeps to the room the buffer keeps (1,024: 2 MB more peak memory at 1M
+#: lines of ACP or Codex app-server, whose close settles tens of thousands of sessions).
+CHUNK_EVENTS = 256
 
 
 class NormalizedLines:
