@@ -199,7 +199,7 @@ class NormalizedLines:
     iterating gives each batch as a list of lines (no newline), :meth:`chunks` each
     batch as one piece of bytes (every line ending in a newline), written in place
     (:func:`encode_lines`) for one write per batch (a batch of more than
-    :data:`CHUNK_EVENTS` events, such as a connection's close, in several pieces).  After iterating, :attr:`recognised`
+    :data:`CHUNK_EVENTS` events in several pieces).  After iterating, :attr:`recognised`
     says whether any native message was translated (became an event other than an error).
     """
 
