@@ -20,7 +20,6 @@ import normalize
 from helpers import capture_files, protocol_of, records_of
 from normalize import Message, NormalizeError, Session, SessionEvent, SessionUpdate, UsageError
 from normalize._model import _Core
-from normalize._registry import adapter_class
 
 # failing examples are whole native lines; their size is expected
 pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
@@ -164,7 +163,7 @@ def test_random_bytes_never_raise_in_default_mode(protocol: str, junk: bytes) ->
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_an_adapter_fed_after_close_raises_usage_error(protocol: str) -> None:
     """Feeding a closed adapter is a caller's mistake: ``UsageError``, not a translation."""
-    adapter = adapter_class(protocol)()
+    adapter = normalize.adapter_class(protocol)()
     adapter.close()
     with pytest.raises(UsageError, match=r"\.feed\(\) after close\(\)"):
         adapter.feed(pool(protocol)[0][0])

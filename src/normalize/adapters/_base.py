@@ -22,6 +22,10 @@ __all__ = ["BuiltinAdapter"]
 class BuiltinAdapter(Adapter):
     """An :class:`~normalize.Adapter` declaring what every adapter is given."""
 
+    #: every built-in line adapter decodes each line whole before it returns, or raises
+    #: (tests/test_adapter_properties.py holds each one to it)
+    decodes_whole = True
+
     calls: Calls
     _closed: bool
     _evicted: list[Any]

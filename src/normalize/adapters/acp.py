@@ -448,7 +448,6 @@ class AcpAdapter(BuiltinAdapter):
     """Agent Client Protocol v1, client and agent sides of one connection."""
 
     protocol = "acp"
-    decodes_whole = True  # every feed path decodes the line whole, or raises
     routing = Routing(key="sessionId", opened_by={"session/new": ("sessionId",)})
     announces_session = True
     ended_calls = ENDED_CALLS  # agents patch a call after its end (tool_call_update after completed)

@@ -231,7 +231,6 @@ _StepHandler = Callable[["AntigravityStreamJsonAdapter", _Step, str], list[Item]
 
 class AntigravityStreamJsonAdapter(BuiltinAdapter):
     protocol = "antigravity-stream-json"
-    decodes_whole = True  # every feed path decodes the line whole, or raises
     announces_session = True
     agent = "antigravity"
 

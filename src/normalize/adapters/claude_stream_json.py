@@ -363,7 +363,6 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
     """Claude Code ``--output-format stream-json`` (and ``--input-format stream-json``)."""
 
     protocol = "claude-stream-json"
-    decodes_whole = True  # every feed path decodes the line whole, or raises
     announces_session = True
     agent = "claude-code"
 

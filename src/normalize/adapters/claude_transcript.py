@@ -208,7 +208,6 @@ _SUBAGENT_PHASES: dict[str, Literal["completed", "failed", "cancelled"]] = {
 
 class ClaudeTranscriptAdapter(BuiltinAdapter):
     protocol = "claude-transcript"
-    decodes_whole = True  # every feed path decodes the line whole, or raises
     announces_session = True
     agent = "claude-code"
     stored = True

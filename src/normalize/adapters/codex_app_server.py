@@ -316,7 +316,6 @@ _TERMINAL_STATUS: dict[str, tuple[Literal["ok", "interrupt"], _StopReason]] = {
 
 class CodexAppServerAdapter(BuiltinAdapter):
     protocol = "codex-app-server"
-    decodes_whole = True  # every feed path decodes the line whole, or raises
     routing = Routing(
         key="threadId",
         opened_by={"thread/start": ("thread", "id"), "thread/fork": ("thread", "id")},

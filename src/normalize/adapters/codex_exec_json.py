@@ -119,7 +119,6 @@ _PHASES: dict[str | None, _Phase] = {
 
 class CodexExecJsonAdapter(BuiltinAdapter):
     protocol = "codex-exec-json"
-    decodes_whole = True  # every feed path decodes the line whole, or raises
     announces_session = True
     agent = "codex"
 

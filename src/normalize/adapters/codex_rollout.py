@@ -254,7 +254,6 @@ def _mcp_name(name: str, namespace: str | None) -> tuple[str, str] | None:
 
 class CodexRolloutAdapter(BuiltinAdapter):
     protocol = "codex-rollout"
-    decodes_whole = True  # every feed path decodes the line whole, or raises
     announces_session = True
     agent = "codex"
     stored = True

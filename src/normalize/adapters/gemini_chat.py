@@ -93,7 +93,6 @@ def _thoughts(thoughts: Sequence[_Thought]) -> str:
 
 class GeminiChatAdapter(BuiltinAdapter):
     protocol = "gemini-chat"
-    decodes_whole = True  # every feed path decodes the line whole, or raises
     agent = "gemini-cli"
     stored = True
     default_paths = ("~/.gemini/tmp",)

@@ -75,7 +75,6 @@ LINE_TYPES = frozenset({"init", "message", "tool_use", "tool_result", "error", "
 
 class GeminiStreamJsonAdapter(BuiltinAdapter):
     protocol = "gemini-stream-json"
-    decodes_whole = True  # every feed path decodes the line whole, or raises
     agent = "gemini-cli"
     announces_session = True
 

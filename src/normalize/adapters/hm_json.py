@@ -316,7 +316,6 @@ class HmJsonAdapter(BuiltinAdapter):
     """hm ``--output json`` and ``--rpc`` streams -> normalized events.  See the module's Facts."""
 
     protocol = "hm-json"
-    decodes_whole = True  # every feed path decodes the line whole, or raises
     announces_session = True
     agent = "hm"
 

@@ -58,7 +58,6 @@ LINE_TYPES = frozenset({"step_start", "text", "reasoning", "tool_use", "step_fin
 
 class OpenCodeJsonAdapter(BuiltinAdapter):
     protocol = "opencode-json"
-    decodes_whole = True  # every feed path decodes the line whole, or raises
     agent = "opencode"
     announces_session = True
 
