@@ -5,14 +5,29 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter, defaultdict
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from helpers import ADAPTERS, convert_capture, convert_records, session_captures
-from normalize import CaptureParser, SessionEvent, SessionUpdate, detect_protocol, encode, find_inputs
+from helpers import ADAPTERS, capture_files, convert_capture, convert_records, protocol_of, records_of, session_captures
+from normalize import (
+    CaptureParser,
+    Message,
+    Session,
+    SessionEvent,
+    SessionUpdate,
+    detect_protocol,
+    encode,
+    find_inputs,
+)
 from normalize._model import _Core
+from normalize.adapters import codex_rollout
+from normalize.adapters._codex_rollout_views import _typed_line_decoder
 from normalize.adapters.codex_rollout import CodexRolloutAdapter
 
 #: the versions whose facts these tests state (older shapes: their own tests below,
@@ -547,3 +562,92 @@ def test_a_sessions_folder_yields_every_session(tmp_path: Path) -> None:
     assert sorted(f.main.name for f in found) == sorted(p.name for p in (tmp_path / "sessions").rglob("*.jsonl"))  # type: ignore[union-attr]
     assert {f.protocol for f in found} == {"codex-rollout"}  # type: ignore[union-attr]
     assert len(found) == len(CAPTURES)
+
+
+# --------------------------------------------------------------------------- one decode per line
+#
+# A line of the types the adapter translates is decoded once (a tagged union of line views,
+# payload included); any other line is read envelope first, its payload kept raw, then
+# decoded by its type.  The two readings must agree: the same items, the same errors.
+
+
+class _NoUnion:
+    """In place of the union's decoder: reads no line, so that every line is read envelope first."""
+
+    def decode(self, data: bytes) -> Any:
+        raise msgspec.ValidationError("read envelope first")
+
+
+@cache
+def _rollout_lines() -> list[bytes]:
+    return [
+        r.data
+        for c in capture_files()
+        if protocol_of(c) == "codex-rollout"
+        for r in records_of([c])
+        if isinstance(r, Message)
+    ]
+
+
+def _feed_all(lines: list[bytes]) -> list[bytes]:
+    """The events one session gives for these lines, as a user reads them (encoded)."""
+    session = Session(CodexRolloutAdapter(), clock=lambda: 0.0)
+    out: list[_Core] = []
+    for line in lines:
+        out += session.feed(line)
+    out += session.close()
+    return [encode(e) for e in out]
+
+
+def _both_readings(lines: list[bytes], monkeypatch: pytest.MonkeyPatch) -> tuple[list[bytes], list[bytes]]:
+    once = _feed_all(lines)
+    with monkeypatch.context() as m:
+        m.setattr(codex_rollout, "_typed_line_decoder", _NoUnion())
+        envelope_first = _feed_all(lines)
+    return once, envelope_first
+
+
+def test_the_union_reads_most_lines_and_gives_what_the_envelope_first_reading_gives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lines = _rollout_lines()
+    read = 0
+    for line in lines:
+        try:
+            _typed_line_decoder.decode(line)
+            read += 1
+        except (msgspec.DecodeError, RecursionError):
+            pass
+    assert read >= 0.9 * len(lines)  # the union is the common path, not the fallback
+    once, envelope_first = _both_readings(lines, monkeypatch)
+    assert once == envelope_first
+
+
+_MUTATIONS = (
+    (b'"payload":{', b'"payload":null,"x":{'),  # a null payload
+    (b'"payload":{', b'"payload":[1],"x":{'),  # a payload of the wrong kind
+    (b'"timestamp":"', b'"timestamp":1,"y":"'),  # an envelope field of the wrong type
+    (b'"type":"', b'"type":"zz_'),  # an unknown line type
+    (b'"id":"', b'"id":7,"z":"'),  # a payload field of the wrong type
+    (b'"type":"', b'"record_type":5,"type":"'),  # an envelope field the older files have
+)
+
+
+@given(data=st.data())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_changed_line_gives_the_same_items_or_error_either_way(
+    data: st.DataObject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool = _rollout_lines()
+    start = data.draw(st.integers(0, len(pool) - 1))
+    lines = pool[start : start + data.draw(st.integers(1, 30))]
+    changed = []
+    for line in lines:
+        old, new = data.draw(st.sampled_from(_MUTATIONS))
+        if data.draw(st.booleans()):
+            line = line.replace(old, new, 1)
+        elif data.draw(st.integers(0, 9)) == 0:
+            line = line[: data.draw(st.integers(0, len(line)))]  # cut short
+        changed.append(line)
+    once, envelope_first = _both_readings(changed, monkeypatch)
+    assert once == envelope_first

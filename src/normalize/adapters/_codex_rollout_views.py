@@ -183,6 +183,46 @@ class _Compacted(Struct, frozen=True, gc=False):
 _line_decoder = msgspec.json.Decoder(_Line)
 
 
+# The enveloped lines of the types the adapter translates, one view each, as a tagged union
+# on the envelope's ``type``: such a line is decoded once, its payload with it.  A line no
+# view reads (another type, a null or malformed payload, an envelope-less line) is read
+# again as before, envelope first (``_Line``, its payload kept raw), so that what it gives,
+# an error included, is unchanged.
+
+
+class _Enveloped(Struct, frozen=True, kw_only=True, gc=False, tag_field="type"):
+    """The envelope's fields, as ``_Line`` checks them."""
+
+    timestamp: str | None = None
+    record_type: str | None = None
+    id: str | None = None
+    instructions: str | None = None
+
+
+class _MetaLine(_Enveloped, frozen=True, kw_only=True, gc=False, tag="session_meta"):
+    payload: _Meta
+
+
+class _ContextLine(_Enveloped, frozen=True, kw_only=True, gc=False, tag="turn_context"):
+    payload: _TurnContext
+
+
+class _ItemLine(_Enveloped, frozen=True, kw_only=True, gc=False, tag="response_item"):
+    payload: _RItem
+
+
+class _EventLine(_Enveloped, frozen=True, kw_only=True, gc=False, tag="event_msg"):
+    payload: _Event
+
+
+class _CompactedLine(_Enveloped, frozen=True, kw_only=True, gc=False, tag="compacted"):
+    payload: _Compacted
+
+
+_TypedLine = _MetaLine | _ContextLine | _ItemLine | _EventLine | _CompactedLine
+_typed_line_decoder: msgspec.json.Decoder[_TypedLine] = msgspec.json.Decoder(_TypedLine)
+
+
 _patch_change_decoder = msgspec.json.Decoder(_PathChange)
 
 

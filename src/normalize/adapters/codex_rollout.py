@@ -52,7 +52,7 @@ shapes from 0.104.0-alpha.1 files and the protocol reference):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import msgspec
 from msgspec import Raw, structs
@@ -101,6 +101,7 @@ from ._codex_rollout_views import (
     Event,
     _any_decoder,
     _Command,
+    _Compacted,
     _compacted_decoder,
     _context_decoder,
     _CoreItem,
@@ -109,6 +110,7 @@ from ._codex_rollout_views import (
     _Invocation,
     _Line,
     _line_decoder,
+    _Meta,
     _meta_decoder,
     _patch_change_decoder,
     _PathChange,
@@ -116,6 +118,9 @@ from ._codex_rollout_views import (
     _ritem_decoder,
     _Text,
     _Tok,
+    _TurnContext,
+    _typed_line_decoder,
+    _TypedLine,
 )
 
 __all__ = ["CodexRolloutAdapter"]
@@ -125,6 +130,17 @@ __all__ = ["CodexRolloutAdapter"]
 # The views are ``gc=False``: decoded JSON holds no reference cycles, and a struct the
 # garbage collector does not track is cheaper to make and adds nothing to its passes.
 
+
+#: each typed line view's envelope type (its tag)
+_TAGS: dict[type, str] = {cls: cls.__struct_config__.tag for cls in get_args(_TypedLine)}
+#: the payload's decoder of each envelope type read as ``_Line`` (payload raw)
+_PAYLOADS: dict[str, msgspec.json.Decoder[Any]] = {
+    "session_meta": _meta_decoder,
+    "turn_context": _context_decoder,
+    "response_item": _ritem_decoder,
+    "event_msg": _event_decoder,
+    "compacted": _compacted_decoder,
+}
 
 #: Envelope line types (detection; anything else in an envelope is passed through).
 LINE_TYPES = frozenset(
@@ -281,7 +297,8 @@ class CodexRolloutAdapter(BuiltinAdapter):
         self._reply_due = False
         self._aborted: tuple[str | None, str | None, str | None] | None = None
         self._ts: str | None = None
-        self._lines: dict[str, Callable[[_Line], list[Item]]] = {
+        #: envelope type -> its handler, given the line's payload decoded (``_PAYLOADS``)
+        self._lines: dict[str, Callable[[Any], list[Item]]] = {
             "session_meta": self._session_meta,
             "turn_context": self._turn_context,
             "response_item": self._response_item_line,
@@ -360,23 +377,33 @@ class CodexRolloutAdapter(BuiltinAdapter):
         self._check_open()
         self._n += 1
         try:
-            line = _line_decoder.decode(message)
-            return self._dispatch(line, message)
+            typed: _TypedLine | None = _typed_line_decoder.decode(message)
+        except msgspec.DecodeError:  # not one of the union's lines: read as before, below
+            typed = None
+        try:
+            if typed is not None:
+                kind = _TAGS[type(typed)]
+                return self._translate(kind, typed.timestamp, self._lines[kind], typed.payload)
+            return self._dispatch(_line_decoder.decode(message), message)
         except msgspec.DecodeError as exc:
             raise MalformedMessage(f"not a codex rollout line: {exc}") from None
 
     def _dispatch(self, line: _Line, message: bytes) -> list[Item]:
-        if line.type is None or bytes(line.payload) == b"null":
+        if line.type is None or line.payload == ci.NULL:
             return self._bare(line, message)
         handler = self._lines.get(line.type)
         if handler is None:
             return [Source(method=line.type, ts=line.timestamp), Passthrough(method=line.type)]
-        self._method = line.type
-        self._ts = line.timestamp
-        out = handler(line)
+        return self._translate(line.type, line.timestamp, handler, _PAYLOADS[line.type].decode(line.payload))
+
+    def _translate(self, kind: str, ts: str | None, handler: Callable[[Any], list[Item]], payload: Any) -> list[Item]:
+        """An enveloped line of a type the adapter translates, its payload decoded."""
+        self._method = kind
+        self._ts = ts
+        out = handler(payload)
         # A SessionCreated must come first; the Source applies to the bodies after it.
         lead = [out.pop(0)] if out and type(out[0]) is SessionCreated else []  # (made here: a type test)
-        return [*lead, Source(method=self._method, ts=line.timestamp), *out]
+        return [*lead, Source(method=self._method, ts=ts), *out]
 
     def _bare(self, line: _Line, message: bytes) -> list[Item]:
         """The oldest files: a meta line, bare response items, state lines."""
@@ -404,8 +431,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
 
     # ------------------------------------------------------------ line types
 
-    def _session_meta(self, line: _Line) -> list[Item]:
-        meta = _meta_decoder.decode(line.payload)
+    def _session_meta(self, meta: _Meta) -> list[Item]:
         record = SessionRecord(
             id="",
             agent="",
@@ -424,8 +450,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
             out.append(_instructions(text))
         return out
 
-    def _turn_context(self, line: _Line) -> list[Item]:
-        ctx = _context_decoder.decode(line.payload)
+    def _turn_context(self, ctx: _TurnContext) -> list[Item]:
         out: list[Item] = []
         if not self._task_events and not self._inferred_open:
             self._infer_start(out)  # a model request with no turn open: its turn began here
@@ -447,8 +472,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
         # the same settings again (older files: every request)
         return out if any(not isinstance(i, Emit) for i in out) else [*out, Passthrough()]
 
-    def _compacted_line(self, line: _Line) -> list[Item]:
-        compacted = _compacted_decoder.decode(line.payload)
+    def _compacted_line(self, compacted: _Compacted) -> list[Item]:
         self._compacted = True
         return [
             Compaction(compaction_id=f"compaction@{self._n}", status="completed", summary=compacted.message or None)
@@ -456,8 +480,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
 
     # -------------------------------------------------------- response items
 
-    def _response_item_line(self, line: _Line) -> list[Item]:
-        item = _ritem_decoder.decode(line.payload)
+    def _response_item_line(self, item: _RItem) -> list[Item]:
         self._method = f"response_item:{item.type}"
         return self._response_item(item)
 
@@ -586,8 +609,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
 
     # ------------------------------------------------------------ event_msg
 
-    def _event_msg(self, line: _Line) -> list[Item]:
-        event = _event_decoder.decode(line.payload)
+    def _event_msg(self, event: _Event) -> list[Item]:
         self._method = f"event_msg:{event.type}"
         return self._event(event)
 
