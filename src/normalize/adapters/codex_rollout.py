@@ -570,7 +570,14 @@ class CodexRolloutAdapter(BuiltinAdapter):
             text = output if isinstance(output, str) and status != "declined" else None
             return list(
                 ci.command_finished(
-                    call.call_id, note.command, note.cwd, status, text, exit_code, output_streamed=False
+                    call.call_id,
+                    note.command,
+                    note.cwd,
+                    status,
+                    text,
+                    exit_code,
+                    output_streamed=False,
+                    title=call.title,
                 )
             )
         if isinstance(note, McpTool):
@@ -815,13 +822,24 @@ class CodexRolloutAdapter(BuiltinAdapter):
 
     def _exec_end(self, event: _Event) -> list[Item]:
         call_id = event.call_id or ""
-        note = _note(self.calls.get(call_id))
-        if not isinstance(note, _Command):
+        call = self.calls.get(call_id)
+        note = _note(call)
+        if call is None or not isinstance(note, _Command):
             return [Passthrough()]
         output = event.aggregated_output if event.aggregated_output is not None else event.stdout
         status = "completed" if event.exit_code == 0 else "failed"
+        # the title the call started with (the same command's): not quoted again
         return list(
-            ci.command_finished(call_id, note.command, note.cwd, status, output, event.exit_code, output_streamed=False)
+            ci.command_finished(
+                call_id,
+                note.command,
+                note.cwd,
+                status,
+                output,
+                event.exit_code,
+                output_streamed=False,
+                title=call.title,
+            )
         )
 
     def _patch_begin(self, event: _Event) -> list[Item]:
