@@ -96,6 +96,41 @@ def test_tap_files_give_direction_and_receive_time_and_keep_the_wire_bytes() -> 
     assert isinstance(got[2], LineProblem) and got[2].line == 3
 
 
+_taps = st.lists(
+    st.one_of(
+        st.tuples(
+            st.sampled_from(["agent", "client"]),
+            st.dictionaries(st.text(max_size=5), st.integers(), max_size=3).map(msgspec.json.encode),
+        ),
+        st.sampled_from([b'{"t":"x","from":"nobody","msg":{}}', b'{"t":"x","from":"agent"}', b"not json", b"{"]),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_taps, st.lists(st.integers(0, 3000), max_size=20))
+def test_a_tap_file_gives_each_record_s_message_or_its_problem_at_its_line_whatever_the_chunking(
+    taps: list[tuple[str, bytes] | bytes], cuts: list[int]
+) -> None:
+    first = b'{"t":"2026-11-29T19:05:39.000Z","from":"client","msg":{"id":0}}'  # the format is a tap's
+    made = [
+        t
+        if isinstance(t, bytes)
+        else b'{"t":"2026-11-29T19:05:40.%03dZ","from":"%s","msg":%s}' % (i, t[0].encode(), t[1])
+        for i, t in enumerate(taps)
+    ]
+    data = b"\n".join([first, *made]) + b"\n"
+    got = parse(data, cuts=[c % (len(data) + 1) for c in cuts])
+    assert got[0] == Message(b'{"id":0}', "client", "2026-11-29T19:05:39.000Z", 1)
+    assert len(got) == len(taps) + 1
+    for i, (t, rec) in enumerate(zip(taps, got[1:], strict=True)):
+        if isinstance(t, bytes):
+            assert isinstance(rec, LineProblem) and rec.line == i + 2
+        else:
+            assert rec == Message(t[1], t[0], f"2026-11-29T19:05:40.{i:03d}Z", i + 2)  # type: ignore[arg-type]
+
+
 lines = st.lists(
     st.one_of(
         st.dictionaries(st.text(max_size=5), st.integers(), max_size=3).map(msgspec.json.encode),

@@ -236,6 +236,17 @@ class CaptureParser:
             # (a type test: an isinstance that fails costs ten times more, once per line)
             made = [Message(i[1], "agent", None, i[0]) if type(i) is tuple else i for i in lines]
             return cast(list[Record], made)  # the rest are LineProblems
+        if self.fmt == "tap" and not last:  # the common case of a tap: every line a tap record
+            decode = _tap_decoder.decode
+            try:
+                made = [
+                    Message(bytes((tap := decode(i[1])).msg), tap.from_, tap.t, i[0]) if type(i) is tuple else i
+                    for i in lines
+                ]
+            except (msgspec.DecodeError, RecursionError):
+                pass  # a line that is not one: each line read again below, that one for its error
+            else:
+                return cast(list[Record], made)
         out: list[Record] = []
         n = len(lines)
         for i, item in enumerate(lines):
