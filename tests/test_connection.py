@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from helpers import ADAPTERS, convert_records, records_of
 from normalize import (
@@ -27,6 +29,7 @@ from normalize import (
     adapter_class,
     encode,
 )
+from normalize._connection import _at
 
 SHIFT = 1000
 
@@ -213,3 +216,49 @@ def test_convert_into_a_folder_writes_one_file_per_session(tmp_path: Path) -> No
         ids += sids
     alone = convert_records(records_of([capture]), "acp")
     assert sorted(ids) == sorted({e.session_id for e in alone})
+
+
+# ------------------------------------------------------------ a string read at a path of a message
+
+_keys = st.sampled_from(["a", "b", "sessionId"])
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+def _generic_at(raw: bytes, path: tuple[str, ...]) -> str | None:
+    """The string at ``path``, read from the whole value decoded as dicts and lists."""
+    try:
+        value: Any = json.loads(raw)
+    except ValueError:
+        return None
+    for name in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(name)
+    return value if isinstance(value, str) and value else None
+
+
+@settings(max_examples=400, deadline=None)
+@example(value={"a": ""}, path=("a",), cut=False)  # an empty name names nothing
+@example(value={"a": 7}, path=("a",), cut=False)
+@example(value={"a": {"b": "s-1"}, "sessionId": [1]}, path=("a", "b"), cut=False)
+@example(value={"a": None}, path=("a", "b"), cut=False)
+@example(value={"a": ["s-1"]}, path=("a", "b"), cut=False)
+@example(value=["s-1"], path=("a",), cut=False)
+@example(value={"a": {"b": "s-1"}}, path=("a", "b"), cut=True)
+@given(
+    value=_json,
+    path=st.lists(_keys, min_size=1, max_size=3).map(tuple),
+    cut=st.booleans(),
+)
+def test_the_string_at_a_path_is_what_the_whole_decoded_value_holds_there(
+    value: Any, path: tuple[str, ...], cut: bool
+) -> None:
+    """A response names its session at a path (``result.sessionId``); only that path is read."""
+    raw = json.dumps(value).encode()
+    if cut:
+        raw = raw[: len(raw) // 2]  # not JSON: nothing is read
+    assert _at(raw, path) == _generic_at(raw, path)

@@ -54,7 +54,6 @@ PENDING: Final = 10_000
 HANDSHAKE: Final = 64
 
 _NULL: Final = Raw(b"null")
-_ANY: Final = msgspec.json.Decoder()
 
 
 def _view(key: str) -> Any:
@@ -67,17 +66,36 @@ def _view(key: str) -> Any:
     return msgspec.json.Decoder(msg)
 
 
+def _path_decoder(path: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
+    """A decoder of only what lies along ``path``: an object per name, a string at its end.
+
+    Everything else is skipped, not built (a ``session/new`` response may carry long
+    lists of modes and models); a value of another kind on the way fails the decode."""
+    t: Any = str | None
+    for name in reversed(path):
+        t = msgspec.defstruct("_Step", [("v", t, None)], rename={"v": name}, frozen=True) | None
+    return msgspec.json.Decoder(t)
+
+
+#: the decoder of each path asked for (the routing tables name a few)
+_PATHS: Final[dict[tuple[str, ...], msgspec.json.Decoder[Any]]] = {}
+
+
 def _at(raw: bytes, path: tuple[str, ...]) -> str | None:
-    """The string at ``path`` in a JSON value, or None."""
+    """The string at ``path`` in a JSON value, or None (absent, empty, of another kind,
+    under a value that is not an object, or the value not JSON)."""
+    decoder = _PATHS.get(path)
+    if decoder is None:
+        decoder = _PATHS[path] = _path_decoder(path)
     try:
-        value: Any = _ANY.decode(raw)
-    except (msgspec.DecodeError, RecursionError):
+        value: Any = decoder.decode(raw)
+    except (msgspec.DecodeError, RecursionError):  # a ValidationError is a DecodeError
         return None
-    for name in path:
-        if not isinstance(value, dict):
+    for _ in path:
+        if value is None:
             return None
-        value = value.get(name)
-    return value if isinstance(value, str) and value else None
+        value = value.v
+    return value if value else None
 
 
 class Connection:
