@@ -823,9 +823,9 @@ class CodexRolloutAdapter(BuiltinAdapter):
     def _exec_end(self, event: _Event) -> list[Item]:
         call_id = event.call_id or ""
         call = self.calls.get(call_id)
-        note = _note(call)
-        if call is None or not isinstance(note, _Command):
+        if call is None or not isinstance(call.note, _Command):
             return [Passthrough()]
+        note = call.note
         output = event.aggregated_output if event.aggregated_output is not None else event.stdout
         status = "completed" if event.exit_code == 0 else "failed"
         # the title the call started with (the same command's): not quoted again
