@@ -57,9 +57,11 @@ def test_printable_escapes_every_terminal_control_and_keeps_the_rest() -> None:
 
 
 def test_stats_shows_a_hostile_model_name_escaped_and_never_as_markup(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("rich")
+    # a pipe with no terminal width set: the table is not narrowed, so the name is on one line
+    monkeypatch.delenv("COLUMNS", raising=False)
     hostile_capture(tmp_path)
     assert main(["stats", str(tmp_path), "-j", "1"]) == 0
     out = capsys.readouterr().out
