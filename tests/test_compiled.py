@@ -57,3 +57,65 @@ def test_the_build_tested_is_the_one_meant(path: str) -> None:
     editable install compile nothing)."""
     module = importlib.import_module(_module(path))
     assert compiled(module) == COMPILED_BUILD, module.__file__
+
+
+# -- the compiled build's UTF-8 scan (src/normalize/_utf8.c) -----------------------------------
+
+
+def test_the_utf8_scan_is_in_the_compiled_build_only() -> None:
+    """Built with the mypyc modules (hatch_build.py), used by the Session when present."""
+    from normalize import _session
+
+    try:
+        from normalize._utf8 import first_invalid
+    except ImportError:
+        assert not COMPILED_BUILD
+        assert _session._first_invalid is None
+    else:
+        assert COMPILED_BUILD
+        assert _session._first_invalid is first_invalid
+
+
+def _decoder_start(data: bytes) -> int:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return -1
+
+
+# every byte after each lead that narrows its second byte, and the edges of the ranges
+_EDGES = bytes([0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF])
+_EDGES += bytes([0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xED, 0xF0, 0xF4, 0xF5, 0xFF])
+
+
+def _sequences() -> list[bytes]:
+    out = [bytes([a]) for a in range(256)]
+    out += [bytes([a, b]) for a in range(256) for b in range(256)]
+    out += [bytes([a, b, c]) for a in range(0xC0, 0x100) for b in range(256) for c in _EDGES]
+    out += [bytes([a, b, c, d]) for a in range(0xE0, 0x100) for b in _EDGES for c in _EDGES for d in _EDGES]
+    return out
+
+
+@pytest.mark.skipif(not COMPILED_BUILD, reason="the pure-Python build has no C module (scripts/test-compiled)")
+def test_the_utf8_scan_finds_what_pythons_decoder_refuses_where_it_does() -> None:
+    from normalize._utf8 import first_invalid
+
+    pads = [b"", b"a" * 31, b"a" * 32]  # the scan reads ASCII 32 bytes at a time
+    wrong = [
+        data
+        for seq in _sequences()
+        for pad in pads
+        for data in (pad + seq, pad + seq + b"z", pad + seq + b"\xe2\x86\x92" + b"a" * 40)
+        if first_invalid(data) != _decoder_start(data)
+    ]
+    assert wrong == []
+
+
+@pytest.mark.skipif(not COMPILED_BUILD, reason="the pure-Python build has no C module (scripts/test-compiled)")
+def test_the_utf8_scan_takes_bytes_only() -> None:
+    from normalize._utf8 import first_invalid
+
+    assert first_invalid(b"") == -1
+    with pytest.raises(TypeError, match="takes bytes, not bytearray"):
+        first_invalid(bytearray(b"x"))  # type: ignore[arg-type]

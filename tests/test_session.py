@@ -347,6 +347,62 @@ def test_a_bad_line_under_the_bound_is_kept_whole_as_text() -> None:
     assert ev.native.payload == text.decode()
 
 
+# Where a line stops being UTF-8: the bytes Python's decoder refuses (a stray continuation
+# byte, an overlong form, a surrogate, past U+10FFFF, a sequence cut short by ASCII or by
+# the end), among characters of every length, at any offset from a long run of ASCII, in
+# a line that is JSON but for them.
+_utf8_pieces = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters='"\\'), min_size=1, max_size=3).map(
+        lambda t: t.encode()
+    ),
+    st.sampled_from(
+        [
+            b"\x80",
+            b"\xbf",
+            b"\xc0\x80",
+            b"\xc1\xbf",
+            b"\xe0\x80\x80",
+            b"\xed\xa0\x80",
+            b"\xed\xbf\xbf",
+            b"\xf0\x80\x80\x80",
+            b"\xf4\x90\x80\x80",
+            b"\xf5\x80\x80\x80",
+            b"\xff",
+            b"\xc3",
+            b"\xe2\x86",
+            b"\xf0\x9f\x98",
+            b"\xe2(\x92",
+            b"\xe2\x86\x92",
+            b"\xf4\x8f\xbf\xbf",
+        ]
+    ),
+    st.lists(st.integers(0x80, 0xFF), min_size=1, max_size=4).map(bytes),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 70), st.lists(_utf8_pieces, max_size=6), st.integers(0, 40))
+def test_a_line_is_an_error_exactly_when_it_is_not_utf8(pad: int, pieces: list[bytes], tail: int) -> None:
+    """The check before any adapter (a scan in the compiled build, a decode in the pure one)
+    refuses what Python's decoder refuses, and says where, in the decoder's words."""
+    line = b'{"text": "' + b"a" * pad + b"".join(pieces) + b"z" * tail + b'"}'
+    out = session().feed(line)
+    errors = [e.body.message for e in evs(out) if isinstance(e.body, normalize.Error)]
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        refused: UnicodeDecodeError | None = exc
+    else:
+        refused = None
+    if refused is not None:
+        assert errors == [f"not UTF-8: {refused.reason} at byte {refused.start}"]
+        (ev,) = evs(out)
+        assert ev.native.payload == line.decode("utf-8", errors="replace")  # kept as text
+    else:
+        assert errors == []  # the adapter saw it: kept untranslated, unchanged
+        assert [bytes(e.update.payload) for e in out if isinstance(e, normalize.SessionUpdate)] == [line]
+
+
 def _datetime_text(seconds: float) -> str:
     dt = datetime.fromtimestamp(seconds, tz=UTC)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"

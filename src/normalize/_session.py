@@ -147,7 +147,16 @@ def _is_json(message: bytes) -> bool:
     return True
 
 
+try:  # the compiled build's scan (src/normalize/_utf8.c): the same answer as decoding, sooner
+    from ._utf8 import first_invalid as _scan_utf8
+except ImportError:  # the pure-Python build: a line not all ASCII is decoded
+    _first_invalid: Callable[[bytes], int] | None = None
+else:
+    _first_invalid = _scan_utf8
+
+
 def _utf8_error(message: bytes) -> MalformedMessage | None:
+    """Why a line is not UTF-8 (worded by Python's decoder), or None."""
     try:
         message.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -380,7 +389,9 @@ class Session:
             self._first = message
         self._now = None
         items: list[Item]
-        if not message.isascii() and (bad := _utf8_error(message)) is not None:
+        scan = _first_invalid
+        suspect = not message.isascii() if scan is None else scan(message) >= 0
+        if suspect and (bad := _utf8_error(message)) is not None:
             items = [_Problem(error=bad)]  # adapters only ever see UTF-8
         else:
             try:

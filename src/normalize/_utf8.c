@@ -1,0 +1,124 @@
+/*
+ * normalize._utf8: the compiled build's UTF-8 check (docs/performance.md, "The compiled
+ * build").
+ *
+ * Session.feed checks that every native line is UTF-8 before an adapter sees it: the
+ * adapters' views skip most of a line's strings, and the line is written out again
+ * inside its events.  Python has no check that does not decode: bytes.decode builds a
+ * str of the whole line, which costs several times a scan of it for a line with a few
+ * non-ASCII characters.  This module scans instead.  The pure-Python build (and any
+ * build without this module) decodes; both give the same answer, and an invalid line's
+ * error is always worded by Python's decoder.
+ *
+ * Well-formed UTF-8 is Table 3-7 of the Unicode Standard: no overlong form, no
+ * surrogate (U+D800..U+DFFF), nothing above U+10FFFF.  Python's "utf-8" codec accepts
+ * exactly these sequences, and its UnicodeDecodeError.start is where the sequence that
+ * fails begins: first_invalid returns that index.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define HIGH_BITS 0x8080808080808080ULL
+
+/* The index of the first byte of s[0:n] that does not begin a well-formed sequence, or -1. */
+static Py_ssize_t
+first_invalid(const unsigned char *s, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    while (i < n) {
+        /* ASCII, 32 bytes at a time (memcpy: no unaligned read) */
+        while (n - i >= 32) {
+            uint64_t a, b, c, d;
+            memcpy(&a, s + i, 8);
+            memcpy(&b, s + i + 8, 8);
+            memcpy(&c, s + i + 16, 8);
+            memcpy(&d, s + i + 24, 8);
+            if ((a | b | c | d) & HIGH_BITS) {
+                break;
+            }
+            i += 32;
+        }
+        if (i >= n) {
+            break;
+        }
+        unsigned char lead = s[i];
+        if (lead < 0x80) {
+            i++;
+            continue;
+        }
+        Py_ssize_t len;
+        /* the range of the byte after the lead: narrower where the lead alone would
+           allow an overlong form, a surrogate or a code point above U+10FFFF */
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (lead >= 0xC2 && lead <= 0xDF) {
+            len = 2;
+        }
+        else if (lead >= 0xE0 && lead <= 0xEF) {
+            len = 3;
+            if (lead == 0xE0) {
+                lo = 0xA0;
+            }
+            else if (lead == 0xED) {
+                hi = 0x9F;
+            }
+        }
+        else if (lead >= 0xF0 && lead <= 0xF4) {
+            len = 4;
+            if (lead == 0xF0) {
+                lo = 0x90;
+            }
+            else if (lead == 0xF4) {
+                hi = 0x8F;
+            }
+        }
+        else {
+            return i; /* a continuation byte, 0xC0, 0xC1 or 0xF5..0xFF */
+        }
+        if (n - i < 2 || s[i + 1] < lo || s[i + 1] > hi) {
+            return i;
+        }
+        for (Py_ssize_t k = 2; k < len; k++) {
+            if (n - i <= k || (s[i + k] & 0xC0) != 0x80) {
+                return i;
+            }
+        }
+        i += len;
+    }
+    return -1;
+}
+
+static PyObject *
+utf8_first_invalid(PyObject *module, PyObject *data)
+{
+    (void)module;
+    if (!PyBytes_Check(data)) {
+        PyErr_Format(PyExc_TypeError, "first_invalid() takes bytes, not %.200s", Py_TYPE(data)->tp_name);
+        return NULL;
+    }
+    return PyLong_FromSsize_t(
+        first_invalid((const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data)));
+}
+
+static PyMethodDef utf8_methods[] = {
+    {"first_invalid", utf8_first_invalid, METH_O,
+     "first_invalid(data, /)\n--\n\n"
+     "Where the first sequence of data that is not well-formed UTF-8 begins (the start of\n"
+     "the UnicodeDecodeError data.decode('utf-8') raises), or -1 when data is UTF-8."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef utf8_module = {
+    PyModuleDef_HEAD_INIT,
+    "normalize._utf8",
+    "The compiled build's UTF-8 check (src/normalize/_utf8.c).",
+    0,
+    utf8_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__utf8(void)
+{
+    return PyModuleDef_Init(&utf8_module);
+}

@@ -1,0 +1,3 @@
+# The compiled build's C module (src/normalize/_utf8.c); absent from the pure-Python build.
+
+def first_invalid(data: bytes, /) -> int: ...
