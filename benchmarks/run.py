@@ -16,8 +16,6 @@ interleaved round by round.
 from __future__ import annotations
 
 import argparse
-import functools
-import importlib.machinery
 import io
 import json
 import os
@@ -230,23 +228,11 @@ def import_time(runs: int) -> dict[str, float]:
 # ----------------------------------------------------------------- the build
 
 
-@functools.cache
 def compiled_modules() -> tuple[str, ...]:
-    """The modules of the compiled build that run here (none: the pure-Python build); the
-    build does not change while the process runs, so it is found once."""
-    import normalize  # noqa: F401 - the package and what it imports
-    from normalize import adapter_class
+    """The modules of the compiled build that run here (none: the pure-Python build)."""
+    import normalize
 
-    for protocol in _gen.protocols():
-        adapter_class(protocol)  # an adapter's module is imported when first asked for
-    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-    return tuple(
-        sorted(
-            name
-            for name, mod in list(sys.modules.items())
-            if name.startswith("normalize") and (getattr(mod, "__file__", None) or "").endswith(suffixes)
-        )
-    )
+    return normalize.compiled_modules()
 
 
 def build_name() -> str:

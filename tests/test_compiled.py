@@ -59,6 +59,30 @@ def test_the_build_tested_is_the_one_meant(path: str) -> None:
     assert compiled(module) == COMPILED_BUILD, module.__file__
 
 
+def test_compiled_modules_names_the_build_that_runs() -> None:
+    """``normalize.compiled_modules()``: every module the mypyc hook compiles and the UTF-8
+    scan on the compiled build, nothing on the pure-Python one."""
+    import normalize
+
+    expected = sorted({_module(path) for path in _compiled_files()} | {"normalize._utf8"})
+    assert list(normalize.compiled_modules()) == (expected if COMPILED_BUILD else [])
+    for name in normalize.compiled_modules():  # the modules imported are the ones it names
+        assert compiled(importlib.import_module(name)), name
+
+
+def test_version_says_which_build_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """What a bug report needs: ``normalize --version`` gives the version and the build."""
+    import normalize
+    from normalize._cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    build = f"compiled: {len(normalize.compiled_modules())} modules" if COMPILED_BUILD else "pure Python"
+    assert out == f"normalize {normalize.__version__} ({build})\n"
+
+
 # -- the compiled build's UTF-8 scan (src/normalize/_utf8.c) -----------------------------------
 
 

@@ -33,7 +33,7 @@ from ._model import __all__ as _model_all
 from ._redact import Redactor
 from ._registry import adapter_class, available, detect_protocol, register, unregister
 from ._session import Clock, Session, format_ts, session_id_for
-from ._version import __version__
+from ._version import __version__, compiled_modules
 
 if _TYPE_CHECKING:
     from ._aio import ByteSource, EventStream, aevents
@@ -121,6 +121,7 @@ __all__ = [
     "Calls",
     "CaptureParser",
     "Clock",
+    "compiled_modules",
     "Connection",
     "DetectionError",
     "Direction",

@@ -30,7 +30,7 @@ from ._progress import Progress
 from ._redact import Redactor
 from ._registry import adapter_class, available, detect_protocol
 from ._term import json_for_terminal, printable
-from ._version import __version__
+from ._version import __version__, describe_build
 
 __all__ = ["main"]
 
@@ -626,6 +626,17 @@ Docs: README.md and docs/ (events, live use, analytics, reliability)."""
 _REDACT_HELP = "scrub API keys, tokens, passwords and private keys (needs the redact extra)"
 
 
+class _Version(argparse.Action):
+    """``--version``: the version and the build, found only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        sys.stdout.write(f"normalize {__version__} ({describe_build()})\n")
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="normalize",
@@ -633,7 +644,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--version", action="version", version=f"normalize {__version__}")
+    p.add_argument("--version", action=_Version, help="show the version and the build (pure Python or compiled)")
     sub = p.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     def common(sp: argparse.ArgumentParser) -> None:
