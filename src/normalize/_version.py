@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import importlib.machinery
 import importlib.util
-import pkgutil
 
 __version__ = "0.1.0"
 
@@ -22,6 +21,8 @@ def compiled_modules() -> tuple[str, ...]:
     install, is pure Python.  Found from where each module would be imported from, without
     importing it; the build does not change while a process runs, so it is found once.
     """
+    import pkgutil  # here: ``import normalize`` does without it
+
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
     found: list[str] = []
     for package in _COMPILED_IN:
