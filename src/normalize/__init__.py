@@ -30,7 +30,6 @@ from ._model import *  # noqa: F403 - the model's own __all__
 from ._model import Error as Error
 from ._model import Warning as Warning  # noqa: A004
 from ._model import __all__ as _model_all
-from ._redact import Redactor
 from ._registry import adapter_class, available, detect_protocol, register, unregister
 from ._session import Clock, Session, format_ts, session_id_for
 from ._version import __version__, compiled_modules
@@ -53,11 +52,13 @@ if _TYPE_CHECKING:
         drive,
     )
     from ._follow import FileChanged, follow
+    from ._redact import Redactor
     from ._replay import Pacer, replay
     from ._tap import AgentTap, Wiretap, exit_status, relay, tap, tap_line
 
-# The async and live parts need anyio; they are imported on first use, so that
-# ``import normalize`` stays fast for the synchronous, batch and analytics uses.
+# The async and live parts need anyio, and the redactor compiles its rules; they are imported
+# on first use, so that ``import normalize`` stays fast for the synchronous, batch and
+# analytics uses.
 _LAZY = {
     "ByteSource": "_aio",
     "EventStream": "_aio",
@@ -65,6 +66,7 @@ _LAZY = {
     "FileChanged": "_follow",
     "follow": "_follow",
     "Pacer": "_replay",
+    "Redactor": "_redact",
     "replay": "_replay",
     "AgentTap": "_tap",
     "Wiretap": "_tap",

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ._codec import encode_header
 from ._convert import NormalizedLines, SessionInput, find_inputs, iter_records, sample_records
@@ -27,10 +27,12 @@ from ._lines import DEFAULT_MAX_LINE, Record
 from ._outputs import OutputNames, _stem, may_write_over, same_file
 from ._places import inputs_or_defaults
 from ._progress import Progress
-from ._redact import Redactor
 from ._registry import adapter_class, available, detect_protocol
 from ._term import json_for_terminal, printable
 from ._version import __version__, describe_build
+
+if TYPE_CHECKING:
+    from ._redact import Redactor
 
 __all__ = ["main"]
 
@@ -236,7 +238,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         if args.output is None or not (Path(args.output).is_dir() or args.output.endswith(("/", os.sep))):
             raise UsageError("give files or folders to convert, or -o DIR/ to convert the agents' default folders")
         args.inputs = [str(p) for p in inputs_or_defaults([])]
-    redactor = Redactor() if args.redact else None
+    redactor = _redactor() if args.redact else None
     tally = _Tally()
     items = _gather(args, tally)
     inputs = _input_paths(args, items)
@@ -624,6 +626,12 @@ processed); 2 the command was used wrongly.
 Docs: README.md and docs/ (events, live use, analytics, reliability)."""
 
 _REDACT_HELP = "scrub API keys, tokens, passwords and private keys (needs the redact extra)"
+
+
+def _redactor() -> Redactor:
+    from ._redact import Redactor  # compiles its rules: only when asked for
+
+    return Redactor()
 
 
 class _Version(argparse.Action):

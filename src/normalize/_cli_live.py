@@ -16,7 +16,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO, TYPE_CHECKING, BinaryIO
 
 import anyio
 from anyio.abc import TaskStatus
@@ -26,10 +26,12 @@ from ._convert import SessionInput, find_inputs, is_store
 from ._errors import DetectionError, InputError, NotASession, UsageError
 from ._model import _Core
 from ._outputs import same_file
-from ._redact import Redactor
 from ._registry import adapter_class
 from ._term import json_for_terminal, printable
 from ._version import __version__
+
+if TYPE_CHECKING:
+    from ._redact import Redactor
 
 __all__ = ["cmd_replay", "cmd_tap", "follow_cmd"]
 
@@ -208,7 +210,11 @@ async def _until_signal(scope: anyio.CancelScope, *, task_status: TaskStatus[Non
 
 
 def _redactor(args: argparse.Namespace) -> Redactor | None:
-    return Redactor() if getattr(args, "redact", False) else None
+    if not getattr(args, "redact", False):
+        return None
+    from ._redact import Redactor  # compiles its rules: only when asked for
+
+    return Redactor()
 
 
 def follow_cmd(args: argparse.Namespace) -> int:

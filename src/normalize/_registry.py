@@ -12,7 +12,6 @@ in normalize's own ``pyproject.toml`` exactly as a third party registers one::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from importlib.metadata import entry_points
 
 import msgspec
 
@@ -38,6 +37,10 @@ _extra: dict[str, type[Adapter]] = {}
 def _entry_points() -> dict[str, type[Adapter]]:
     global _loaded
     if _loaded is None:
+        # here, not at the top: importlib.metadata takes about a quarter of ``import normalize``
+        # (it brings the email package), and a program that only reads events never needs it
+        from importlib.metadata import entry_points
+
         found: dict[str, type[Adapter]] = {}
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             cls = ep.load()
