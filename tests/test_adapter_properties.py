@@ -8,6 +8,7 @@ flipped, cut short, types renamed, fields added), reordered and duplicated.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from functools import cache
 
@@ -123,9 +124,10 @@ def check_envelopes(out: list[_Core]) -> None:
         assert open_turn is None
     for core in out:  # every event encodes to JSON that decodes back to the same JSON
         line = normalize.encode(core)
-        back = msgspec.json.decode(normalize.encode(normalize.decode(line)))
-        want = msgspec.json.decode(line)
-        assert back == want, (line[:2000], normalize.encode(normalize.decode(line))[:2000])
+        again = normalize.encode(normalize.decode(line))
+        # compared by the standard library's reader: msgspec refuses numbers beyond a float's
+        # range (1e400), which JSON allows and a native message may hold
+        assert json.loads(again) == json.loads(line), (line[:2000], again[:2000])
 
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

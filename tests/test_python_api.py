@@ -76,6 +76,24 @@ def test_tool_input_and_native_payload_decode_on_access() -> None:
     assert normalize.to_builtins(msgspec.Raw(b'{"a":[1,2]}')) == {"a": [1, 2]}
 
 
+def test_a_number_beyond_a_floats_range_in_a_native_message_reads_back_unchanged() -> None:
+    """JSON puts no bound on a number; msgspec cannot hold ``1e400``.  A native message
+    with one converts (the views skip it), and its events read back and encode to the
+    same lines: the native message comes back as ``msgspec.Raw``, kept or translated."""
+    kept = b'{"type":"brand_new","limit":1e400}'  # no adapter translates it: a session.update
+    translated = b'{"type":"system","subtype":"init","session_id":"s1","model":"m","tools":[],"max":-9E07199254740991}'
+    s = normalize.Session(normalize.adapter_class("claude-stream-json")(), clock=lambda: 0.0)
+    events = s.feed(translated) + s.feed(kept) + s.close()
+    assert any(isinstance(e, normalize.SessionUpdate) for e in events)
+    assert any(isinstance(e, normalize.SessionEvent) and bytes(e.event.native.payload) == translated for e in events)
+    for ev in events:
+        line = normalize.encode(ev)
+        back = normalize.decode(line)
+        assert normalize.encode(back) == line
+        if isinstance(back, normalize.SessionUpdate):
+            assert isinstance(back.update.payload, msgspec.Raw) and bytes(back.update.payload) == kept
+
+
 def test_ts_reads_as_a_datetime_and_the_wire_form_is_unchanged() -> None:
     capture = one_capture_per_protocol()[0]
     ev = next(e for e in events_of(capture) if isinstance(e, normalize.SessionEvent))

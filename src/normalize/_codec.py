@@ -22,6 +22,7 @@ from ._model import (
     Native,
     Origin,
     SessionEvent,
+    SessionUpdate,
     Subagent,
     _Core,
     _PlainData,
@@ -85,9 +86,15 @@ class _SessionEventIn(Struct, frozen=True, kw_only=True, rename="camel", tag_fie
     event: Raw
 
 
+class _SessionUpdateIn(Struct, frozen=True, kw_only=True, rename="camel", tag_field="type", tag="session.update"):
+    session_id: str
+    update: _NativeWire
+
+
 _IN_TYPES: tuple[Any, ...] = (
-    *(t for t in CORE_EVENT_TYPES if t is not SessionEvent),
+    *(t for t in CORE_EVENT_TYPES if t is not SessionEvent and t is not SessionUpdate),
     _SessionEventIn,
+    _SessionUpdateIn,
     StreamHeader,
 )
 _encoder = msgspec.json.Encoder()
@@ -197,6 +204,14 @@ def decode(line: bytes | str) -> _Core | StreamHeader:
     """
     try:
         obj = _line_decoder.decode(line)
+        if type(obj) is _SessionUpdateIn:
+            # the untranslated message as it was written, like an event's native message: a
+            # value msgspec cannot hold (a number beyond a float's range) is kept, not refused
+            up = obj.update
+            return SessionUpdate(
+                session_id=obj.session_id,
+                update=Native(protocol=up.protocol, method=up.method, payload=up.payload),
+            )
         if not isinstance(obj, _SessionEventIn):
             return obj  # type: ignore[no-any-return]
         env = _envelope_decoder.decode(obj.event)
