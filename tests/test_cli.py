@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from pathlib import Path
@@ -678,3 +679,59 @@ def test_convert_jobs_keeps_only_a_few_sessions_ahead_of_the_output(tmp_path: Pa
         recognised, data, error = workers.result(first)
         assert recognised and error is None and data is not None and data.startswith(b'{"type":"stream.header"')
         assert workers._submitted <= 1 + _AHEAD * 2 < len(workers._groups)
+
+
+# ------------------------------------------------------------------ the parser, built for the command
+
+
+OWN_COMMAND_LINES = [
+    ["convert", str(SAMPLE)],
+    ["convert", "-p", "hm-json", "--redact", "--jobs", "2", "-o", "out/", str(SAMPLE), str(SAMPLE)],
+    ["tap", "--", "agent", "--flag"],
+    ["replay", "--speed", "2", str(SAMPLE)],
+    ["detect", str(SAMPLE)],
+    ["schema"],
+    ["validate", str(SAMPLE)],
+    ["convert", "--bogus"],  # refused by both
+    ["adapters"],
+]
+
+
+def _commands(parser: argparse.ArgumentParser) -> set[str]:
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return set(sub.choices)
+
+
+@pytest.mark.parametrize("argv", OWN_COMMAND_LINES, ids=lambda a: " ".join(a[:3]))
+def test_a_command_of_the_core_parses_as_with_every_command(argv: list[str]) -> None:
+    """The parser built for one of the core's commands leaves the other modules' commands
+    out; what it makes of a command line is what the whole parser makes of it."""
+    from normalize._cli import _OWN_COMMANDS, _parser
+
+    assert argv[0] in _OWN_COMMANDS
+    lean, whole = _parser(argv[0]), _parser()
+    assert "stats" not in _commands(lean) and "stats" in _commands(whole)
+    try:
+        want = vars(whole.parse_args(argv))
+    except SystemExit:  # options this test does not know: both parsers refuse them alike
+        with pytest.raises(SystemExit):
+            lean.parse_args(argv)
+        return
+    assert vars(lean.parse_args(argv)) == want
+
+
+def test_convert_imports_none_of_the_other_commands_modules() -> None:
+    """``normalize convert`` (and the core's other commands) starts without the modules of
+    doctor, stats, export, otel, show and run: a third of a short conversion's time."""
+    import subprocess
+    import sys
+
+    others = ("normalize._doctor", "normalize.analytics", "normalize._show", "normalize._drive")
+    code = (
+        "import sys; from normalize._cli import main\n"
+        f"assert main(['convert', {str(SAMPLE)!r}]) == 0\n"
+        f"print(' '.join(m for m in {others!r} if m in sys.modules), file=sys.stderr)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith('{"type":"stream.header"')  # it converted
+    assert out.stderr.strip() == ""
