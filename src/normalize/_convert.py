@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import glob
 import heapq
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -389,15 +390,81 @@ def _protocol_of(path: Path, protocol: str | None, max_line: int) -> str:
     return protocol
 
 
-def _companions(path: Path, cls: type[Adapter]) -> list[Path]:
+def _companions(path: Path, cls: type[Adapter], folder: _Folder | None = None) -> list[Path]:
     stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
     found: set[Path] = set()
     for pattern in cls.companions:
-        found.update(path.parent.glob(pattern.format(stem=stem)))
+        found.update(path.parent.glob(pattern.format(stem=glob.escape(stem))))
     owned: set[Path] = set()
-    for pattern in cls.owned:
-        owned.update(p for p in path.parent.glob(pattern) if p != path and p.is_file() and cls.owner_of(p) == stem)
+    if cls.owned:
+        table = (folder or _Folder([])).owned(cls, path.parent)
+        owned.update(p for p in table.get(stem, ()) if p != path)
     return sorted(found) + sorted(owned - found)
+
+
+class _Folder:
+    """What a search of a folder knows of the session files it found.
+
+    Finding a session's companions, and whether a file is one, then costs the same
+    however many sessions lie beside it (a Claude project folder may hold thousands):
+    each folder is searched for ``owned`` files once, each owned file's owner is read
+    once, and a file's possible owners are looked up by name rather than compared with
+    every file above it.
+    """
+
+    def __init__(self, files: Sequence[Path]) -> None:
+        self.files = set(files)
+        self.by_dir: dict[Path, list[Path]] = {}
+        for f in files:
+            self.by_dir.setdefault(f.parent, []).append(f)
+        self._owners: dict[tuple[type[Adapter], Path], str | None] = {}
+        self._owned: dict[tuple[type[Adapter], Path], dict[str, list[Path]]] = {}
+
+    def owner(self, cls: type[Adapter], path: Path) -> str | None:
+        """``cls.owner_of(path)``, read once."""
+        key = (cls, path)
+        if key not in self._owners:
+            self._owners[key] = cls.owner_of(path)
+        return self._owners[key]
+
+    def owned(self, cls: type[Adapter], directory: Path) -> dict[str, list[Path]]:
+        """The files in ``directory`` matching ``cls.owned``, by the session their owner names."""
+        table = self._owned.get((cls, directory))
+        if table is None:
+            table = self._owned[(cls, directory)] = {}
+            seen: set[Path] = set()
+            for pattern in cls.owned:
+                for p in directory.glob(pattern):
+                    if p not in seen and p.is_file():
+                        seen.add(p)
+                        owner = self.owner(cls, p)
+                        if owner is not None:
+                            table.setdefault(owner, []).append(p)
+        return table
+
+    def is_companion(self, f: Path, cls: type[Adapter]) -> bool:
+        """Whether ``f`` is read with another session file: an ``owned`` file whose owner
+        lies beside it, or a companion of a session file in a folder above it."""
+        if any(fnmatch.fnmatch(f.name, pat) for pat in cls.owned):
+            owner = self.owner(cls, f)
+            if owner is not None and f.parent / f"{owner}.jsonl" in self.files and owner != f.name[: -len(".jsonl")]:
+                return True
+        if not cls.companions:
+            return False
+        for d in f.parents:
+            beside = self.by_dir.get(d)
+            if beside is None:
+                continue
+            rel = f.relative_to(d).as_posix()
+            head = rel.split("/", 1)[0]
+            for pat in cls.companions:
+                if pat.startswith("{stem}/"):  # the session's name is the first folder: one lookup
+                    stems = [head] if head != rel and d / f"{head}.jsonl" in self.files else []
+                else:  # any other form: every session file of that folder
+                    stems = [o.name[: -len(".jsonl")] for o in beside if o != f]
+                if any(fnmatch.fnmatch(rel, pat.format(stem=glob.escape(stem))) for stem in stems):
+                    return True
+        return False
 
 
 def find_inputs(
@@ -441,9 +508,7 @@ def _find_in_folder(root: Path, protocol: str | None, max_line: int) -> Iterator
     except OSError as exc:  # a folder that cannot be listed
         yield UnreadableInput(f"{exc.filename or root}: {exc.strerror or exc}")
         return
-    by_dir: dict[Path, list[Path]] = {}
-    for f in files:
-        by_dir.setdefault(f.parent, []).append(f)
+    folder = _Folder(files)
     taken: set[Path] = set()
     for f in files:
         if f in taken or is_agent_file(f):  # the agents' prompt history and indexes: not sessions
@@ -454,27 +519,8 @@ def _find_in_folder(root: Path, protocol: str | None, max_line: int) -> Iterator
             yield exc
             continue
         cls = adapter_class(proto)
-        comps = _companions(f, cls)
-        # only a file in a folder above it can have it as companion (not all files: that is quadratic)
-        above = [o for d in f.parents if d in by_dir for o in by_dir[d]]
-        if _is_companion(f, above, cls):
+        if folder.is_companion(f, cls):
             continue
+        comps = _companions(f, cls, folder)
         taken.update(comps)
         yield SessionInput(f, proto, comps)
-
-
-def _is_companion(f: Path, files: Sequence[Path], cls: type[Adapter]) -> bool:
-    if any(fnmatch.fnmatch(f.name, pat) for pat in cls.owned):
-        owner = cls.owner_of(f)
-        if owner is not None and f.parent / f"{owner}.jsonl" in files and owner != f.name[: -len(".jsonl")]:
-            return True
-    if not cls.companions:
-        return False
-    for other in files:
-        if other == f or other.parent not in f.parents:
-            continue
-        stem = other.name[: -len(".jsonl")]
-        rel = f.relative_to(other.parent).as_posix()
-        if any(fnmatch.fnmatch(rel, pat.format(stem=stem)) for pat in cls.companions):
-            return True
-    return False

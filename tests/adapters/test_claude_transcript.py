@@ -645,6 +645,53 @@ def test_a_2_0_agent_file_beside_the_session_is_read_with_the_session_it_names(t
     ]
 
 
+def test_a_project_folder_of_many_sessions_reads_each_agent_files_owner_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a project folder of the 2.0.x layout: sessions and agent files side by side
+    sessions, agents = 60, 40
+    for n in range(sessions):
+        (tmp_path / f"s{n}.jsonl").write_bytes(_prompt(f"u{n}", None, "hi", sessionId=f"s{n}") + b"\n")
+    for n in range(agents):
+        line = _prompt(f"w{n}", None, "Warmup", isSidechain=True, agentId=f"a{n}", sessionId=f"s{n % 7}")
+        (tmp_path / f"agent-a{n}.jsonl").write_bytes(line + b"\n")
+    read: list[Path] = []
+    owner_of = ClaudeTranscriptAdapter.owner_of.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[ClaudeTranscriptAdapter], path: Path) -> str | None:
+        read.append(path)
+        return owner_of(cls, path)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(ClaudeTranscriptAdapter, "owner_of", classmethod(counted))
+    found = {
+        i.main.name: [p.name for p in i.companions] for i in find_inputs([tmp_path]) if isinstance(i, SessionInput)
+    }
+    assert len(found) == sessions  # every agent file is read with its session, none is a session of its own
+    assert found["s3.jsonl"] == sorted(f"agent-a{n}.jsonl" for n in range(agents) if n % 7 == 3)
+    assert found["s10.jsonl"] == []
+    assert sorted(read) == sorted(tmp_path.glob("agent-*.jsonl"))  # each once, not once per session beside it
+
+
+def test_companions_are_found_under_a_session_named_with_glob_characters(tmp_path: Path) -> None:
+    for stem in ("[x]", "x", "y"):
+        (tmp_path / f"{stem}.jsonl").write_bytes(_prompt("u1", None, "hi", sessionId=stem) + b"\n")
+    for folder in ("[x]", "x", "z"):  # z: a folder of sub-agents whose session file is not there
+        sub = tmp_path / folder / "subagents"
+        sub.mkdir(parents=True)
+        (sub / "agent-a1.jsonl").write_bytes(_prompt("w1", None, "go", isSidechain=True, agentId="a1") + b"\n")
+    found = {
+        i.main.relative_to(tmp_path).as_posix(): [p.relative_to(tmp_path).as_posix() for p in i.companions]
+        for i in find_inputs([tmp_path])
+        if isinstance(i, SessionInput)
+    }
+    assert found == {
+        "[x].jsonl": ["[x]/subagents/agent-a1.jsonl"],
+        "x.jsonl": ["x/subagents/agent-a1.jsonl"],
+        "y.jsonl": [],
+        "z/subagents/agent-a1.jsonl": [],  # nobody's companion: converted as a session of its own
+    }
+
+
 def test_a_later_line_of_a_message_that_counts_more_tokens_adds_the_difference() -> None:
     evs = _convert(
         _prompt("u1", None, "hi"),
