@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 from pathlib import Path
 
@@ -222,6 +223,25 @@ def test_convert_never_writes_over_its_input(capsys: pytest.CaptureFixture[str],
     code, _, err = run(capsys, "convert", str(same), "-o", f"{same}/")
     assert native.read_bytes() == CODEX_EXEC.read_bytes()
     assert code == 1 and f"{native} is one of the inputs" in err
+
+
+def test_the_inputs_of_a_run_are_known_through_links_as_same_file_knows_them(tmp_path: Path) -> None:
+    from normalize._outputs import InputFiles, same_file
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_bytes(b"{}\n")
+    b.write_bytes(b"{}\n")
+    os.link(a, tmp_path / "hard.jsonl")
+    (tmp_path / "soft.jsonl").symlink_to(b)
+    (tmp_path / "dangling.jsonl").symlink_to(tmp_path / "gone.jsonl")
+    (tmp_path / "other.jsonl").write_bytes(b"{}\n")
+    inputs = [a, tmp_path / "sub" / ".." / "b.jsonl", tmp_path / "gone.jsonl"]  # one input never existed
+    known = InputFiles(inputs)
+    for name in ("a", "b", "hard", "soft", "dangling", "gone", "other", "missing"):
+        path = tmp_path / f"{name}.jsonl"
+        assert (path in known) == any(same_file(path, p) for p in inputs), name
+    assert {n for n in ("a", "hard", "soft", "other") if tmp_path / f"{n}.jsonl" in known} == {"a", "hard", "soft"}
+    assert list(known) == inputs
 
 
 def test_convert_into_the_input_folder_twice_reads_no_output_as_a_session(

@@ -24,7 +24,7 @@ from ._codec import encode_header
 from ._convert import NormalizedLines, SessionInput, find_inputs, iter_records, sample_records
 from ._errors import DetectionError, InputError, NormalizeError, NotASession, UnreadableInput, UsageError
 from ._lines import DEFAULT_MAX_LINE, Record
-from ._outputs import OutputNames, _stem, may_write_over, same_file
+from ._outputs import InputFiles, OutputNames, _stem, may_write_over
 from ._places import inputs_or_defaults
 from ._progress import Progress
 from ._registry import adapter_class, available, detect_protocol
@@ -241,7 +241,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     redactor = _redactor() if args.redact else None
     tally = _Tally()
     items = _gather(args, tally)
-    inputs = _input_paths(args, items)
+    inputs = InputFiles(_input_paths(args, items))
     names: OutputNames | None = None
     out_file: BinaryIO = sys.stdout.buffer
     if args.output is not None:
@@ -251,7 +251,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
             names = OutputNames(target)
         else:
             folders = [Path(n) for n in args.inputs if n != "-" and Path(n).is_dir()]
-            why = may_write_over(target, inputs) if any(same_file(target, p) for p in inputs) else None
+            why = may_write_over(target, inputs) if target in inputs else None
             if why is None and target.exists() and any(_inside(target, f) for f in folders):
                 why = may_write_over(target, [])
             if why is not None:
@@ -311,7 +311,7 @@ def _convert_item(
     redactor: Redactor | None,
     names: OutputNames | None,
     out_file: BinaryIO,
-    inputs: Sequence[Path],
+    inputs: InputFiles,
     tally: _Tally,
     bar: Progress,
 ) -> None:
@@ -423,7 +423,7 @@ class _Workers:
             self._tmp.cleanup()
 
     def plan(
-        self, items: Sequence[_Item], args: argparse.Namespace, names: OutputNames | None, inputs: Sequence[Path]
+        self, items: Sequence[_Item], args: argparse.Namespace, names: OutputNames | None, inputs: InputFiles
     ) -> list[_Work | None]:
         """Each item's work (None: converted in this process), in groups started as they are needed."""
         out: list[_Work | None] = [None] * len(items)

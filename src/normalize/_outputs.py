@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ._errors import UsageError
 from ._registry import is_stream_header
 
-__all__ = ["OutputNames", "is_normalized_file", "may_write_over", "same_file"]
+__all__ = ["InputFiles", "OutputNames", "is_normalized_file", "may_write_over", "same_file"]
 
 _SUFFIX = ".normalized.jsonl"
 #: The longest file name (bytes) most file systems take, when the system does not say.
@@ -57,15 +57,50 @@ def same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
 
 
+class InputFiles:
+    """The files a run reads, to tell at once whether a path names one of them, as
+    :func:`same_file` would with each: a run over thousands of sessions asks it for every
+    output it writes over.  Iterating gives the paths."""
+
+    def __init__(self, paths: Iterable[Path]) -> None:
+        self.paths = list(paths)
+        self._files: set[tuple[int, int]] = set()  # (device, inode) of each input that has one
+        self._unread: set[Path] = set()  # the resolved paths of the others
+        for p in self.paths:
+            try:
+                st = p.stat()
+            except OSError:
+                self._unread.add(p.resolve())
+            else:
+                self._files.add((st.st_dev, st.st_ino))
+        self._resolved: set[Path] | None = None
+
+    def __iter__(self) -> Iterator[Path]:
+        return iter(self.paths)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __contains__(self, path: object) -> bool:
+        if not isinstance(path, Path):
+            return False
+        try:
+            st = path.stat()
+        except OSError:  # compared by name, with every input
+            if self._resolved is None:
+                self._resolved = {p.resolve() for p in self.paths}
+            return path.resolve() in self._resolved
+        return (st.st_dev, st.st_ino) in self._files or (bool(self._unread) and path.resolve() in self._unread)
+
+
 def may_write_over(path: Path, inputs: Iterable[Path]) -> str | None:
     """Why ``path`` must not be written, or None when it may be."""
     if not path.exists():
         return None
     if path.is_dir():
         return f"{path} is a folder"
-    for inp in inputs:
-        if same_file(path, inp):
-            return f"{path} is one of the inputs"
+    if path in inputs if isinstance(inputs, InputFiles) else any(same_file(path, inp) for inp in inputs):
+        return f"{path} is one of the inputs"
     if path.stat().st_size == 0 or is_normalized_file(path):
         return None
     return f"{path} exists and is not normalize output"
