@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import re
 import shutil
 import sys
 import tempfile
@@ -47,9 +48,9 @@ def project(out: Path, copies: int) -> int:
         cache: dict[tuple[int, bytes], bytes] = {}
 
         def fresh(data: bytes, copy: int = copy, cache: dict[tuple[int, bytes], bytes] = cache) -> bytes:
-            def one(m: object) -> bytes:
-                kind = _gen._KINDS.index(m.lastgroup or "")  # type: ignore[attr-defined]
-                key = (kind, m.group())  # type: ignore[attr-defined]
+            def one(m: re.Match[bytes]) -> bytes:
+                kind = _gen._KINDS.index(m.lastgroup or "")
+                key = (kind, m.group())
                 if key not in cache:
                     cache[key] = _gen._rewrite(kind, key[1], copy, 0)
                 return cache[key]
