@@ -208,6 +208,23 @@ def test_listing_joins_companions_as_local_discovery_does() -> None:
     assert [(r.main, r.companions) for r in list_inputs(Path(main))] == [(main, comps)]
 
 
+def test_listing_a_session_named_with_glob_characters_joins_its_own_companions(tmp_path: Path) -> None:
+    capture = ADAPTERS / "claude-transcript" / "captures" / "claude-code-2.1.332" / "12-subagent-task"
+    (main,) = capture.glob("*.jsonl")
+    (agent,) = capture.glob("*/subagents/agent-*.jsonl")
+    for stem in ("[x]", "x"):  # "[x]" as a pattern matches "x": each must get its own sub-agent only
+        (tmp_path / f"{stem}.jsonl").write_bytes(main.read_bytes())
+        (tmp_path / stem / "subagents").mkdir(parents=True)
+        (tmp_path / stem / "subagents" / agent.name).write_bytes(agent.read_bytes())
+    want = sorted((s.main, s.companions) for s in discover([tmp_path]) if isinstance(s, InputSpec))
+    assert [(Path(m).name, [Path(c).relative_to(tmp_path).as_posix() for c in cs]) for m, cs in want] == [
+        ("[x].jsonl", [f"[x]/subagents/{agent.name}"]),
+        ("x.jsonl", [f"x/subagents/{agent.name}"]),
+    ]
+    assert sorted((r.main, r.companions) for r in list_inputs(tmp_path)) == want
+    assert [(r.main, r.companions) for r in list_inputs(tmp_path / "[x].jsonl")] == [want[0]]
+
+
 def test_a_local_listing_joins_the_files_that_name_their_session_inside() -> None:
     """Claude Code 2.0.x writes agent-*.jsonl beside the session, naming it only inside: read for local paths."""
     kit = ADAPTERS / "claude-transcript" / "captures" / "claude-code-2.0.76"

@@ -14,6 +14,7 @@ comes with dask; the file system of a URL's scheme needs its package (``s3fs``,
 from __future__ import annotations
 
 import fnmatch
+import glob
 import itertools
 import os
 import posixpath
@@ -70,14 +71,14 @@ def _companions(name: str, by_dir: dict[str, list[str]], patterns: list[str]) ->
     stem = posixpath.basename(name)[: -len(".jsonl")]
     found: set[str] = set()
     for pattern in patterns:
-        rel = pattern.format(stem=stem)
-        folder, glob = posixpath.split(rel)
+        rel = pattern.format(stem=glob.escape(stem))  # the session's name matches itself only
+        folder, tail = posixpath.split(rel)
         if any(c in folder for c in "*?["):  # a wildcard folder: every file below the session's folder
             below = (n for d, names in by_dir.items() if d.startswith(parent + "/") for n in names)
             found.update(n for n in below if fnmatch.fnmatch(posixpath.relpath(n, parent), rel))
         else:
             names = by_dir.get(posixpath.join(parent, folder) if folder else parent, [])
-            found.update(n for n in names if n != name and fnmatch.fnmatch(posixpath.basename(n), glob))
+            found.update(n for n in names if n != name and fnmatch.fnmatch(posixpath.basename(n), tail))
     return sorted(found)
 
 
@@ -132,7 +133,7 @@ def list_inputs(source: str | Path, *, protocol: str | None = None) -> list[List
                 c
                 for cls in available().values()
                 for pat in cls.companions
-                for c in root.parent.glob(pat.format(stem=stem))
+                for c in root.parent.glob(pat.format(stem=glob.escape(stem)))
             }
             files = [root, *sorted(c for c in beside if c.is_file())]
             return _group({p.as_posix(): p.stat().st_size for p in files}, protocol, str)
