@@ -311,7 +311,7 @@ def _convert_item(
     redactor: Redactor | None,
     names: OutputNames | None,
     out_file: BinaryIO,
-    inputs: InputFiles,
+    inputs: Iterable[Path],
     tally: _Tally,
     bar: Progress,
 ) -> None:
@@ -423,7 +423,7 @@ class _Workers:
             self._tmp.cleanup()
 
     def plan(
-        self, items: Sequence[_Item], args: argparse.Namespace, names: OutputNames | None, inputs: InputFiles
+        self, items: Sequence[_Item], args: argparse.Namespace, names: OutputNames | None, inputs: Iterable[Path]
     ) -> list[_Work | None]:
         """Each item's work (None: converted in this process), in groups started as they are needed."""
         out: list[_Work | None] = [None] * len(items)
