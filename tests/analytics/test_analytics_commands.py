@@ -17,7 +17,15 @@ from native_totals import READERS, codex_app_server_threads, messages
 from helpers import ADAPTERS, GOLDEN, protocol_of, session_captures
 from helpers import EDGE_CASES as EDGE
 from normalize import UsageError
-from normalize.analytics import ANALYTICS_SCHEMA_VERSION, TABLES, export_duckdb, export_parquet, load, summarize
+from normalize.analytics import (
+    ANALYTICS_SCHEMA_VERSION,
+    TABLES,
+    export,
+    export_duckdb,
+    export_parquet,
+    load,
+    summarize,
+)
 from normalize.analytics._cli import _progress, add_commands
 
 MIXED = {
@@ -350,6 +358,48 @@ def test_parquet_replacement_rewrites_the_old_rows(tmp_path: Path) -> None:
     assert export_parquet(load([stored]), tmp_path)["replaced"] == 1
     n = duckdb.sql(f"SELECT count(*) FROM read_parquet('{tmp_path}/turns/**/*.parquet')").fetchall()[0][0]
     assert n == 2
+
+
+def test_a_parquet_replacement_rewrites_only_the_files_of_the_replaced_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    from normalize.analytics import _store
+
+    live = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.332" / "28-resume-pre.jsonl"
+    stored = ADAPTERS / "claude-transcript" / "captures" / "claude-code-2.1.332" / "28-resume"
+    others = ADAPTERS / "hm-json" / "captures"
+    if not live.exists() or not stored.exists() or not others.is_dir():
+        pytest.skip("resume captures absent")
+
+    def tables(root: Path) -> dict[str, list[str]]:
+        return {
+            t: sorted(
+                json.dumps(r, sort_keys=True, default=str)
+                for f in root.glob(f"{t}/**/*.parquet")
+                for r in pq.read_table(f).to_pylist()
+            )
+            for t in TABLES
+        }
+
+    monkeypatch.setattr(_store, "FLUSH_SESSIONS", 2)  # the live session is written long before its transcript comes
+    read: list[Path] = []
+    parquet_file = pq.ParquetFile
+
+    def counted(path: Path, *args: Any, **kwargs: Any) -> Any:
+        read.append(Path(path))
+        return parquet_file(path, *args, **kwargs)
+
+    monkeypatch.setattr(pq, "ParquetFile", counted)
+    got = export([live, others, stored], tmp_path / "run", jobs=1).result  # read in this order
+    assert got.replaced >= 1 and got.added > 4
+    # each rewrite read the replaced session's own files, not every file written before it
+    written = list((tmp_path / "run").rglob("*.parquet"))
+    assert len(read) <= got.replaced * len(TABLES) < len(written)
+    # ... and left the dataset as an export that never saw the live stream
+    monkeypatch.setattr(pq, "ParquetFile", parquet_file)
+    export([others, stored], tmp_path / "fresh", jobs=1)
+    assert tables(tmp_path / "run") == tables(tmp_path / "fresh")
 
 
 def test_export_needs_a_target() -> None:

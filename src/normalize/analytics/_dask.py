@@ -258,7 +258,7 @@ def _commit(store: ParquetStore, run: Path, results: list[TaskResult]) -> Export
     out.replaced = len(replaced)
     out.added = len(best) - len(replaced)
     if replaced:
-        drop_sessions(store.root, replaced)
+        drop_sessions(store.root, replaced, store.where)  # only the files that hold them
     for r in results:
         folder = run / f"{r.index:06d}"
         for f in sorted(folder.rglob("*.parquet")):

@@ -355,6 +355,8 @@ class ParquetStore(_Buffered):
                 )
         else:
             meta.write_text(json.dumps({"schemaVersion": ANALYTICS_SCHEMA_VERSION, "tables": list(TABLES)}) + "\n")
+        #: where each stored session's rows are: one file name per table, the same in each
+        self.where: dict[str, Path] = {}
         self.known = _known_from(self._stored_sessions())
         stamps = root / "_files.json"
         if stamps.exists():
@@ -371,15 +373,20 @@ class ParquetStore(_Buffered):
 
     def _stored_sessions(self) -> list[tuple[Any, ...]]:
         out: list[tuple[Any, ...]] = []
+        folder = self.root / "sessions"
         for f in self._files("sessions"):
             t = self.pq.ParquetFile(f).read(columns=["session_key", "turns", "events", "source"])
-            out.extend((row["session_key"], row["turns"], row["events"], row["source"]) for row in t.to_pylist())
+            rows = [(row["session_key"], row["turns"], row["events"], row["source"]) for row in t.to_pylist()]
+            out.extend(rows)
+            at = f.relative_to(folder)
+            self.where.update((str(row[0]), at) for row in rows)
         return out
 
     def _write(self, sessions: list[SessionRows], replace: set[str]) -> None:
         if replace:
-            drop_sessions(self.root, replace)
+            drop_sessions(self.root, replace, self.where)
         write_partitions(self.root, sessions)
+        self.where.update(placement(sessions))
 
 
 def partition_of(rows: SessionRows) -> tuple[str, str]:
@@ -409,31 +416,55 @@ def write_partitions(root: Path, sessions: list[SessionRows]) -> list[Path]:
     One file per table and partition, named after the sessions in it, so writing the
     same sessions again writes the same files.
     """
-    groups: dict[tuple[str, str], list[SessionRows]] = {}
-    for s in sessions:
-        groups.setdefault(partition_of(s), []).append(s)
     written: list[Path] = []
-    for (agent, date), members in sorted(groups.items()):
-        name = f"part-{key_of(*sorted(m.key for m in members))}.parquet"
+    for at, members in _files_of(sessions):
         for table in TABLES:
             rows = [r for m in members for r in m.tables[table]]
             if not rows:
                 continue
-            folder = root / table / f"agent={_slug(agent)}" / f"date={date}"
-            folder.mkdir(parents=True, exist_ok=True)
-            _write_file(arrow_table(table, rows), folder / name)
-            written.append(folder / name)
+            path = root / table / at
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_file(arrow_table(table, rows), path)
+            written.append(path)
     return written
 
 
-def drop_sessions(root: Path, keys: set[str]) -> None:
-    """Rewrite the files under ``root/<table>/`` that hold rows of these sessions (``root_key``), without them."""
+def _files_of(sessions: list[SessionRows]) -> list[tuple[Path, list[SessionRows]]]:
+    """The file of each partition's sessions, relative to a table's folder (the same in every table)."""
+    groups: dict[tuple[str, str], list[SessionRows]] = {}
+    for s in sessions:
+        groups.setdefault(partition_of(s), []).append(s)
+    out: list[tuple[Path, list[SessionRows]]] = []
+    for (agent, date), members in sorted(groups.items()):
+        name = f"part-{key_of(*sorted(m.key for m in members))}.parquet"
+        out.append((Path(f"agent={_slug(agent)}") / f"date={date}" / name, members))
+    return out
+
+
+def placement(sessions: list[SessionRows]) -> dict[str, Path]:
+    """Where :func:`write_partitions` puts each session's rows, relative to a table's folder."""
+    return {m.key: at for at, members in _files_of(sessions) for m in members}
+
+
+def drop_sessions(root: Path, keys: set[str], where: dict[str, Path] | None = None) -> None:
+    """Rewrite the files under ``root/<table>/`` that hold rows of these sessions (``root_key``), without them.
+
+    ``where`` (a session's file relative to a table's folder, :func:`placement`) limits
+    the rewrite to those sessions' files; without it, or for a session it does not
+    name, every file is read.
+    """
     pa = _import_pyarrow()
     pq = _parquet()
     import pyarrow.compute as pc  # type: ignore[import-untyped, unused-ignore]
 
+    known = where is not None and all(k in where for k in keys)
     for table in TABLES:
-        for f in sorted((root / table).rglob("*.parquet")):
+        if known:
+            assert where is not None
+            files = sorted(p for p in {root / table / where[k] for k in keys} if p.exists())
+        else:
+            files = sorted((root / table).rglob("*.parquet"))
+        for f in files:
             t = pq.ParquetFile(f).read()
             keep = pc.invert(pc.is_in(t["root_key"], value_set=pa.array(sorted(keys))))
             kept = t.filter(keep)
