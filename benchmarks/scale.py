@@ -45,7 +45,7 @@ def corpus(out: Path, copies: int) -> tuple[int, int]:
             kind = _gen._KINDS.index(m.lastgroup or "")
             key = (kind, m.group())
             if key not in cache:
-                cache[key] = _gen._rewrite(kind, m.group(), copy)
+                cache[key] = _gen._rewrite(kind, m.group(), copy, copy)  # prefixed ids: fresh per copy
             return cache[key]
 
         for src in captures:
