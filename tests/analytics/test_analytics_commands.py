@@ -402,6 +402,30 @@ def test_a_parquet_replacement_rewrites_only_the_files_of_the_replaced_session(
     assert tables(tmp_path / "run") == tables(tmp_path / "fresh")
 
 
+def test_the_export_function_reads_again_only_the_files_that_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("pyarrow")
+    src = tmp_path / "in"
+    shutil.copytree(ADAPTERS / "hm-json" / "captures", src, ignore=shutil.ignore_patterns(EDGE))
+    first = export([src], tmp_path / "dataset", jobs=1)
+    assert first.result.added > 0 and first.unchanged == 0
+    again = export([src], tmp_path / "dataset", jobs=1)  # nothing changed: nothing read
+    assert (again.unchanged, again.sessions, again.inputs) == (first.inputs, 0, first.inputs)
+    assert again.result.as_json() == {"added": 0, "replaced": 0, "skipped": 0}
+    # one file's content changed: that file alone is read again; the command line sees the same stamps
+    changed = sorted(src.rglob("*.jsonl"))[0]
+    changed.write_bytes(changed.read_bytes() + b"\n")
+    third = export([src], tmp_path / "dataset", jobs=1)
+    assert (third.unchanged, third.inputs) == (first.inputs - 1, first.inputs)
+    assert third.sessions >= 1 and third.result.added == 0
+    capsys.readouterr()
+    assert _run(["export", str(src), "--parquet", str(tmp_path / "dataset"), "-j", "1"]) == 0
+    assert f"{first.inputs} files unchanged since the last export" in capsys.readouterr().err
+    everything = export([src], tmp_path / "dataset", jobs=1, reread=True)
+    assert everything.unchanged == 0 and everything.sessions == first.sessions
+
+
 def test_export_needs_a_target() -> None:
     with pytest.raises(UsageError):
         _run(["export", str(ADAPTERS / "hm-json")])

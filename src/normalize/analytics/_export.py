@@ -25,6 +25,8 @@ class ExportReport:
     sessions: int
     tasks: int = 0
     split: int = 0
+    #: input files not read again: unchanged since the export that stamped them
+    unchanged: int = 0
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -34,6 +36,7 @@ class ExportReport:
             "problems": list(self.problems),
             "tasks": self.tasks,
             "split": self.split,
+            "unchanged": self.unchanged,
         }
 
 
@@ -46,14 +49,17 @@ def export(
     jobs: int | None = None,
     task_bytes: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    reread: bool = False,
 ) -> ExportReport:
     """Export the sessions under ``paths`` to the Parquet dataset folder ``parquet`` (incremental).
 
     With ``client`` (a ``distributed.Client``) the inputs are converted on its cluster,
     in tasks of about ``task_bytes`` of input; workers must see ``parquet`` and the local
     ``paths`` at the same paths, or read ``paths`` given as fsspec URLs (``s3://...``).
-    Without, on ``jobs`` processes of this machine (all cores by default).  Either way
-    the dataset gets the same rows.
+    Without, on ``jobs`` processes of this machine (all cores by default), and, as
+    ``normalize export`` does, a file unchanged since the export that stamped it (same
+    size and time, or same content) is not read again unless ``reread``; a cluster's
+    workers read every file.  Either way the dataset gets the same rows.
     """
     sources = list(paths)
     if client is not None:
@@ -67,10 +73,11 @@ def export(
         raise UsageError(f"{urls[0]}: URLs are read by the workers of a cluster: pass client=")
     roots = [Path(p) for p in sources]
     store = ParquetStore(Path(parquet))
-    scan = Scan(roots, protocol=protocol, jobs=jobs, progress=progress)
+    scan = Scan(roots, protocol=protocol, jobs=jobs, progress=progress, skip=None if reread else store.unchanged)
     found = 0
     for rows in scan:
         found += 1
         store.offer(rows)
     store.flush()
-    return ExportReport(store.result, scan.problems, scan.inputs, found)
+    store.remember(scan.read)
+    return ExportReport(store.result, scan.problems, scan.inputs, found, unchanged=scan.unchanged)
