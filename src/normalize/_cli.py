@@ -238,7 +238,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         if args.output is None or not (Path(args.output).is_dir() or args.output.endswith(("/", os.sep))):
             raise UsageError("give files or folders to convert, or -o DIR/ to convert the agents' default folders")
         args.inputs = [str(p) for p in inputs_or_defaults([])]
-    redactor = _redactor() if args.redact else None
+    redactor = _redactor(args)
     tally = _Tally()
     items = _gather(args, tally)
     inputs = InputFiles(_input_paths(args, items))
@@ -628,8 +628,12 @@ Docs: README.md and docs/ (events, live use, analytics, reliability)."""
 _REDACT_HELP = "scrub API keys, tokens, passwords and private keys (needs the redact extra)"
 
 
-def _redactor() -> Redactor:
-    from ._redact import Redactor  # compiles its rules: only when asked for
+def _redactor(args: argparse.Namespace) -> Redactor | None:
+    """The redactor ``--redact`` asks for, or None; every command's (its module compiles its
+    rules: imported only when asked for)."""
+    if not getattr(args, "redact", False):
+        return None
+    from ._redact import Redactor
 
     return Redactor()
 

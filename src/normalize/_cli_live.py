@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, BinaryIO
 import anyio
 from anyio.abc import TaskStatus
 
+from ._cli import _redactor
 from ._codec import encode, encode_header
 from ._convert import SessionInput, find_inputs, is_store
 from ._errors import DetectionError, InputError, NotASession, UsageError
@@ -207,14 +208,6 @@ async def _until_signal(scope: anyio.CancelScope, *, task_status: TaskStatus[Non
         async for _ in received:
             scope.cancel()
             return
-
-
-def _redactor(args: argparse.Namespace) -> Redactor | None:
-    if not getattr(args, "redact", False):
-        return None
-    from ._redact import Redactor  # compiles its rules: only when asked for
-
-    return Redactor()
 
 
 def follow_cmd(args: argparse.Namespace) -> int:

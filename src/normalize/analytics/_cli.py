@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from normalize import UsageError
+from normalize._cli import _redactor
 from normalize._places import inputs_or_defaults
 from normalize._term import printable
 
@@ -75,14 +76,6 @@ def _load(args: argparse.Namespace, label: str, tables: tuple[str, ...]) -> Load
 def _tell(problems: list[str]) -> None:
     for problem in problems:
         print(f"normalize: skipped: {printable(problem)}", file=sys.stderr)
-
-
-def _redactor(args: argparse.Namespace) -> Any:
-    if not getattr(args, "redact", False):
-        return None
-    from normalize import Redactor
-
-    return Redactor()
 
 
 def _redact_rows(rows: SessionRows, redactor: Any) -> SessionRows:
