@@ -78,9 +78,6 @@ class InputFiles:
     def __iter__(self) -> Iterator[Path]:
         return iter(self.paths)
 
-    def __len__(self) -> int:
-        return len(self.paths)
-
     def __contains__(self, path: object) -> bool:
         if not isinstance(path, Path):
             return False
