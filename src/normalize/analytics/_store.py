@@ -457,13 +457,13 @@ def drop_sessions(root: Path, keys: set[str], where: dict[str, Path] | None = No
     pq = _parquet()
     import pyarrow.compute as pc  # type: ignore[import-untyped, unused-ignore]
 
-    known = where is not None and all(k in where for k in keys)
+    # the sessions' files, relative to a table's folder; None: not known, every file is read
+    held = {where[k] for k in keys} if where is not None and all(k in where for k in keys) else None
     for table in TABLES:
-        if known:
-            assert where is not None
-            files = sorted(p for p in {root / table / where[k] for k in keys} if p.exists())
-        else:
+        if held is None:
             files = sorted((root / table).rglob("*.parquet"))
+        else:
+            files = sorted(p for p in (root / table / at for at in held) if p.exists())
         for f in files:
             t = pq.ParquetFile(f).read()
             keep = pc.invert(pc.is_in(t["root_key"], value_set=pa.array(sorted(keys))))
