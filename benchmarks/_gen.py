@@ -128,6 +128,19 @@ def _rewrite(kind: int, token: bytes, copy: int, ids: int) -> bytes:
     return b'"id":%d' % (int(token[5:]) + copy * 1_000_000)  # JSON-RPC id
 
 
+def rewritten(data: bytes, copy: int, ids: int, cache: dict[tuple[int, bytes], bytes]) -> bytes:
+    """``data`` (a whole file, or a file's name) with every id-like token as copy ``copy``
+    has it (:func:`_rewrite`); ``cache`` holds the copy's tokens, one per copy."""
+
+    def one(m: re.Match[bytes]) -> bytes:
+        key = (_KINDS.index(m.lastgroup or ""), m.group())
+        if key not in cache:
+            cache[key] = _rewrite(key[0], key[1], copy, ids)
+        return cache[key]
+
+    return _TOKEN.sub(one, data)
+
+
 def lines(template: Template, n: int) -> Iterator[bytes]:
     """``n`` native lines (each ending in a newline): copy after copy of the captures."""
     copy = 0

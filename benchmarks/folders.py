@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
-import re
 import shutil
 import sys
 import tempfile
@@ -45,18 +45,7 @@ def project(out: Path, copies: int) -> int:
     files = sorted(p for v in LAYOUTS for p in (root / v).rglob("*") if p.is_file())
     sessions = 0
     for copy in range(copies):
-        cache: dict[tuple[int, bytes], bytes] = {}
-
-        def fresh(data: bytes, copy: int = copy, cache: dict[tuple[int, bytes], bytes] = cache) -> bytes:
-            def one(m: re.Match[bytes]) -> bytes:
-                kind = _gen._KINDS.index(m.lastgroup or "")
-                key = (kind, m.group())
-                if key not in cache:
-                    cache[key] = _gen._rewrite(kind, key[1], copy, 0)
-                return cache[key]
-
-            return _gen._TOKEN.sub(one, data)
-
+        fresh = functools.partial(_gen.rewritten, copy=copy, ids=0, cache={})
         for src in files:
             case = src.relative_to(root).parts[2:]  # the case's folder is left out: one project folder
             name = [fresh(part.encode()).decode() for part in case]

@@ -40,18 +40,11 @@ def corpus(out: Path, copies: int) -> tuple[int, int]:
     )
     for copy in range(copies):
         cache: dict[tuple[int, bytes], bytes] = {}
-
-        def rewrite(m: Any, copy: int = copy, cache: dict[tuple[int, bytes], bytes] = cache) -> bytes:
-            kind = _gen._KINDS.index(m.lastgroup or "")
-            key = (kind, m.group())
-            if key not in cache:
-                cache[key] = _gen._rewrite(kind, m.group(), copy, copy)  # prefixed ids: fresh per copy
-            return cache[key]
-
         for src in captures:
             dest = out / f"copy-{copy:03d}" / src.relative_to(_gen.CAPTURES)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            data = src.read_bytes() if copy == 0 else _gen._TOKEN.sub(rewrite, src.read_bytes())
+            # prefixed ids fresh per copy
+            data = src.read_bytes() if copy == 0 else _gen.rewritten(src.read_bytes(), copy, copy, cache)
             dest.write_bytes(data)
             files += 1
             size += len(data)
