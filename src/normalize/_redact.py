@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,7 +49,7 @@ import msgspec
 
 from ._errors import UsageError
 
-__all__ = ["Redactor"]
+__all__ = ["Redactor", "summary_of"]
 
 #: How many characters of a streamed text :meth:`Redactor.feed` waits for after a
 #: delta before it lets the delta go: the longest secret it can find split across
@@ -380,6 +380,11 @@ _delta_decoder = msgspec.json.Decoder(_DeltaLine)
 _DELTA_KINDS = (b'"kind":"assistant-delta"', b'"kind":"reasoning-delta"', b'"kind":"command-output"')
 
 
+def summary_of(counts: Mapping[str, int]) -> str:
+    """Secrets removed, by kind, as the commands report them: ``2 anthropic-key, 1 bearer-token``."""
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+
+
 @dataclass
 class _Held:
     line: bytes
@@ -569,4 +574,4 @@ class Redactor:
 
     def summary(self) -> str:
         """What was removed, e.g. ``2 anthropic-key, 1 bearer-token`` (empty when nothing)."""
-        return ", ".join(f"{n} {kind}" for kind, n in sorted(self.counts.items()))
+        return summary_of(self.counts)

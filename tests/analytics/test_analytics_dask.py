@@ -391,3 +391,40 @@ def test_dask_refuses_duckdb_and_jobs(tmp_path: Path) -> None:
     assert duck.returncode == 2 and "--dask writes a Parquet dataset" in duck.stderr
     jobs = _normalize(*base, "--parquet", str(tmp_path / "d"), "-j", "2")
     assert jobs.returncode == 2 and "--jobs is for one machine" in jobs.stderr
+
+
+def test_redact_on_the_cluster_leaves_no_secret_in_any_table(cluster: Cluster, tmp_path: Path) -> None:
+    """``--redact`` is done by the workers: the dataset is the local ``--redact`` export's, no secret in it."""
+    pytest.importorskip("detect_secrets")
+    key, password = "sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0EdCbA", "export-s3cret-v4lue"
+    capture = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.332" / "12-subagent-task.jsonl"
+    text = capture.read_text().replace("general-purpose", f"general-purpose {key}")
+    text = text.replace("Answer a tiny question", f"Answer a tiny question, DB_PASSWORD={password}")
+    assert key in text and password in text
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "s.jsonl").write_text(text)
+
+    def dump(root: Path) -> str:
+        return json.dumps([_rows(root, t) for t in TABLES], default=str)
+
+    local = export([folder], tmp_path / "local", jobs=1, redact=True)
+    assert local.redacted["anthropic-key"] >= 1
+    assert key not in dump(tmp_path / "local") and password not in dump(tmp_path / "local")
+    export([folder], tmp_path / "plain", jobs=1)
+    assert key in dump(tmp_path / "plain") and password in dump(tmp_path / "plain")  # the rows do carry them
+
+    args = ["export", str(folder), "--parquet", str(tmp_path / "cli"), "--dask", cluster.address, "--redact"]
+    run = _normalize(*args)
+    assert run.returncode == 0, run.stderr
+    assert f"normalize: redacted {', '.join(f'{n} {k}' for k, n in sorted(local.redacted.items()))}" in run.stderr
+    assert "not redacted by this run" not in run.stderr
+    _same_dataset(tmp_path / "cli", tmp_path / "local")
+    with cluster.client(2) as client:
+        report = export([folder], tmp_path / "api", client=client, redact=True)
+        assert report.redacted == local.redacted
+        _same_dataset(tmp_path / "api", tmp_path / "local")
+        # a session stored unredacted is not rewritten: the run says so
+        again = _normalize(*args[:3], str(tmp_path / "plain"), *args[4:])
+    assert again.returncode == 0, again.stderr
+    assert "the 1 session(s) already there were left as they were, not redacted" in again.stderr

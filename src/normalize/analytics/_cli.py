@@ -26,7 +26,7 @@ from normalize._term import printable
 
 from ._load import InputSpec, Loaded, Scan, load
 from ._stats import BY, Filter, Line, Summary, key_names, parse_day, summarize
-from ._tables import SessionRows
+from ._tables import redact_rows
 
 __all__ = ["add_commands", "cmd_export", "cmd_otel", "cmd_stats"]
 
@@ -78,21 +78,19 @@ def _tell(problems: list[str]) -> None:
         print(f"normalize: skipped: {printable(problem)}", file=sys.stderr)
 
 
-def _redact_rows(rows: SessionRows, redactor: Any) -> SessionRows:
-    """Every text cell of every table with its secrets replaced (JSON columns included)."""
-    if redactor is None:
-        return rows
-    text = redactor.redact_text
-    rows.tables = {
-        name: [tuple(text(v) if isinstance(v, str) else v for v in row) for row in table]
-        for name, table in rows.tables.items()
-    }
-    return rows
-
-
 def _told_redacted(redactor: Any) -> None:
     if redactor is not None and redactor.counts:
         print(f"normalize: redacted {redactor.summary()}", file=sys.stderr)
+
+
+def _told_left_unredacted(target: str, skipped: int) -> None:
+    """With ``--redact``: the sessions already in the store were not rewritten, so not redacted."""
+    if skipped:
+        print(
+            f"normalize: {target}: the {skipped} session(s) already there were left as they were, "
+            "not redacted by this run (export into a new file to be sure)",
+            file=sys.stderr,
+        )
 
 
 def _status(found: int, problems: list[str]) -> int:
@@ -260,7 +258,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             # each session goes to the stores as soon as its worker is done: memory is the stores' buffers
             for rows in scan:
                 found += 1
-                _redact_rows(rows, redactor)
+                redact_rows(rows, redactor)
                 for store in targets:
                     store.offer(rows)
         for store in targets:
@@ -280,12 +278,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             f"normalize: {target}: {r.added} added, {r.replaced} replaced, {r.skipped} already there",
             file=sys.stderr,
         )
-        if redactor is not None and r.skipped:
-            print(
-                f"normalize: {target}: the {r.skipped} session(s) already there were left as they were, "
-                "not redacted by this run (export into a new file to be sure)",
-                file=sys.stderr,
-            )
+        if redactor is not None:
+            _told_left_unredacted(target, r.skipped)
     return _status(found + scan.unchanged, scan.problems)
 
 
@@ -295,7 +289,13 @@ def _export_dask(args: argparse.Namespace) -> int:
     with _progress("converting on the cluster (tasks)") as progress:
         report = cmd_export_dask(args, progress)
     _tell(report.problems)
+    if report.redacted:
+        from normalize._redact import summary_of
+
+        print(f"normalize: redacted {summary_of(report.redacted)}", file=sys.stderr)
     print_report(report)
+    if args.redact:
+        _told_left_unredacted("parquet", report.result.skipped)
     return _status(report.sessions, report.problems)
 
 
@@ -337,7 +337,7 @@ def cmd_otel(args: argparse.Namespace) -> int:
     redactor = _redactor(args)
     tables = ("sessions", "subagents", "turns", "tool_calls", "usage") + (("messages",) if args.content else ())
     loaded = _load(args, "reading sessions", tables)
-    sessions = [_redact_rows(loaded.sessions[k], redactor) for k in sorted(loaded.sessions)]
+    sessions = [redact_rows(loaded.sessions[k], redactor) for k in sorted(loaded.sessions)]
     _told_redacted(redactor)
     count = emit_spans(
         sessions, exporter, batch=args.endpoint is not None, service_name=args.service_name, content=args.content

@@ -38,6 +38,7 @@ import re
 import shutil
 import sys
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -50,7 +51,7 @@ from ._export import ExportReport
 from ._listing import ListedInput, list_inputs, listed_events
 from ._load import Loaded, rows_of
 from ._store import ExportResult, ParquetStore, drop_sessions, write_partitions
-from ._tables import SessionRows
+from ._tables import SessionRows, new_redactor, redact_rows
 
 __all__ = [
     "TASK_BYTES",
@@ -113,21 +114,31 @@ class TaskResult:
     sessions: int = 0
     skipped: int = 0
     problems: list[str] = field(default_factory=list)
+    #: secrets replaced, by kind, when the export redacts
+    redacted: dict[str, int] = field(default_factory=dict)
 
 
 def convert_task(
-    index: int, specs: Sequence[ListedInput], base: str, staging: str, stored: dict[str, tuple[int, int]]
+    index: int,
+    specs: Sequence[ListedInput],
+    base: str,
+    staging: str,
+    stored: dict[str, tuple[int, int]],
+    redact: bool = False,
 ) -> TaskResult:
     """Convert some inputs and stage the rows of the sessions the dataset lacks (runs on a worker).
 
-    ``stored`` is how much of each session the dataset holds (turns, events).  The
-    staging folder is emptied first, so running the task again gives the same files.
+    ``stored`` is how much of each session the dataset holds (turns, events).  With
+    ``redact``, every text cell's secrets are replaced here, on the worker, before any
+    row is written.  The staging folder is emptied first, so running the task again
+    gives the same files.
     """
     folder = Path(staging)
     if folder.exists():
         shutil.rmtree(folder)
     result = TaskResult(index)
     kept = Loaded()
+    redactor = new_redactor() if redact else None
     for spec in specs:
         try:
             rows = rows_of(listed_events(spec, base), spec.main)
@@ -139,7 +150,9 @@ def convert_task(
             continue
         for r in rows:
             result.sessions += 1
-            kept.offer(r)
+            kept.offer(redact_rows(r, redactor))
+    if redactor is not None:
+        result.redacted = dict(redactor.counts)
     result.skipped = kept.duplicates
     write: list[SessionRows] = []
     for key in sorted(kept.sessions):
@@ -169,8 +182,13 @@ def export_on(
     protocol: str | None = None,
     task_bytes: int = TASK_BYTES,
     progress: Progress | None = None,
+    redact: bool = False,
 ) -> ExportReport:
-    """Export the sessions under ``paths`` (local paths, or fsspec URLs) to the Parquet dataset ``root``."""
+    """Export the sessions under ``paths`` (local paths, or fsspec URLs) to the Parquet dataset ``root``.
+
+    With ``redact`` the workers replace the secrets of every row they write."""
+    if redact:
+        new_redactor()  # detect-secrets missing is a usage error here, not a failure of every task
     distributed = _import_distributed()
     store = ParquetStore(root)
     problems: list[str] = []
@@ -193,6 +211,7 @@ def export_on(
             base,
             staging,
             stored,
+            redact,
             key=key,
             retries=1,
             priority=len(tasks) - task.index,
@@ -229,9 +248,13 @@ def export_on(
         staging = run.parent
         if staging.exists() and not any(staging.iterdir()):
             staging.rmdir()
+    redacted: Counter[str] = Counter()
     for r in sorted(results, key=lambda r: r.index):
         problems.extend(r.problems)
-    return ExportReport(result, problems, len(specs), sum(r.sessions for r in results), len(tasks), split)
+        redacted.update(r.redacted)
+    report = ExportReport(result, problems, len(specs), sum(r.sessions for r in results), len(tasks), split)
+    report.redacted = dict(sorted(redacted.items()))
+    return report
 
 
 def _commit(store: ParquetStore, run: Path, results: list[TaskResult]) -> ExportResult:
@@ -338,6 +361,7 @@ def cmd_export_dask(args: argparse.Namespace, progress: Progress | None = None) 
             protocol=args.protocol,
             task_bytes=int(args.task_mb * (1 << 20)),
             progress=progress,
+            redact=bool(getattr(args, "redact", False)),
         )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +11,7 @@ from normalize import UsageError
 
 from ._load import Scan
 from ._store import ExportResult, ParquetStore
+from ._tables import new_redactor, redact_rows
 
 __all__ = ["ExportReport", "export"]
 
@@ -27,6 +28,8 @@ class ExportReport:
     split: int = 0
     #: input files not read again: unchanged since the export that stamped them
     unchanged: int = 0
+    #: secrets replaced, by kind (``redact=True``)
+    redacted: dict[str, int] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -37,6 +40,7 @@ class ExportReport:
             "tasks": self.tasks,
             "split": self.split,
             "unchanged": self.unchanged,
+            "redacted": dict(self.redacted),
         }
 
 
@@ -50,6 +54,7 @@ def export(
     task_bytes: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     reread: bool = False,
+    redact: bool = False,
 ) -> ExportReport:
     """Export the sessions under ``paths`` to the Parquet dataset folder ``parquet`` (incremental).
 
@@ -60,24 +65,40 @@ def export(
     ``normalize export`` does, a file unchanged since the export that stamped it (same
     size and time, or same content) is not read again unless ``reread``; a cluster's
     workers read every file.  Either way the dataset gets the same rows.
+
+    With ``redact`` (needs detect-secrets, the ``redact`` extra) the secrets of every
+    text cell are replaced before a row is written, on the cluster's workers too, and
+    every file is read (a session written unredacted before is not rewritten, as for
+    ``normalize export --redact``); ``report.redacted`` counts them by kind.
     """
     sources = list(paths)
     if client is not None:
         from ._dask import TASK_BYTES, export_on
 
         return export_on(
-            client, sources, Path(parquet), protocol=protocol, task_bytes=task_bytes or TASK_BYTES, progress=progress
+            client,
+            sources,
+            Path(parquet),
+            protocol=protocol,
+            task_bytes=task_bytes or TASK_BYTES,
+            progress=progress,
+            redact=redact,
         )
     urls = [s for s in sources if isinstance(s, str) and "://" in s]
     if urls:
         raise UsageError(f"{urls[0]}: URLs are read by the workers of a cluster: pass client=")
     roots = [Path(p) for p in sources]
+    redactor = new_redactor() if redact else None
     store = ParquetStore(Path(parquet))
-    scan = Scan(roots, protocol=protocol, jobs=jobs, progress=progress, skip=None if reread else store.unchanged)
+    skip = None if reread or redactor is not None else store.unchanged
+    scan = Scan(roots, protocol=protocol, jobs=jobs, progress=progress, skip=skip)
     found = 0
     for rows in scan:
         found += 1
-        store.offer(rows)
+        store.offer(redact_rows(rows, redactor))
     store.flush()
     store.remember(scan.read)
-    return ExportReport(store.result, scan.problems, scan.inputs, found, unchanged=scan.unchanged)
+    report = ExportReport(store.result, scan.problems, scan.inputs, found, unchanged=scan.unchanged)
+    if redactor is not None:
+        report.redacted = dict(sorted(redactor.counts.items()))
+    return report

@@ -57,7 +57,17 @@ from ._figures import EMPTY, Figure, combine, figure_of, total
 from ._prices import ESTIMATED, estimate
 from ._schema import ANALYTICS_SCHEMA_VERSION, TABLES, column_names
 
-__all__ = ["UNKNOWN_TS", "SessionRows", "TableBuilder", "key_of", "session_key", "tables_of", "unknown_clock"]
+__all__ = [
+    "UNKNOWN_TS",
+    "SessionRows",
+    "TableBuilder",
+    "key_of",
+    "new_redactor",
+    "redact_rows",
+    "session_key",
+    "tables_of",
+    "unknown_clock",
+]
 
 Row = tuple[Any, ...]
 
@@ -423,6 +433,27 @@ class SessionRows:
         """How much of the session this input holds: (turns, events).  The richest input of a session wins."""
         s = self.session
         return int(s["turns"] or 0), int(s["events"] or 0)
+
+
+def new_redactor() -> Any:
+    """A :class:`normalize._redact.Redactor` (imported only when asked for: it compiles its rules)."""
+    from normalize._redact import Redactor
+
+    return Redactor()
+
+
+def redact_rows(rows: SessionRows, redactor: Any) -> SessionRows:
+    """``rows`` with the secrets of every text cell of every table replaced (JSON columns
+    included), by ``redactor`` (a :class:`normalize._redact.Redactor`, which counts them);
+    unchanged when it is None."""
+    if redactor is None:
+        return rows
+    text = redactor.redact_text
+    rows.tables = {
+        name: [tuple(text(v) if isinstance(v, str) else v for v in row) for row in table]
+        for name, table in rows.tables.items()
+    }
+    return rows
 
 
 def _row(table: str, values: dict[str, Any]) -> Row:
