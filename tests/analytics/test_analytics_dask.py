@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -162,10 +164,19 @@ def test_from_python_the_tasks_are_spread_over_both_workers(
         assert report.tasks > 10
         _same_report(report, counts)
         _same_dataset(tmp_path / "dataset", want)
-        # incremental: a second run adds nothing and rewrites nothing
+        # incremental: a second run reads only the inputs it could not read before (the
+        # kits' broken captures), adds nothing and rewrites nothing
         files = {p: p.stat().st_mtime_ns for p in (tmp_path / "dataset").rglob("*.parquet")}
         again = export([ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
-        assert again.result.as_json() == {"added": 0, "replaced": 0, "skipped": counts["added"] + counts["skipped"]}
+        assert again.result.as_json() == {"added": 0, "replaced": 0, "skipped": 0}
+        assert again.sessions == 0
+        assert len(again.problems) == len(counts["problems"])
+        assert again.unchanged == again.inputs - len(counts["problems"]) == report.inputs - len(counts["problems"])
+        assert {p: p.stat().st_mtime_ns for p in (tmp_path / "dataset").rglob("*.parquet")} == files
+        # reread: every input read again, every session found already there as fully
+        full = export([ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES, reread=True)
+        assert full.unchanged == 0
+        assert full.result.as_json() == {"added": 0, "replaced": 0, "skipped": counts["added"] + counts["skipped"]}
         assert {p: p.stat().st_mtime_ns for p in (tmp_path / "dataset").rglob("*.parquet")} == files
         _same_dataset(tmp_path / "dataset", want)
 
@@ -180,6 +191,10 @@ def test_inputs_named_by_url_are_listed_by_the_client_and_read_by_the_workers(cl
     counts = export(kits, want, jobs=1).as_json()
     with cluster.client(2) as client:
         report = export([k.as_uri() for k in kits], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
+        # the listing's times are the stamps: a second run reads no file again
+        again = export([k.as_uri() for k in kits], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
+    assert (again.unchanged, again.sessions) == (report.inputs - len(report.problems), 0)
+    assert again.tasks == (1 if report.problems else 0)  # only the inputs it could not read are read again
     _same_report(report, counts, name=lambda p: Path(p).as_uri())
     for table in TABLES:
         got = _rows(tmp_path / "dataset", table)
@@ -428,3 +443,62 @@ def test_redact_on_the_cluster_leaves_no_secret_in_any_table(cluster: Cluster, t
         again = _normalize(*args[:3], str(tmp_path / "plain"), *args[4:])
     assert again.returncode == 0, again.stderr
     assert "the 1 session(s) already there were left as they were, not redacted" in again.stderr
+
+
+def test_a_run_reads_again_only_the_inputs_changed_since_the_last(cluster: Cluster, tmp_path: Path) -> None:
+    """The client stamps what it listed (size, time), the workers read only what changed; the
+    local export and the cluster's share the stamps."""
+    kit = tmp_path / "in"
+    shutil.copytree(ADAPTERS / "codex-rollout" / "captures", kit)
+    out = tmp_path / "dataset"
+    with cluster.client(2) as client:
+        first = export([kit], out, client=client, task_bytes=TASK_BYTES)
+        assert first.unchanged == 0 and first.result.added > 20
+        broken = len(first.problems)  # read again each time, as locally
+        touched = next(p for p in sorted(kit.rglob("*.jsonl")) if str(p) not in " ".join(first.problems))
+        st = touched.stat()
+        os.utime(touched, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))  # same bytes, a new time
+        second = export([kit], out, client=client, task_bytes=TASK_BYTES)
+    assert second.unchanged == first.inputs - broken - 1
+    assert second.sessions >= 1 and second.result.added == second.result.replaced == 0
+    assert second.result.skipped == second.sessions  # its sessions are there as fully
+    # the local export finds the cluster's stamps: nothing read but the broken inputs
+    local = export([kit], out, jobs=1)
+    assert (local.unchanged, local.sessions, len(local.problems)) == (first.inputs - broken, 0, broken)
+    run = _normalize("export", str(kit), "--parquet", str(out), "--dask", cluster.address)
+    assert f"normalize: {first.inputs - broken} inputs unchanged since the last export, not read again" in run.stderr
+    assert "0 added, 0 replaced, 0 already there" in run.stderr
+    assert run.returncode == (1 if broken else 0), run.stderr  # found sessions: unchanged ones count
+    every = _normalize("export", str(kit), "--parquet", str(out), "--dask", cluster.address, "--all")
+    assert "inputs unchanged" not in every.stderr
+    assert f"0 added, 0 replaced, {first.result.added + first.result.skipped} already there" in every.stderr
+
+
+def test_an_input_is_unchanged_only_as_listed_when_stamped() -> None:
+    """Size, time and an object store's version tag must all be the stamped ones; a listing without a time never is."""
+    from normalize.analytics._listing import Listed, _modified_ns
+    from normalize.analytics._store import _Buffered
+
+    spec = ListedInput("s3://b/a.jsonl", ("s3://b/a/subagents/x.jsonl",), files=(Listed(10, 5, "e1"), Listed(3, 6)))
+    store = _Buffered()
+    store._save_files = lambda: None  # type: ignore[method-assign]
+    assert not store.unchanged_listed(spec)
+    store.remember_listed([spec])
+    assert store.unchanged_listed(spec)
+    for changed in [
+        ListedInput(spec.main, spec.companions, files=(Listed(11, 5, "e1"), Listed(3, 6))),  # size
+        ListedInput(spec.main, spec.companions, files=(Listed(10, 7, "e1"), Listed(3, 6))),  # time
+        ListedInput(spec.main, spec.companions, files=(Listed(10, 5, "e2"), Listed(3, 6))),  # tag
+        ListedInput(spec.main, spec.companions, files=(Listed(10, 5, "e1"), Listed(4, 6))),  # a companion
+        ListedInput(spec.main, (), files=(Listed(10, 5, "e1"),)),  # a companion gone
+    ]:
+        assert not store.unchanged_listed(changed), changed
+    timeless = ListedInput("s3://b/c.jsonl", files=(Listed(10, 0),))
+    store.remember_listed([timeless])
+    assert not store.unchanged_listed(timeless)
+    # the forms fsspec file systems give a modification time
+    when = datetime(2026, 12, 3, 12, 0, 0, 250000, tzinfo=UTC)
+    ns = 1796299200_250000000
+    assert _modified_ns(when) == _modified_ns("2026-12-03T12:00:00.250Z") == _modified_ns(when.timestamp()) == ns
+    assert _modified_ns(when.replace(tzinfo=None)) == ns  # naive: UTC
+    assert _modified_ns(None) == _modified_ns("yesterday") == _modified_ns(True) == 0

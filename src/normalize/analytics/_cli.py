@@ -296,7 +296,7 @@ def _export_dask(args: argparse.Namespace) -> int:
     print_report(report)
     if args.redact:
         _told_left_unredacted("parquet", report.result.skipped)
-    return _status(report.sessions, report.problems)
+    return _status(report.sessions + report.unchanged, report.problems)
 
 
 # --------------------------------------------------------------------------

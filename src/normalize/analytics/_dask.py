@@ -116,6 +116,8 @@ class TaskResult:
     problems: list[str] = field(default_factory=list)
     #: secrets replaced, by kind, when the export redacts
     redacted: dict[str, int] = field(default_factory=dict)
+    #: the inputs read without a problem: (main file, session key inside it)
+    read: list[tuple[str, str | None]] = field(default_factory=list)
 
 
 def convert_task(
@@ -148,6 +150,7 @@ def convert_task(
         except OSError as exc:  # one unreadable file is reported, the rest goes on (as the local export)
             result.problems.append(f"{spec.main}: {exc.strerror or exc}")
             continue
+        result.read.append((spec.main, spec.key))
         for r in rows:
             result.sessions += 1
             kept.offer(redact_rows(r, redactor))
@@ -183,16 +186,20 @@ def export_on(
     task_bytes: int = TASK_BYTES,
     progress: Progress | None = None,
     redact: bool = False,
+    reread: bool = False,
 ) -> ExportReport:
     """Export the sessions under ``paths`` (local paths, or fsspec URLs) to the Parquet dataset ``root``.
 
-    With ``redact`` the workers replace the secrets of every row they write."""
+    An input whose files the listing gives with the size and modification time (and
+    version tag) an earlier export stamped is not read again, unless ``reread`` or
+    ``redact``.  With ``redact`` the workers replace the secrets of every row they write."""
     if redact:
         new_redactor()  # detect-secrets missing is a usage error here, not a failure of every task
     distributed = _import_distributed()
     store = ParquetStore(root)
     problems: list[str] = []
-    specs = [spec for source in paths for spec in list_inputs(source, protocol=protocol)]
+    listed = [spec for source in paths for spec in list_inputs(source, protocol=protocol)]
+    specs = listed if reread or redact else [s for s in listed if not store.unchanged_listed(s)]
     tasks = plan(specs, [s.size for s in specs], task_bytes)
     run = root / "_staging" / uuid.uuid4().hex
     base = os.getcwd()
@@ -242,6 +249,10 @@ def export_on(
             if progress is not None:
                 progress(done, total)
         result = _commit(store, run, results)
+        # a file is stamped once every input it holds was read (a database file holds several)
+        read = {done for r in results for done in r.read}
+        unread = {s.main for s in specs if (s.main, s.key) not in read}
+        store.remember_listed(s for s in specs if s.main not in unread)
     finally:
         if run.exists():
             shutil.rmtree(run)
@@ -252,7 +263,8 @@ def export_on(
     for r in sorted(results, key=lambda r: r.index):
         problems.extend(r.problems)
         redacted.update(r.redacted)
-    report = ExportReport(result, problems, len(specs), sum(r.sessions for r in results), len(tasks), split)
+    sessions = sum(r.sessions for r in results)
+    report = ExportReport(result, problems, len(listed), sessions, len(tasks), split, len(listed) - len(specs))
     report.redacted = dict(sorted(redacted.items()))
     return report
 
@@ -362,11 +374,17 @@ def cmd_export_dask(args: argparse.Namespace, progress: Progress | None = None) 
             task_bytes=int(args.task_mb * (1 << 20)),
             progress=progress,
             redact=bool(getattr(args, "redact", False)),
+            reread=bool(getattr(args, "all", False)),
         )
 
 
 def print_report(report: ExportReport) -> None:
     r = report.result
+    if report.unchanged:
+        print(
+            f"normalize: {report.unchanged} inputs unchanged since the last export, not read again",
+            file=sys.stderr,
+        )
     print(
         f"normalize: parquet: {r.added} added, {r.replaced} replaced, {r.skipped} already there "
         f"({report.inputs} inputs in {report.tasks} tasks)",

@@ -63,8 +63,10 @@ def export(
     ``paths`` at the same paths, or read ``paths`` given as fsspec URLs (``s3://...``).
     Without, on ``jobs`` processes of this machine (all cores by default), and, as
     ``normalize export`` does, a file unchanged since the export that stamped it (same
-    size and time, or same content) is not read again unless ``reread``; a cluster's
-    workers read every file.  Either way the dataset gets the same rows.
+    size and time, or same content) is not read again unless ``reread``.  On a cluster
+    the client reads no file: an input is not read again when its files are listed
+    with the size and time (and version tag, on object stores) the export that read
+    them stamped.  Either way the dataset gets the same rows.
 
     With ``redact`` (needs detect-secrets, the ``redact`` extra) the secrets of every
     text cell are replaced before a row is written, on the cluster's workers too, and
@@ -83,6 +85,7 @@ def export(
             task_bytes=task_bytes or TASK_BYTES,
             progress=progress,
             redact=redact,
+            reread=reread,
         )
     urls = [s for s in sources if isinstance(s, str) and "://" in s]
     if urls:

@@ -20,6 +20,7 @@ import os
 import posixpath
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,17 @@ from normalize._model import _Core
 from ._tables import unknown_clock
 from ._work import decode_lines, is_normalized_head
 
-__all__ = ["ListedInput", "is_url", "list_inputs", "listed_events"]
+__all__ = ["Listed", "ListedInput", "is_url", "list_inputs", "listed_events"]
+
+
+@dataclass(frozen=True)
+class Listed:
+    """What a listing says of one file: its size, its modification time (ns since the epoch,
+    0 when the file system gives none) and, for object stores, its version tag (an ETag)."""
+
+    size: int
+    mtime_ns: int = 0
+    tag: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,8 @@ class ListedInput:
     protocol: str | None = None
     size: int = 0
     key: str | None = None  # a session inside a database file (OpenCode): read from it, local paths only
+    #: what the listing said of the main file and each companion, in that order (empty: nothing known)
+    files: tuple[Listed, ...] = ()
 
 
 def is_url(source: object) -> bool:
@@ -82,7 +95,42 @@ def _companions(name: str, by_dir: dict[str, list[str]], patterns: list[str]) ->
     return sorted(found)
 
 
-def _join_owned(sizes: dict[str, int], comps: dict[str, list[str]]) -> None:
+def _listed(st: os.stat_result) -> Listed:
+    return Listed(st.st_size, st.st_mtime_ns)
+
+
+def _modified_ns(value: Any) -> int:
+    """A listing's modification time in ns, from the forms fsspec file systems give it
+    (seconds as a number, a ``datetime``, an ISO 8601 string); 0 when there is none."""
+    if isinstance(value, bool) or value is None:
+        return 0
+    if isinstance(value, int | float):
+        return round(value * 1_000_000) * 1000
+    when: datetime
+    if isinstance(value, datetime):
+        when = value
+    elif isinstance(value, str):
+        try:
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return 0
+    else:
+        return 0
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return round(when.timestamp() * 1_000_000) * 1000
+
+
+def _from_info(info: dict[str, Any]) -> Listed:
+    """A file of an fsspec listing: its size, modification time and version tag, where given
+    (``mtime``: local and SFTP; ``LastModified`` and ``ETag``: S3; ``updated``, ``md5Hash``:
+    Google Cloud Storage; ``last_modified``, ``etag``: Azure)."""
+    modified = next((info[k] for k in ("mtime", "LastModified", "last_modified", "updated") if info.get(k)), None)
+    tag = next((str(info[k]) for k in ("ETag", "etag", "md5Hash") if info.get(k)), "")
+    return Listed(int(info.get("size") or 0), _modified_ns(modified), tag)
+
+
+def _join_owned(sizes: dict[str, Listed], comps: dict[str, list[str]]) -> None:
     """Files that name their session inside (Claude Code 2.0.x ``agent-*.jsonl``, ``Adapter.owned``)
     join that session, as local discovery joins them.  Only a local file can be asked, so a URL
     listing keeps them as inputs of their own (their rows then count once, as a duplicate)."""
@@ -101,7 +149,7 @@ def _join_owned(sizes: dict[str, int], comps: dict[str, list[str]]) -> None:
             break
 
 
-def _group(sizes: dict[str, int], protocol: str | None, name: Callable[[str], str]) -> list[ListedInput]:
+def _group(sizes: dict[str, Listed], protocol: str | None, name: Callable[[str], str]) -> list[ListedInput]:
     """Listed files as inputs: each file that is no other file's companion, with its companions."""
     patterns = sorted({p for cls in available().values() for p in cls.companions})
     by_dir: dict[str, list[str]] = {}
@@ -111,7 +159,13 @@ def _group(sizes: dict[str, int], protocol: str | None, name: Callable[[str], st
     _join_owned(sizes, comps)
     taken = {c for cs in comps.values() for c in cs}
     return [
-        ListedInput(name(f), tuple(name(c) for c in comps[f]), protocol, sizes[f] + sum(sizes[c] for c in comps[f]))
+        ListedInput(
+            name(f),
+            tuple(name(c) for c in comps[f]),
+            protocol,
+            sizes[f].size + sum(sizes[c].size for c in comps[f]),
+            files=(sizes[f], *(sizes[c] for c in comps[f])),
+        )
         for f in sorted(sizes)
         if f not in taken
     ]
@@ -124,7 +178,7 @@ def list_inputs(source: str | Path, *, protocol: str | None = None) -> list[List
         if root.is_dir():
             files = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
             stores = [i for db in sorted(root.rglob("*.db")) if is_store(db) for i in _store_inputs(db)]
-            return stores + _group({p.as_posix(): p.stat().st_size for p in files}, protocol, str)
+            return stores + _group({p.as_posix(): _listed(p.stat()) for p in files}, protocol, str)
         if is_store(root):
             return _store_inputs(root)
         if root.is_file():  # a named session file: its companions beside it come along
@@ -136,7 +190,7 @@ def list_inputs(source: str | Path, *, protocol: str | None = None) -> list[List
                 for c in root.parent.glob(pat.format(stem=glob.escape(stem)))
             }
             files = [root, *sorted(c for c in beside if c.is_file())]
-            return _group({p.as_posix(): p.stat().st_size for p in files}, protocol, str)
+            return _group({p.as_posix(): _listed(p.stat()) for p in files}, protocol, str)
         raise UsageError(f"{root}: no such file or directory")
     url = str(source)
     fsspec = _import_fsspec()
@@ -147,12 +201,10 @@ def list_inputs(source: str | Path, *, protocol: str | None = None) -> list[List
     if fs.isdir(path):
         listing = fs.find(path, detail=True)
         sizes = {
-            f: int(info.get("size") or 0)
-            for f, info in listing.items()
-            if f.endswith(".jsonl") and info.get("type") == "file"
+            f: _from_info(info) for f, info in listing.items() if f.endswith(".jsonl") and info.get("type") == "file"
         }
     elif fs.isfile(path):
-        sizes = {path: int(fs.size(path) or 0)}
+        sizes = {path: _from_info(fs.info(path))}
     else:
         raise UsageError(f"{url}: no such file or folder")
     return _group(sizes, protocol, fs.unstrip_protocol)
@@ -165,10 +217,12 @@ def _open(name: str, base: str) -> Any:
 
 
 def _store_inputs(db: Path) -> list[ListedInput]:
-    """One input per session of a database file; the file's size is shared out among them."""
+    """One input per session of a database file; the file's size is shared out among them
+    (``size``, to plan the tasks), each listed with the whole file (``files``, its stamp)."""
     sessions = store_inputs(db)
-    size = db.stat().st_size // max(len(sessions), 1)
-    return [ListedInput(db.as_posix(), (), s.protocol, size, s.key) for s in sessions]
+    listed = _listed(db.stat())
+    size = listed.size // max(len(sessions), 1)
+    return [ListedInput(db.as_posix(), (), s.protocol, size, s.key, (listed,)) for s in sessions]
 
 
 def listed_events(spec: ListedInput, base: str = "") -> Iterator[_Core | StreamHeader]:

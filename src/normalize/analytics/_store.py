@@ -20,13 +20,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from normalize import UsageError
 
 from ._load import InputSpec, prefer
 from ._schema import ANALYTICS_SCHEMA_VERSION, TABLES, ColumnType
 from ._tables import Row, SessionRows, key_of
+
+if TYPE_CHECKING:
+    from ._listing import ListedInput  # which imports this module
 
 __all__ = [
     "FLUSH_SESSIONS",
@@ -101,7 +104,11 @@ def arrow_table(table: str, rows: list[Row]) -> Any:
 
 @dataclass(frozen=True)
 class FileStamp:
-    """What an export remembers of an input file: its size, modification time and content hash."""
+    """What an export remembers of an input file: its size, modification time and content hash.
+
+    ``sha256`` is empty when the file was stamped from a listing (a cluster export's
+    client reads no file), or ``tag:`` and the version tag an object store gave (an ETag).
+    """
 
     size: int
     mtime_ns: int
@@ -191,6 +198,45 @@ class _Buffered:
                     continue
                 comps = spec.companions if str(path) == spec.main else ()
                 self.files[str(path)] = FileStamp(stamp.size, stamp.mtime_ns, stamp.sha256, comps)
+            self._stamped = True
+        if self._stamped:
+            self._save_files()
+            self._stamped = False
+
+    def unchanged_listed(self, spec: ListedInput) -> bool:
+        """Whether every file of a listed input is as listed when an export stamped it: same
+        size and modification time, and same version tag where the file system gives one.
+
+        A cluster export's client reads no file, so unlike :meth:`unchanged` nothing is
+        hashed: a file whose time changed is read again, and so is one listed with no time.
+        """
+        names = (spec.main, *spec.companions)
+        if len(spec.files) != len(names):
+            return False
+        main = self.files.get(spec.main)
+        if main is None or main.companions != spec.companions:
+            return False
+        for name, listed in zip(names, spec.files, strict=True):
+            old = self.files.get(name)
+            if old is None or not listed.mtime_ns or (old.size, old.mtime_ns) != (listed.size, listed.mtime_ns):
+                return False
+            if listed.tag and old.sha256 != f"tag:{listed.tag}":
+                return False
+        return True
+
+    def remember_listed(self, specs: Iterable[ListedInput]) -> None:
+        """Stamp the files of listed inputs just exported, as the listing gave them, and save the stamps."""
+        for spec in specs:
+            names = (spec.main, *spec.companions)
+            if len(spec.files) != len(names):
+                continue
+            for name, listed in zip(names, spec.files, strict=True):
+                if not listed.mtime_ns:  # no time to compare with: read again next time
+                    self.files.pop(name, None)
+                    continue
+                comps = spec.companions if name == spec.main else ()
+                tag = f"tag:{listed.tag}" if listed.tag else ""
+                self.files[name] = FileStamp(listed.size, listed.mtime_ns, tag, comps)
             self._stamped = True
         if self._stamped:
             self._save_files()
