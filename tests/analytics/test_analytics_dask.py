@@ -502,3 +502,33 @@ def test_an_input_is_unchanged_only_as_listed_when_stamped() -> None:
     assert _modified_ns(when) == _modified_ns("2026-12-03T12:00:00.250Z") == _modified_ns(when.timestamp()) == ns
     assert _modified_ns(when.replace(tzinfo=None)) == ns  # naive: UTC
     assert _modified_ns(None) == _modified_ns("yesterday") == _modified_ns(True) == 0
+
+
+def test_without_a_path_the_agents_folders_are_exported_as_locally(cluster: Cluster, tmp_path: Path) -> None:
+    """No path: the agents' own folders; their prompt history beside the sessions is no session, on the cluster too."""
+    home = tmp_path / "home"
+    day = home / ".codex" / "sessions" / "2026" / "11" / "29"
+    day.mkdir(parents=True)
+    for f in sorted((ADAPTERS / "codex-rollout" / "captures" / "codex-0.171.0").glob("*.jsonl")):
+        shutil.copy(f, day / f.name)
+    (home / ".codex" / "history.jsonl").write_text('{"session_id":"x","ts":1764443000,"text":"fix the tests"}\n')
+    env = {k: v for k, v in os.environ.items() if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME")}
+    env["HOME"] = str(home)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "normalize", "export", *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, env=env)
+
+    local = cli("--parquet", str(tmp_path / "local"), "-j", "1")
+    assert local.returncode == 0, local.stderr
+    assert "~/.codex/sessions (codex)" in local.stderr
+    dask = cli("--parquet", str(tmp_path / "dask"), "--dask", cluster.address)
+    assert dask.returncode == 0, dask.stderr
+    assert "~/.codex/sessions (codex)" in dask.stderr
+    assert len(_rows(tmp_path / "dask", "sessions")) > 3
+    _same_dataset(tmp_path / "dask", tmp_path / "local")
+    # the agent's folder named: its history file is left out, not reported
+    named = cli(str(home / ".codex"), "--parquet", str(tmp_path / "named"), "--dask", cluster.address)
+    assert named.returncode == 0, named.stderr
+    assert "skipped" not in named.stderr
+    _same_dataset(tmp_path / "named", tmp_path / "local")

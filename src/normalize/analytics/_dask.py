@@ -46,9 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from normalize import InputError, UsageError
+from normalize._places import inputs_or_defaults
 
 from ._export import ExportReport
-from ._listing import ListedInput, list_inputs, listed_events
+from ._listing import ListedInput, is_url, list_inputs, listed_events
 from ._load import Loaded, rows_of
 from ._store import ExportResult, ParquetStore, drop_sessions, write_partitions
 from ._tables import SessionRows, new_redactor, redact_rows
@@ -365,10 +366,12 @@ def cmd_export_dask(args: argparse.Namespace, progress: Progress | None = None) 
         raise UsageError("--dask needs --parquet DIR, a folder every worker sees")
     if args.jobs is not None:
         raise UsageError("--jobs is for one machine; with --dask the cluster's workers do the work")
+    # no path: the agents' own folders, as for a local export
+    inputs = [str(p) if is_url(p) else Path(p).expanduser() for p in args.inputs] or inputs_or_defaults([])
     with connect(args.dask) as client:
         return export_on(
             client,
-            list(args.inputs),
+            inputs,
             Path(args.parquet),
             protocol=args.protocol,
             task_bytes=int(args.task_mb * (1 << 20)),

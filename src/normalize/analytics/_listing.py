@@ -36,6 +36,7 @@ from normalize import (
 )
 from normalize._convert import is_store, merge_records, sample_records, store_inputs
 from normalize._model import _Core
+from normalize._places import is_agent_file
 
 from ._tables import unknown_clock
 from ._work import decode_lines, is_normalized_head
@@ -176,7 +177,8 @@ def list_inputs(source: str | Path, *, protocol: str | None = None) -> list[List
     if not is_url(source):
         root = Path(source)
         if root.is_dir():
-            files = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
+            # the agents' prompt history and indexes are not sessions, as for local discovery
+            files = sorted(p for p in root.rglob("*.jsonl") if p.is_file() and not is_agent_file(p))
             stores = [i for db in sorted(root.rglob("*.db")) if is_store(db) for i in _store_inputs(db)]
             return stores + _group({p.as_posix(): _listed(p.stat()) for p in files}, protocol, str)
         if is_store(root):
@@ -201,7 +203,9 @@ def list_inputs(source: str | Path, *, protocol: str | None = None) -> list[List
     if fs.isdir(path):
         listing = fs.find(path, detail=True)
         sizes = {
-            f: _from_info(info) for f, info in listing.items() if f.endswith(".jsonl") and info.get("type") == "file"
+            f: _from_info(info)
+            for f, info in listing.items()
+            if f.endswith(".jsonl") and info.get("type") == "file" and not is_agent_file(Path(f))
         }
     elif fs.isfile(path):
         sizes = {path: _from_info(fs.info(path))}
