@@ -466,11 +466,11 @@ def test_a_run_reads_again_only_the_inputs_changed_since_the_last(cluster: Clust
     local = export([kit], out, jobs=1)
     assert (local.unchanged, local.sessions, len(local.problems)) == (first.inputs - broken, 0, broken)
     run = _normalize("export", str(kit), "--parquet", str(out), "--dask", cluster.address)
-    assert f"normalize: {first.inputs - broken} inputs unchanged since the last export, not read again" in run.stderr
+    assert f"normalize: {first.inputs - broken} files unchanged since the last export, not read again" in run.stderr
     assert "0 added, 0 replaced, 0 already there" in run.stderr
     assert run.returncode == (1 if broken else 0), run.stderr  # found sessions: unchanged ones count
     every = _normalize("export", str(kit), "--parquet", str(out), "--dask", cluster.address, "--all")
-    assert "inputs unchanged" not in every.stderr
+    assert "unchanged since the last export" not in every.stderr
     assert f"0 added, 0 replaced, {first.result.added + first.result.skipped} already there" in every.stderr
 
 

@@ -78,6 +78,11 @@ def _tell(problems: list[str]) -> None:
         print(f"normalize: skipped: {printable(problem)}", file=sys.stderr)
 
 
+def _told_unchanged(unchanged: int) -> None:
+    if unchanged:
+        print(f"normalize: {unchanged} files unchanged since the last export, not read again", file=sys.stderr)
+
+
 def _told_redacted(redactor: Any) -> None:
     if redactor is not None and redactor.counts:
         print(f"normalize: redacted {redactor.summary()}", file=sys.stderr)
@@ -269,8 +274,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         if isinstance(duck, DuckDBStore):
             duck.close()
     _tell(scan.problems)
-    if scan.unchanged:
-        print(f"normalize: {scan.unchanged} files unchanged since the last export, not read again", file=sys.stderr)
+    _told_unchanged(scan.unchanged)
     _told_redacted(redactor)
     for target, store in stores.items():
         r = store.result
@@ -284,18 +288,24 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _export_dask(args: argparse.Namespace) -> int:
-    from ._dask import cmd_export_dask, print_report
+    from ._dask import cmd_export_dask
 
     with _progress("converting on the cluster (tasks)") as progress:
         report = cmd_export_dask(args, progress)
     _tell(report.problems)
+    _told_unchanged(report.unchanged)
     if report.redacted:
         from normalize._redact import summary_of
 
         print(f"normalize: redacted {summary_of(report.redacted)}", file=sys.stderr)
-    print_report(report)
+    r = report.result
+    print(
+        f"normalize: parquet: {r.added} added, {r.replaced} replaced, {r.skipped} already there "
+        f"({report.inputs} inputs in {report.tasks} tasks)",
+        file=sys.stderr,
+    )
     if args.redact:
-        _told_left_unredacted("parquet", report.result.skipped)
+        _told_left_unredacted("parquet", r.skipped)
     return _status(report.sessions + report.unchanged, report.problems)
 
 

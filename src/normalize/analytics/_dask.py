@@ -36,7 +36,6 @@ import argparse
 import os
 import re
 import shutil
-import sys
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -379,17 +378,3 @@ def cmd_export_dask(args: argparse.Namespace, progress: Progress | None = None) 
             redact=bool(getattr(args, "redact", False)),
             reread=bool(getattr(args, "all", False)),
         )
-
-
-def print_report(report: ExportReport) -> None:
-    r = report.result
-    if report.unchanged:
-        print(
-            f"normalize: {report.unchanged} inputs unchanged since the last export, not read again",
-            file=sys.stderr,
-        )
-    print(
-        f"normalize: parquet: {r.added} added, {r.replaced} replaced, {r.skipped} already there "
-        f"({report.inputs} inputs in {report.tasks} tasks)",
-        file=sys.stderr,
-    )
