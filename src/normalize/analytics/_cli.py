@@ -14,7 +14,7 @@ import importlib.util
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -83,9 +83,12 @@ def _told_unchanged(unchanged: int) -> None:
         print(f"normalize: {unchanged} files unchanged since the last export, not read again", file=sys.stderr)
 
 
-def _told_redacted(redactor: Any) -> None:
-    if redactor is not None and redactor.counts:
-        print(f"normalize: redacted {redactor.summary()}", file=sys.stderr)
+def _told_redacted(counts: Mapping[str, int]) -> None:
+    """What ``--redact`` removed, by kind (nothing when it removed nothing)."""
+    if counts:
+        from normalize._redact import summary_of
+
+        print(f"normalize: redacted {summary_of(counts)}", file=sys.stderr)
 
 
 def _told_left_unredacted(target: str, skipped: int) -> None:
@@ -275,7 +278,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             duck.close()
     _tell(scan.problems)
     _told_unchanged(scan.unchanged)
-    _told_redacted(redactor)
+    _told_redacted(redactor.counts if redactor is not None else {})
     for target, store in stores.items():
         r = store.result
         print(
@@ -294,10 +297,7 @@ def _export_dask(args: argparse.Namespace) -> int:
         report = cmd_export_dask(args, progress)
     _tell(report.problems)
     _told_unchanged(report.unchanged)
-    if report.redacted:
-        from normalize._redact import summary_of
-
-        print(f"normalize: redacted {summary_of(report.redacted)}", file=sys.stderr)
+    _told_redacted(report.redacted)
     r = report.result
     print(
         f"normalize: parquet: {r.added} added, {r.replaced} replaced, {r.skipped} already there "
@@ -348,7 +348,7 @@ def cmd_otel(args: argparse.Namespace) -> int:
     tables = ("sessions", "subagents", "turns", "tool_calls", "usage") + (("messages",) if args.content else ())
     loaded = _load(args, "reading sessions", tables)
     sessions = [redact_rows(loaded.sessions[k], redactor) for k in sorted(loaded.sessions)]
-    _told_redacted(redactor)
+    _told_redacted(redactor.counts if redactor is not None else {})
     count = emit_spans(
         sessions, exporter, batch=args.endpoint is not None, service_name=args.service_name, content=args.content
     )

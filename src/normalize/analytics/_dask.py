@@ -264,9 +264,10 @@ def export_on(
         problems.extend(r.problems)
         redacted.update(r.redacted)
     sessions = sum(r.sessions for r in results)
-    report = ExportReport(result, problems, len(listed), sessions, len(tasks), split, len(listed) - len(specs))
-    report.redacted = dict(sorted(redacted.items()))
-    return report
+    unchanged = len(listed) - len(specs)
+    return ExportReport(
+        result, problems, len(listed), sessions, len(tasks), split, unchanged, dict(sorted(redacted.items()))
+    )
 
 
 def _commit(store: ParquetStore, run: Path, results: list[TaskResult]) -> ExportResult:
