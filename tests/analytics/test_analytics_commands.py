@@ -457,3 +457,34 @@ def test_a_broken_normalized_file_is_reported_and_the_rest_counted(
     captured = capsys.readouterr()
     assert "bad.jsonl:4" in captured.err
     assert json.loads(captured.out)["total"]["sessions"] == 1
+
+
+def test_duckdb_replacements_leave_the_tables_a_fresh_export_would_write(tmp_path: Path) -> None:
+    """Many sessions replaced in one write, others beside them untouched: every table as if the poorer inputs
+    never came."""
+    duckdb = pytest.importorskip("duckdb")
+    full = tmp_path / "full"
+    shutil.copytree(ADAPTERS / "hm-json" / "captures", full, ignore=shutil.ignore_patterns(EDGE))
+    part = tmp_path / "part"
+    for f in full.rglob("*.jsonl"):  # the first half of each session: the same session, less of it
+        lines = f.read_bytes().splitlines(keepends=True)
+        (part / f.relative_to(full)).parent.mkdir(parents=True, exist_ok=True)
+        (part / f.relative_to(full)).write_bytes(b"".join(lines[: max(len(lines) // 2, 1)]))
+    others = ADAPTERS / "codex-rollout" / "captures" / "codex-0.171.0"
+
+    def dump(db: Path) -> dict[str, list[str]]:
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            return {
+                t: sorted(json.dumps(r, default=str) for r in con.execute(f"SELECT * FROM {t}").fetchall())
+                for t in TABLES
+            }
+        finally:
+            con.close()
+
+    db = tmp_path / "run.duckdb"
+    export_duckdb(load([part, others]), db)
+    got = export_duckdb(load([full]), db)
+    assert got["replaced"] >= 5
+    export_duckdb(load([full, others]), tmp_path / "fresh.duckdb")
+    assert dump(db) == dump(tmp_path / "fresh.duckdb")

@@ -349,9 +349,10 @@ class DuckDBStore(_Buffered):
     def _write(self, sessions: list[SessionRows], replace: set[str]) -> None:
         self.con.execute("BEGIN TRANSACTION")
         try:
-            for key in sorted(replace):
+            if replace:  # one statement per table: each DELETE scans its table
+                keys = sorted(replace)
                 for table in TABLES:
-                    self.con.execute(f"DELETE FROM {table} WHERE root_key = ?", [key])
+                    self.con.execute(f"DELETE FROM {table} WHERE root_key IN (SELECT unnest(?::VARCHAR[]))", [keys])
             for table in TABLES:
                 rows = [r for s in sessions for r in s.tables[table]]
                 if not rows:
