@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import json
 import shutil
@@ -488,3 +489,31 @@ def test_duckdb_replacements_leave_the_tables_a_fresh_export_would_write(tmp_pat
     assert got["replaced"] >= 5
     export_duckdb(load([full, others]), tmp_path / "fresh.duckdb")
     assert dump(db) == dump(tmp_path / "fresh.duckdb")
+
+
+def test_duckdb_stamps_every_file_it_read_and_a_second_run_reads_only_what_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The stamps (``analytics_files``) round-trip: sizes, times, hashes, a session's companions."""
+    duckdb = pytest.importorskip("duckdb")
+    src = tmp_path / "in"
+    shutil.copytree(ADAPTERS / "claude-transcript" / "captures" / "claude-code-2.1.332", src)
+    files = sorted(p for p in src.rglob("*.jsonl") if p.stat().st_size)
+    db = tmp_path / "s.duckdb"
+    assert _run(["export", str(src), "--duckdb", str(db), "-j", "1"]) == 0
+    con = duckdb.connect(str(db), read_only=True)
+    stamped = {r[0]: r[1:] for r in con.execute("SELECT * FROM analytics_files").fetchall()}
+    con.close()
+    for f in files:
+        st = f.stat()
+        size, mtime, digest, _ = stamped[str(f)]
+        assert (size, mtime, digest) == (st.st_size, st.st_mtime_ns, hashlib.sha256(f.read_bytes()).hexdigest())
+    with_companions = [json.loads(r[3]) for r in stamped.values() if r[3] != "[]"]
+    assert with_companions and all(str(src) in c for cs in with_companions for c in cs)
+    capsys.readouterr()
+    assert _run(["export", str(src), "--duckdb", str(db), "-j", "1"]) == 0
+    sessions = sum(1 for f in files if "subagents" not in f.parts)  # the others are their companions
+    assert f"normalize: {sessions} files unchanged since the last export" in capsys.readouterr().err
+    files[0].write_bytes(files[0].read_bytes() + b"\n")  # one file changed: it alone is read again
+    assert _run(["export", str(src), "--duckdb", str(db), "-j", "1"]) == 0
+    assert f"normalize: {sessions - 1} files unchanged since the last export" in capsys.readouterr().err

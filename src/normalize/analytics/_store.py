@@ -318,8 +318,13 @@ class DuckDBStore(_Buffered):
         try:
             self.con.execute("DELETE FROM analytics_files")
             rows = _stamp_rows(self.files)
-            if rows:
-                self.con.executemany("INSERT INTO analytics_files VALUES (?, ?, ?, ?, ?)", rows)
+            if rows:  # the columns as lists, in one statement: executemany costs about a millisecond a row
+                columns = [list(c) for c in zip(*rows, strict=True)]
+                self.con.execute(
+                    "INSERT INTO analytics_files SELECT unnest(?::VARCHAR[]), unnest(?::BIGINT[]), "
+                    "unnest(?::BIGINT[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[])",
+                    columns,
+                )
         except BaseException:
             self.con.execute("ROLLBACK")
             raise

@@ -1,6 +1,6 @@
-"""What replacing stored sessions costs a DuckDB export: one DELETE per table, against one per session and table.
+"""What a DuckDB export's bookkeeping costs: replacing stored sessions, saving the files' stamps.
 
-    .venv/bin/python benchmarks/duckdb_replace.py [--copies 5] [--replace 256]
+    .venv/bin/python benchmarks/duckdb_store.py [--copies 5] [--replace 256]
 
 A session is replaced when a richer input of it comes (a live stream's session, then
 its transcript), and the export deletes its stored rows from every table before it
@@ -8,8 +8,11 @@ writes the new ones.  This exports the corpus of ``scale.py`` (the kits' capture
 ``--copies`` times with fresh ids) to a DuckDB file, then, in this process and inside
 transactions rolled back, deletes ``--replace`` of its sessions from every table the
 two ways: the way the export deletes them (one statement per table, the keys as a
-list) and one statement per session and table (what it did before).  Prints the
-best of ``--rounds`` of each, and their ratio.
+list) and one statement per session and table (what it did before).  Then it saves
+the stamps of the corpus's files (``analytics_files``: one row a file, written again
+at the end of each export that read a file) the two ways: as the export saves them
+(the columns as lists, one statement) and one ``INSERT`` a row (``executemany``, what
+it did before).  Prints the best of ``--rounds`` of each, and their ratios.
 """
 
 from __future__ import annotations
@@ -27,16 +30,20 @@ from typing import Any
 import scale
 
 from normalize.analytics._schema import TABLES
+from normalize.analytics._store import DuckDBStore, _stamp_rows, _stamps_from
 
 
-def timed(con: Any, delete: Callable[[], None], rounds: int) -> float:
+def timed(con: Any, work: Callable[[], None], rounds: int, *, undo: bool = True) -> float:
+    """The best time of ``work``; with ``undo``, each run inside a transaction rolled back."""
     best = float("inf")
     for _ in range(rounds):
-        con.execute("BEGIN TRANSACTION")
+        if undo:
+            con.execute("BEGIN TRANSACTION")
         start = time.perf_counter()
-        delete()
+        work()
         best = min(best, time.perf_counter() - start)
-        con.execute("ROLLBACK")
+        if undo:
+            con.execute("ROLLBACK")
     return best
 
 
@@ -69,10 +76,26 @@ def main() -> None:
 
         one = timed(con, batched, args.rounds)
         each = timed(con, per_session, args.rounds)
+        store = DuckDBStore.__new__(DuckDBStore)  # its _save_files on this connection, its stamps as read
+        store.con = con
+        store.files = _stamps_from(con.execute("SELECT * FROM analytics_files").fetchall())
+        stamps = _stamp_rows(store.files)
+
+        def row_by_row() -> None:
+            con.execute("BEGIN TRANSACTION")
+            con.execute("DELETE FROM analytics_files")
+            con.executemany("INSERT INTO analytics_files VALUES (?, ?, ?, ?, ?)", stamps)
+            con.execute("COMMIT")
+
+        # both commit, as an export does; each writes the same stamps again
+        saved = timed(con, store._save_files, args.rounds, undo=False)
+        rowwise = timed(con, row_by_row, args.rounds, undo=False)
         con.close()
     print(f"{files} files ({size / 1e6:.0f} MB), {rows['sessions']} sessions, {rows['events']} events stored")
     print(f"{len(keys)} sessions replaced: one DELETE per table {one * 1e3:.0f} ms, ", end="")
     print(f"one per session and table {each * 1e3:.0f} ms ({each / one:.0f}x)")
+    print(f"{len(stamps)} files' stamps saved: one statement {saved * 1e3:.0f} ms, ", end="")
+    print(f"one INSERT a row {rowwise * 1e3:.0f} ms ({rowwise / saved:.0f}x)")
 
 
 if __name__ == "__main__":
