@@ -298,7 +298,9 @@ def _failing_open(monkeypatch: pytest.MonkeyPatch, victim: Path, *, after_opens:
     import errno
 
     real_open = Path.open
-    opened = {"n": 0}
+    # counted in a file: the opens may be made by the worker processes of --jobs, forked after this
+    count = victim.with_name(f".{victim.name}.opens")  # not a *.jsonl: no input of its own
+    count.write_bytes(b"")
 
     class Broken:
         def __init__(self, f: object) -> None:
@@ -321,8 +323,12 @@ def _failing_open(monkeypatch: pytest.MonkeyPatch, victim: Path, *, after_opens:
     def fake_open(self: Path, *args: object, **kw: object) -> object:
         f = real_open(self, *args, **kw)  # type: ignore[call-overload]
         if self == victim:
-            opened["n"] += 1
-            if opened["n"] > after_opens:
+            fd = os.open(count, os.O_WRONLY | os.O_APPEND)
+            try:
+                os.write(fd, b".")  # one byte an open, appended atomically
+            finally:
+                os.close(fd)
+            if count.stat().st_size > after_opens:
                 return Broken(f)
         return f
 

@@ -158,3 +158,41 @@ def test_normalize_output_is_recognised_as_not_a_session(tmp_path: Path) -> None
     f.write_bytes(b"\n".join(lines) + b"\n")
     (found,) = normalize.find_inputs([f])
     assert isinstance(found, normalize.NotASession) and str(f) in found.message
+
+
+def _found(item: normalize.SessionInput | normalize.DetectionError) -> tuple[object, ...]:
+    if isinstance(item, normalize.DetectionError):
+        return (type(item).__name__, item.message)
+    return (item.main, item.protocol, tuple(item.companions), item.key)
+
+
+def test_a_pool_of_workers_finds_the_sessions_one_process_finds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``find_inputs(pool=)``: the workers detect the files, the inputs (companions, errors, order) are the same.
+
+    Over every kit (Claude's sub-agents in both layouts, OpenCode databases, files nobody
+    recognises) and the golden outputs (normalize's own streams: not sessions)."""
+    import concurrent.futures
+
+    from helpers import ADAPTERS, GOLDEN
+    from normalize import _convert
+
+    serial = {root: [_found(i) for i in normalize.find_inputs([root])] for root in (ADAPTERS, GOLDEN)}
+    here: list[Path] = []  # the files detected in this process, not by a worker
+    protocol_of = _convert._protocol_of
+
+    def counted(path: Path, protocol: str | None, max_line: int) -> str:
+        here.append(path)
+        return protocol_of(path, protocol, max_line)
+
+    with concurrent.futures.ProcessPoolExecutor(max_workers=2) as pool:
+        pool.submit(int).result()  # the workers start before the count does
+        monkeypatch.setattr(_convert, "_protocol_of", counted)
+        for root, want in serial.items():
+            assert [_found(i) for i in normalize.find_inputs([root], pool=pool)] == want
+    sessions = sum(1 for found in serial.values() for f in found if len(f) == 4)
+    assert sessions > 300
+    # what is left to this process: the files that may be another's companion by name, when still needed
+    files = sorted(p for p in ADAPTERS.rglob("*.jsonl") if p.is_file())
+    folder = _convert._Folder(files)
+    assert here and all(folder.may_be_companion(f) for f in here)
+    assert len(here) < sessions / 10

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import io
 import itertools
 import json
@@ -190,15 +191,17 @@ class _Tally:
         return ", ".join(parts)
 
 
-def _gather(args: argparse.Namespace, tally: _Tally) -> list[_Item]:
-    """Every session to convert, in order; what cannot be converted is told now."""
+def _gather(args: argparse.Namespace, tally: _Tally, pool: concurrent.futures.Executor | None = None) -> list[_Item]:
+    """Every session to convert, in order; what cannot be converted is told now.
+
+    With ``pool``, a folder's files are detected by its workers (:func:`find_inputs`)."""
     items: list[_Item] = []
     for name in args.inputs:
         if name == "-":
             items.append(_Item(None, Path("stdin")))
             continue
         root = Path(name)
-        for inp in find_inputs([root], protocol=args.protocol, max_line=args.max_line):
+        for inp in find_inputs([root], protocol=args.protocol, max_line=args.max_line, pool=pool):
             if isinstance(inp, NotASession):
                 tally.notes += 1  # in a folder, earlier outputs are counted in the summary, not listed
                 if not root.is_dir():
@@ -240,7 +243,32 @@ def cmd_convert(args: argparse.Namespace) -> int:
         args.inputs = [str(p) for p in inputs_or_defaults([])]
     redactor = _redactor(args)
     tally = _Tally()
-    items = _gather(args, tally)
+    with _pool_for(args) as pool:
+        return _convert_all(args, redactor, tally, pool)
+
+
+@contextlib.contextmanager
+def _pool_for(args: argparse.Namespace) -> Iterator[concurrent.futures.ProcessPoolExecutor | None]:
+    """The worker processes of ``convert --jobs`` (all cores by default), started before the
+    sessions are found when a folder is given, so that they detect its files; else None."""
+    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+    if jobs < 2 or not any(n != "-" and Path(n).is_dir() for n in args.inputs):
+        yield None
+        return
+    pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs)
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _convert_all(
+    args: argparse.Namespace,
+    redactor: Redactor | None,
+    tally: _Tally,
+    pool: concurrent.futures.ProcessPoolExecutor | None,
+) -> int:
+    items = _gather(args, tally, pool)
     inputs = InputFiles(_input_paths(args, items))
     names: OutputNames | None = None
     out_file: BinaryIO = sys.stdout.buffer
@@ -259,7 +287,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
             out_file = target.open("wb")
     jobs = _jobs(args, items, redactor, out_file if names is None else None)
     try:
-        with Progress("normalize: converting", len(items)) as bar, _Workers(jobs) as workers:
+        with Progress("normalize: converting", len(items)) as bar, _Workers(jobs, pool) as workers:
             # sessions are converted a few groups ahead by the workers; each is written and told in order
             for item, work in zip(items, workers.plan(items, args, names, inputs), strict=True):
                 try:
@@ -400,8 +428,9 @@ class _Workers:
     with ``-o DIR/`` it is converted in this process, in its turn.
     """
 
-    def __init__(self, jobs: int) -> None:
+    def __init__(self, jobs: int, pool: concurrent.futures.ProcessPoolExecutor | None = None) -> None:
         self.jobs = jobs
+        self._given = pool  # workers started before (they detected the files): used, not shut down here
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._options: dict[str, Any] = {}
@@ -413,11 +442,11 @@ class _Workers:
     def __enter__(self) -> _Workers:
         if self.jobs > 1:
             self._tmp = tempfile.TemporaryDirectory(prefix="normalize-convert-")
-            self._pool = concurrent.futures.ProcessPoolExecutor(max_workers=self.jobs)
+            self._pool = self._given or concurrent.futures.ProcessPoolExecutor(max_workers=self.jobs)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._pool is not None:
+        if self._pool is not None and self._pool is not self._given:
             self._pool.shutdown(wait=True, cancel_futures=True)
         if self._tmp is not None:
             self._tmp.cleanup()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import fnmatch
 import glob
 import heapq
@@ -18,7 +19,7 @@ from ._lines import DEFAULT_MAX_LINE, CaptureParser, Message, Record
 from ._model import Error as ErrorBody
 from ._model import Origin, SessionEvent, _Core
 from ._places import is_agent_file
-from ._registry import adapter_class, detect_protocol, is_stream_header
+from ._registry import adapter_class, available, detect_protocol, is_stream_header
 from ._session import Clock, Session
 
 __all__ = [
@@ -402,6 +403,16 @@ def _companions(path: Path, cls: type[Adapter], folder: _Folder | None = None) -
     return sorted(found) + sorted(owned - found)
 
 
+def _reading_companions() -> list[type[Adapter]]:
+    """The registered adapters whose sessions read other files with them."""
+    return [cls for cls in available().values() if cls.companions or cls.owned]
+
+
+def _repeat(*values: object) -> list[itertools.repeat[object]]:
+    """Arguments repeated for ``Executor.map``, one iterable each."""
+    return [itertools.repeat(v) for v in values]
+
+
 class _Folder:
     """What a search of a folder knows of the session files it found.
 
@@ -442,6 +453,10 @@ class _Folder:
                             table.setdefault(owner, []).append(p)
         return table
 
+    def may_be_companion(self, f: Path) -> bool:
+        """Whether ``f`` is a companion of another file here for some registered adapter."""
+        return any(self.is_companion(f, cls) for cls in _reading_companions())
+
     def is_companion(self, f: Path, cls: type[Adapter]) -> bool:
         """Whether ``f`` is read with another session file: an ``owned`` file whose owner
         lies beside it, or a companion of a session file in a folder above it."""
@@ -468,7 +483,11 @@ class _Folder:
 
 
 def find_inputs(
-    paths: Iterable[Path], *, protocol: str | None = None, max_line: int = DEFAULT_MAX_LINE
+    paths: Iterable[Path],
+    *,
+    protocol: str | None = None,
+    max_line: int = DEFAULT_MAX_LINE,
+    pool: concurrent.futures.Executor | None = None,
 ) -> Iterator[SessionInput | DetectionError]:
     """Every session under ``paths`` (files, or folders searched for ``*.jsonl``).
 
@@ -479,6 +498,10 @@ def find_inputs(
     :class:`NotASession` (normalize's own output, a note rather than a failure).
     A path that does not exist is a :class:`UsageError`, raised before anything
     is yielded.
+
+    With ``pool`` (a process pool), the protocols of a folder's files are detected
+    by its workers, ahead of the files' turn, in the order found: the same inputs,
+    found sooner on several cores.
     """
     roots = list(paths)
     for root in roots:
@@ -486,7 +509,7 @@ def find_inputs(
             raise UsageError(f"{root}: no such file or directory")
     for root in roots:
         if root.is_dir():
-            yield from _find_in_folder(root, protocol, max_line)
+            yield from _find_in_folder(root, protocol, max_line, pool)
             continue
         if is_store(root):  # a database of sessions (OpenCode): one input per session
             yield from store_inputs(root)
@@ -500,7 +523,21 @@ def find_inputs(
         yield SessionInput(root, proto, _companions(root, cls))
 
 
-def _find_in_folder(root: Path, protocol: str | None, max_line: int) -> Iterator[SessionInput | DetectionError]:
+def _detected(path: Path, protocol: str | None, max_line: int) -> str | DetectionError:
+    """:func:`_protocol_of`, its error returned (what a worker of ``find_inputs``'s pool runs)."""
+    try:
+        return _protocol_of(path, protocol, max_line)
+    except DetectionError as exc:
+        return exc
+
+
+#: Files a worker of ``find_inputs``'s pool detects at a time.
+_DETECT_CHUNK = 32
+
+
+def _find_in_folder(
+    root: Path, protocol: str | None, max_line: int, pool: concurrent.futures.Executor | None = None
+) -> Iterator[SessionInput | DetectionError]:
     try:
         for db in sorted(p for p in root.rglob("*.db") if is_store(p)):
             yield from store_inputs(db)
@@ -509,15 +546,26 @@ def _find_in_folder(root: Path, protocol: str | None, max_line: int) -> Iterator
         yield UnreadableInput(f"{exc.filename or root}: {exc.strerror or exc}")
         return
     folder = _Folder(files)
+    candidates = [f for f in files if not is_agent_file(f)]  # the agents' prompt history and indexes: not sessions
+    early: set[Path] = set()
+    results: Iterator[str | DetectionError] = iter(())
+    if pool is not None and protocol is None:
+        # detected by the workers, in this order; a file that may be another's companion by its
+        # name is detected here in its turn, if still needed (its session, found first, takes it)
+        early = {f for f in candidates if not folder.may_be_companion(f)}
+        ordered = [f for f in candidates if f in early]
+        results = pool.map(_detected, ordered, *_repeat(protocol, max_line), chunksize=_DETECT_CHUNK)
     taken: set[Path] = set()
-    for f in files:
-        if f in taken or is_agent_file(f):  # the agents' prompt history and indexes: not sessions
+    for f in candidates:
+        found = next(results) if f in early else None  # taken or not: the results follow the files
+        if f in taken:
             continue
-        try:
-            proto = _protocol_of(f, protocol, max_line)
-        except DetectionError as exc:
-            yield exc
+        if found is None:
+            found = _detected(f, protocol, max_line)
+        if isinstance(found, DetectionError):
+            yield found
             continue
+        proto = found
         cls = adapter_class(proto)
         if folder.is_companion(f, cls):
             continue

@@ -216,10 +216,13 @@ def test_the_richest_input_of_a_session_wins() -> None:
 
 
 def test_worker_processes_give_the_same_rows() -> None:
-    folder = ADAPTERS / "hm-json"
-    one = load([folder], jobs=1)
-    two = load([folder], jobs=2)
+    """With two workers (which also detect the folders' files): the same sessions, rows and problems."""
+    folders = [ADAPTERS / "hm-json", ADAPTERS / "claude-transcript"]  # sub-agents read with their sessions
+    one = load(folders, jobs=1)
+    two = load(folders, jobs=2)
     assert {k: r.tables for k, r in one.sessions.items()} == {k: r.tables for k, r in two.sessions.items()}
+    assert (one.inputs, sorted(one.problems)) == (two.inputs, sorted(two.problems))
+    assert len(one.sessions) > 40
 
 
 # --------------------------------------------------------------------------

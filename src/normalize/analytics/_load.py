@@ -12,6 +12,7 @@ that holds most of it (turns, then events) wins, ties to the first path.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -76,8 +77,12 @@ def is_normalized(path: Path) -> bool:
     return is_normalized_file(path)
 
 
-def discover(paths: Iterable[Path], *, protocol: str | None = None) -> Iterator[InputSpec | InputError]:
-    """Every session input under ``paths``, in a stable order; undetectable files as their error."""
+def discover(
+    paths: Iterable[Path], *, protocol: str | None = None, pool: concurrent.futures.Executor | None = None
+) -> Iterator[InputSpec | InputError]:
+    """Every session input under ``paths``, in a stable order; undetectable files as their error.
+
+    With ``pool`` (a process pool), a folder's files are detected by its workers."""
     for root in paths:
         if root.is_dir():
             files = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
@@ -86,7 +91,7 @@ def discover(paths: Iterable[Path], *, protocol: str | None = None) -> Iterator[
                 yield InputSpec("normalized", str(p))
             if len(normalized) == len(files) and not any(root.rglob("*.db")):
                 continue
-            for inp in find_inputs([root], protocol=protocol):
+            for inp in find_inputs([root], protocol=protocol, pool=pool):
                 if isinstance(inp, DetectionError):
                     if not any(inp.message.startswith(f"{p}:") for p in normalized):
                         yield inp
@@ -224,8 +229,10 @@ def read_all(
     jobs: int | None = None,
     progress: Progress | None = None,
     tables: Iterable[str] | None = None,
+    pool: concurrent.futures.Executor | None = None,
 ) -> Iterator[tuple[InputSpec, list[SessionRows] | InputError]]:
-    """Each input's rows as soon as it is read, on ``jobs`` worker processes (all cores by default).
+    """Each input's rows as soon as it is read, on ``jobs`` worker processes (all cores by default),
+    or on ``pool``'s.
 
     With several workers the order is the order they finish in; every consumer here
     decides by key and :func:`prefer`, never by order, so the outcome is the same.
@@ -240,12 +247,18 @@ def read_all(
                 progress(i + 1, n)
             yield spec, result
         return
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+    with contextlib.ExitStack() as own:
+        if pool is None:
+            pool = own.enter_context(concurrent.futures.ProcessPoolExecutor(max_workers=workers))
         futures = {pool.submit(_read_safely, spec, keep): spec for spec in specs}
-        for done, fut in enumerate(concurrent.futures.as_completed(futures), 1):
-            if progress is not None:
-                progress(done, n)
-            yield futures[fut], fut.result()
+        try:
+            for done, fut in enumerate(concurrent.futures.as_completed(futures), 1):
+                if progress is not None:
+                    progress(done, n)
+                yield futures[fut], fut.result()
+        finally:
+            for fut in futures:  # stopped early: what has not started is not run (the pool may be shared)
+                fut.cancel()
 
 
 class Scan:
@@ -278,21 +291,28 @@ class Scan:
         self.read: list[InputSpec] = []
 
     def __iter__(self) -> Iterator[SessionRows]:
-        specs: list[InputSpec] = []
-        for item in discover(self.paths, protocol=self.protocol):
-            if isinstance(item, InputError):
-                self.problems.append(item.message)
-            elif self.skip is not None and self.skip(item):
-                self.unchanged += 1
-            else:
-                specs.append(item)
-        self.inputs = len(specs) + self.unchanged
-        for spec, result in read_all(specs, jobs=self.jobs, progress=self.progress, tables=self.tables):
-            if isinstance(result, InputError):
-                self.problems.append(f"{spec.main}: {result.message}")
-            else:
-                self.read.append(spec)
-                yield from result
+        jobs = self.jobs or os.cpu_count() or 1
+        with contextlib.ExitStack() as stack:
+            # the workers start first when a folder is searched: they detect its files, then read the sessions
+            pool = None
+            if jobs > 1 and any(p.is_dir() for p in self.paths):
+                pool = stack.enter_context(concurrent.futures.ProcessPoolExecutor(max_workers=jobs))
+            specs: list[InputSpec] = []
+            for item in discover(self.paths, protocol=self.protocol, pool=pool):
+                if isinstance(item, InputError):
+                    self.problems.append(item.message)
+                elif self.skip is not None and self.skip(item):
+                    self.unchanged += 1
+                else:
+                    specs.append(item)
+            self.inputs = len(specs) + self.unchanged
+            read = read_all(specs, jobs=jobs, progress=self.progress, tables=self.tables, pool=pool)
+            for spec, result in read:
+                if isinstance(result, InputError):
+                    self.problems.append(f"{spec.main}: {result.message}")
+                else:
+                    self.read.append(spec)
+                    yield from result
 
 
 def load(
