@@ -408,6 +408,18 @@ def _reading_companions() -> list[type[Adapter]]:
     return [cls for cls in available().values() if cls.companions or cls.owned]
 
 
+def _companion_names(cls: type[Adapter]) -> tuple[str, ...] | None:
+    """The file names ``cls.companions`` patterns end in, or None when one depends on the
+    session's name (``{stem}`` in its last part)."""
+    if cls not in _COMPANION_NAMES:
+        names = tuple(pattern.rsplit("/", 1)[-1] for pattern in cls.companions)
+        _COMPANION_NAMES[cls] = None if any("{" in n for n in names) else names
+    return _COMPANION_NAMES[cls]
+
+
+_COMPANION_NAMES: dict[type[Adapter], tuple[str, ...] | None] = {}
+
+
 def _repeat(*values: object) -> list[itertools.repeat[object]]:
     """Arguments repeated for ``Executor.map``, one iterable each."""
     return [itertools.repeat(v) for v in values]
@@ -466,6 +478,9 @@ class _Folder:
                 return True
         if not cls.companions:
             return False
+        names = _companion_names(cls)
+        if names is not None and not any(fnmatch.fnmatch(f.name, n) for n in names):
+            return False  # no pattern ends in a name like this one's
         for d in f.parents:
             beside = self.by_dir.get(d)
             if beside is None:
