@@ -442,6 +442,7 @@ class _Folder:
             self.by_dir.setdefault(f.parent, []).append(f)
         self._owners: dict[tuple[type[Adapter], Path], str | None] = {}
         self._owned: dict[tuple[type[Adapter], Path], dict[str, list[Path]]] = {}
+        self._readers: list[type[Adapter]] | None = None  # the adapters whose sessions read companions
 
     def owner(self, cls: type[Adapter], path: Path) -> str | None:
         """``cls.owner_of(path)``, read once."""
@@ -467,7 +468,9 @@ class _Folder:
 
     def may_be_companion(self, f: Path) -> bool:
         """Whether ``f`` is a companion of another file here for some registered adapter."""
-        return any(self.is_companion(f, cls) for cls in _reading_companions())
+        if self._readers is None:
+            self._readers = _reading_companions()
+        return any(self.is_companion(f, cls) for cls in self._readers)
 
     def is_companion(self, f: Path, cls: type[Adapter]) -> bool:
         """Whether ``f`` is read with another session file: an ``owned`` file whose owner
