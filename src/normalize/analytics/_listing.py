@@ -124,8 +124,8 @@ def _modified_ns(value: Any) -> int:
 
 def _from_info(info: dict[str, Any]) -> Listed:
     """A file of an fsspec listing: its size, modification time and version tag, where given
-    (``mtime``: local and SFTP; ``LastModified`` and ``ETag``: S3; ``updated``, ``md5Hash``:
-    Google Cloud Storage; ``last_modified``, ``etag``: Azure)."""
+    (``mtime``: local and SFTP; ``LastModified`` and ``ETag``: S3; ``updated`` and ``etag``,
+    else ``md5Hash``: Google Cloud Storage; ``last_modified`` and ``etag``: Azure)."""
     modified = next((info[k] for k in ("mtime", "LastModified", "last_modified", "updated") if info.get(k)), None)
     tag = next((str(info[k]) for k in ("ETag", "etag", "md5Hash") if info.get(k)), "")
     return Listed(int(info.get("size") or 0), _modified_ns(modified), tag)
