@@ -66,6 +66,11 @@ class ListedInput:
     #: what the listing said of the main file and each companion, in that order (empty: nothing known)
     files: tuple[Listed, ...] = ()
 
+    def listed(self) -> list[tuple[str, Listed]] | None:
+        """Each file's name with what the listing said of it, or None when it said nothing."""
+        names = (self.main, *self.companions)
+        return list(zip(names, self.files, strict=True)) if len(self.files) == len(names) else None
+
 
 def is_url(source: object) -> bool:
     """Whether an input is named by a URL (``scheme://...``) rather than a local path."""

@@ -199,9 +199,7 @@ class _Buffered:
                 comps = spec.companions if str(path) == spec.main else ()
                 self.files[str(path)] = FileStamp(stamp.size, stamp.mtime_ns, stamp.sha256, comps)
             self._stamped = True
-        if self._stamped:
-            self._save_files()
-            self._stamped = False
+        self._save_if_stamped()
 
     def unchanged_listed(self, spec: ListedInput) -> bool:
         """Whether every file of a listed input is as listed when an export stamped it: same
@@ -210,13 +208,13 @@ class _Buffered:
         A cluster export's client reads no file, so unlike :meth:`unchanged` nothing is
         hashed: a file whose time changed is read again, and so is one listed with no time.
         """
-        names = (spec.main, *spec.companions)
-        if len(spec.files) != len(names):
+        files = spec.listed()
+        if files is None:
             return False
         main = self.files.get(spec.main)
         if main is None or main.companions != spec.companions:
             return False
-        for name, listed in zip(names, spec.files, strict=True):
+        for name, listed in files:
             old = self.files.get(name)
             if old is None or not listed.mtime_ns or (old.size, old.mtime_ns) != (listed.size, listed.mtime_ns):
                 return False
@@ -227,10 +225,7 @@ class _Buffered:
     def remember_listed(self, specs: Iterable[ListedInput]) -> None:
         """Stamp the files of listed inputs just exported, as the listing gave them, and save the stamps."""
         for spec in specs:
-            names = (spec.main, *spec.companions)
-            if len(spec.files) != len(names):
-                continue
-            for name, listed in zip(names, spec.files, strict=True):
+            for name, listed in spec.listed() or ():
                 if not listed.mtime_ns:  # no time to compare with: read again next time
                     self.files.pop(name, None)
                     continue
@@ -238,11 +233,15 @@ class _Buffered:
                 tag = f"tag:{listed.tag}" if listed.tag else ""
                 self.files[name] = FileStamp(listed.size, listed.mtime_ns, tag, comps)
             self._stamped = True
+        self._save_if_stamped()
+
+    _stamped = False
+
+    def _save_if_stamped(self) -> None:
+        """Save the stamps if a file was stamped since they were last saved."""
         if self._stamped:
             self._save_files()
             self._stamped = False
-
-    _stamped = False
 
     def _save_files(self) -> None:
         raise NotImplementedError
