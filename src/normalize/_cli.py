@@ -247,11 +247,16 @@ def cmd_convert(args: argparse.Namespace) -> int:
         return _convert_all(args, redactor, tally, pool)
 
 
+def _jobs_asked(args: argparse.Namespace) -> int:
+    """``--jobs``, or all cores when not given."""
+    return args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+
+
 @contextlib.contextmanager
 def _pool_for(args: argparse.Namespace) -> Iterator[concurrent.futures.ProcessPoolExecutor | None]:
     """The worker processes of ``convert --jobs`` (all cores by default), started before the
     sessions are found when a folder is given, so that they detect its files; else None."""
-    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+    jobs = _jobs_asked(args)
     if jobs < 2 or not any(n != "-" and Path(n).is_dir() for n in args.inputs):
         yield None
         return
@@ -384,7 +389,7 @@ def _jobs(args: argparse.Namespace, items: Sequence[_Item], redactor: Redactor |
     """
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+    jobs = _jobs_asked(args)
     if jobs < 2 or len(items) < 2 or redactor is not None or args.strict or any(i.inp is None for i in items):
         return 1
     if out is not None and out.isatty():
