@@ -302,6 +302,31 @@ def test_older_files_user_and_agent_messages_come_from_event_msg() -> None:
     assert out[-2]["tokens"]["total"] == 110
 
 
+@pytest.mark.parametrize(
+    ("output", "exit_code", "phase"),
+    [
+        ("Exit code: 3\nWall time: 0.1 seconds\nOutput:\nboom\n", 3, "failed"),
+        ("Chunk ID: 1\nWall time: 0 seconds\nProcess exited with code 0\nOutput:\nok\n", 0, "completed"),
+        # the command's own output prints such a line: the header's code stands
+        ("Exit code: 0\nWall time: 0.1 seconds\nOutput:\nProcess exited with code 1\nExit code: 2\n", 0, "completed"),
+        ("Wall time: 0.1 seconds\nOutput:\nExit code: 2\n", None, "completed"),
+        ('{"output": "Exit code: 5\\n", "metadata": {"exit_code": 4, "duration_seconds": 0.1}}', 4, "failed"),
+        ('{"output": "a\\n", "metadata": {}}', None, "completed"),
+        ("{not json\nExit code: 6\n", 6, "failed"),
+        ("Exit code: 1" + " " * 600 + "\nOutput:\n", 1, "failed"),
+    ],
+)
+def test_a_command_output_gives_the_exit_code_its_header_states(output: str, exit_code: int | None, phase: str) -> None:
+    out = convert_lines(
+        {"id": "old-1", "timestamp": "2025-05-01T10:00:00Z", "instructions": "Be brief.", "git": None},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+        {"type": "local_shell_call", "call_id": "c9", "status": "completed", "action": {"type": "exec", "command": ["x"]}},
+        {"type": "function_call_output", "call_id": "c9", "output": output},
+    )
+    [done] = [b for b in out if b["kind"] == "tool-call" and b["phase"] != "started"]
+    assert (done.get("exitCode"), done["phase"]) == (exit_code, phase)
+
+
 def test_envelope_less_files_take_the_response_items() -> None:
     lines: list[dict[str, Any]] = [
         {"id": "old-1", "timestamp": "2025-05-01T10:00:00Z", "instructions": "Be brief.", "git": None},

@@ -5,6 +5,8 @@ interpreted in the compiled build (docs/adapters.md).
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 from msgspec import Raw, Struct
 
@@ -242,6 +244,16 @@ _event_decoder = msgspec.json.Decoder(_Event)
 
 
 _any_decoder = msgspec.json.Decoder()
+
+
+class _LegacyOutput(Struct, frozen=True):
+    """An older output, ``{"output": ..., "metadata": {"exit_code": N}}``: its metadata only,
+    the output skipped unread."""
+
+    metadata: Any = None
+
+
+_legacy_output_decoder = msgspec.json.Decoder(_LegacyOutput)
 
 
 class _Command(Struct, frozen=True, kw_only=True):

@@ -108,6 +108,7 @@ from ._codex_rollout_views import (
     _Event,
     _event_decoder,
     _Invocation,
+    _legacy_output_decoder,
     _Line,
     _line_decoder,
     _Meta,
@@ -209,23 +210,36 @@ def _output_text(output: Raw) -> str | None:
 
 
 _EXIT_MARKERS = ("Process exited with code ", "Exit code: ")
+#: how far into an output its header is looked for: the lines before ``Output:``
+_HEADER_CHARS = 512
 
 
 def _exit_code(text: str) -> int | None:
-    for marker in _EXIT_MARKERS:
-        at = text.find(marker)
-        if at >= 0:
-            digits = text[at + len(marker) :].split("\n", 1)[0].strip()
-            if digits.lstrip("-").isdigit():
-                return int(digits)
+    """The exit code an output states: in its header (``Exit code: N`` or ``Process exited
+    with code N``, before the ``Output:`` line), or, in older files, in its metadata.
+
+    Only the header is read: a command's own output that prints such a line (a log, a test
+    run) does not change the code of the command that printed it.
+    """
     if text.startswith("{"):  # older: {"output": ..., "metadata": {"exit_code": N}}
         try:
-            value = _any_decoder.decode(text.encode())
+            meta = _legacy_output_decoder.decode(text).metadata
         except msgspec.DecodeError:
-            return None
-        meta = value.get("metadata") if isinstance(value, dict) else None
-        if isinstance(meta, dict) and isinstance(meta.get("exit_code"), int):
-            return int(meta["exit_code"])
+            pass  # not JSON: a header, perhaps
+        else:
+            code = meta.get("exit_code") if isinstance(meta, dict) else None
+            return int(code) if isinstance(code, int) else None
+    head = text[:_HEADER_CHARS]
+    end = head.find("\nOutput:")
+    if end >= 0:
+        head = head[:end]
+    for marker in _EXIT_MARKERS:
+        at = head.find(marker)
+        if at >= 0:
+            start = at + len(marker)
+            digits = text[start : start + 24].split("\n", 1)[0].strip()
+            if digits.lstrip("-").isdigit():
+                return int(digits)
     return None
 
 
