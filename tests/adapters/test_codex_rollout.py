@@ -320,7 +320,12 @@ def test_a_command_output_gives_the_exit_code_its_header_states(output: str, exi
     out = convert_lines(
         {"id": "old-1", "timestamp": "2025-05-01T10:00:00Z", "instructions": "Be brief.", "git": None},
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
-        {"type": "local_shell_call", "call_id": "c9", "status": "completed", "action": {"type": "exec", "command": ["x"]}},
+        {
+            "type": "local_shell_call",
+            "call_id": "c9",
+            "status": "completed",
+            "action": {"type": "exec", "command": ["x"]},
+        },
         {"type": "function_call_output", "call_id": "c9", "output": output},
     )
     [done] = [b for b in out if b["kind"] == "tool-call" and b["phase"] != "started"]
