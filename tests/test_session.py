@@ -413,6 +413,23 @@ def test_a_clock_time_is_written_as_datetime_writes_it(seconds: float) -> None:
     assert format_ts(seconds) == _datetime_text(seconds)
 
 
+@given(
+    st.floats(min_value=0, max_value=4e9, allow_nan=False),
+    st.lists(
+        st.floats(min_value=-2e-3, max_value=2e-3, allow_nan=False) | st.sampled_from([0.5e-6, -0.5e-6, 1e-3]),
+        max_size=20,
+    ),
+)
+def test_times_close_together_are_written_as_datetime_writes_each(start: float, steps: list[float]) -> None:
+    """Times a few microseconds apart, as a fast conversion's clock gives them, across and
+    next to the edges of a millisecond: each as if formatted alone (the last millisecond's
+    text is kept)."""
+    seconds = start
+    for step in [0.0, *steps]:
+        seconds = max(0.0, seconds + step)
+        assert format_ts(seconds) == _datetime_text(seconds)
+
+
 @given(st.integers(min_value=-(10**12), max_value=253402300799999))
 def test_an_epoch_number_is_written_as_datetime_writes_it(ms: int) -> None:
     assert ms_time(ms) == _datetime_text(ms // 1000)[:-4] + f"{ms % 1000:03d}Z"

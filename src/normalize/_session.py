@@ -100,16 +100,28 @@ Clock = Callable[[], float]
 
 #: The last whole second formatted by :func:`format_ts` and its text, replaced as one tuple.
 _ts_cache: tuple[int, str] = (-1, "")
+#: The last millisecond formatted, ``(low, high, text)``: every time strictly between low
+#: and high is written as text.  The bounds lie :data:`_MS_MARGIN` inside the
+#: millisecond's own, so a time near its edge, where a float's rounding could decide, is
+#: formatted the long way.
+_ms_cache: tuple[float, float, str] = (0.0, 0.0, "")
+#: 10 microseconds: more than 4 units in the last place of any time before the year 2286
+#: (1e10 seconds), the only times kept in :data:`_ms_cache`
+_MS_MARGIN: Final = 1e-5
 
 
 def format_ts(seconds: float) -> str:
     """RFC 3339 in UTC with milliseconds, the form normalize writes.
 
-    Called for every event without a native time, so the text of the whole
-    second is cached; the microseconds are rounded as ``datetime.fromtimestamp``
-    rounds them (half to even), so the result is the same as formatting it.
+    Called for every message without a native time, so the text of the last
+    millisecond is kept, and that of the last whole second; the microseconds are
+    rounded as ``datetime.fromtimestamp`` rounds them (half to even), so the result is
+    the same as formatting it.
     """
-    global _ts_cache
+    global _ts_cache, _ms_cache
+    low, high, text = _ms_cache
+    if low < seconds < high:
+        return text
     if seconds < 0:
         dt = datetime.fromtimestamp(seconds, tz=UTC)
         return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
@@ -122,7 +134,13 @@ def format_ts(seconds: float) -> str:
     cached = _ts_cache
     if cached[0] != sec:
         cached = _ts_cache = (sec, datetime.fromtimestamp(sec, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S."))
-    return cached[1] + _MILLIS[us // 1000]
+    ms = us // 1000
+    text = cached[1] + _MILLIS[ms]
+    if seconds < 1e10:
+        # the millisecond's own bounds: microseconds from ms*1000 - 0.5 to ms*1000 + 999.5
+        start = sec + ms / 1000
+        _ms_cache = (start - 0.5e-6 + _MS_MARGIN, start + 0.9995e-3 - _MS_MARGIN, text)
+    return text
 
 
 #: ``"000Z"`` ... ``"999Z"``: the end of a time, looked up rather than formatted
