@@ -303,20 +303,39 @@ def test_older_files_user_and_agent_messages_come_from_event_msg() -> None:
 
 
 @pytest.mark.parametrize(
-    ("output", "exit_code", "phase"),
+    ("output", "exit_code", "phase", "description"),
     [
-        ("Exit code: 3\nWall time: 0.1 seconds\nOutput:\nboom\n", 3, "failed"),
-        ("Chunk ID: 1\nWall time: 0 seconds\nProcess exited with code 0\nOutput:\nok\n", 0, "completed"),
+        ("Exit code: 3\nWall time: 0.1 seconds\nOutput:\nboom\n", 3, "failed", None),
+        ("Chunk ID: 1\nWall time: 0 seconds\nProcess exited with code 0\nOutput:\nok\n", 0, "completed", None),
         # the command's own output prints such a line: the header's code stands
-        ("Exit code: 0\nWall time: 0.1 seconds\nOutput:\nProcess exited with code 1\nExit code: 2\n", 0, "completed"),
-        ("Wall time: 0.1 seconds\nOutput:\nExit code: 2\n", None, "completed"),
-        ('{"output": "Exit code: 5\\n", "metadata": {"exit_code": 4, "duration_seconds": 0.1}}', 4, "failed"),
-        ('{"output": "a\\n", "metadata": {}}', None, "completed"),
-        ("{not json\nExit code: 6\n", 6, "failed"),
-        ("Exit code: 1" + " " * 600 + "\nOutput:\n", 1, "failed"),
+        (
+            "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nProcess exited with code 1\nExit code: 2\n",
+            0,
+            "completed",
+            None,
+        ),
+        ("Wall time: 0.1 seconds\nOutput:\nExit code: 2\n", None, "completed", None),
+        ('{"output": "Exit code: 5\\n", "metadata": {"exit_code": 4, "duration_seconds": 0.1}}', 4, "failed", None),
+        ('{"output": "a\\n", "metadata": {}}', None, "completed", None),
+        ("{not json\nExit code: 6\n", 6, "failed", None),
+        ("Exit code: 1" + " " * 600 + "\nOutput:\n", 1, "failed", None),
+        # declined: the whole output says so
+        ("patch rejected by user", None, "failed", "declined"),
+        ("exec command rejected by user\n", None, "failed", "declined"),
+        (
+            'exec_command failed: CreateProcess { message: "Rejected(\\"rejected by user\\")" }',
+            None,
+            "failed",
+            "declined",
+        ),
+        # a command that ran and printed the words
+        ("Exit code: 0\nWall time: 0.1 seconds\nOutput:\nsrc/a.rs: patch rejected by user\n", 0, "completed", None),
+        ("found: exec command rejected by user in 3 files\n", None, "completed", None),
     ],
 )
-def test_a_command_output_gives_the_exit_code_its_header_states(output: str, exit_code: int | None, phase: str) -> None:
+def test_a_command_output_gives_the_exit_code_its_header_states_and_a_refusal_its_words(
+    output: str, exit_code: int | None, phase: str, description: str | None
+) -> None:
     out = convert_lines(
         {"id": "old-1", "timestamp": "2025-05-01T10:00:00Z", "instructions": "Be brief.", "git": None},
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
@@ -329,7 +348,7 @@ def test_a_command_output_gives_the_exit_code_its_header_states(output: str, exi
         {"type": "function_call_output", "call_id": "c9", "output": output},
     )
     [done] = [b for b in out if b["kind"] == "tool-call" and b["phase"] != "started"]
-    assert (done.get("exitCode"), done["phase"]) == (exit_code, phase)
+    assert (done.get("exitCode"), done["phase"], done.get("description")) == (exit_code, phase, description)
 
 
 def test_envelope_less_files_take_the_response_items() -> None:

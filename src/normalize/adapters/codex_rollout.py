@@ -244,7 +244,12 @@ def _exit_code(text: str) -> int | None:
 
 
 def _rejected(text: str) -> bool:
-    return "rejected by user" in text or text.startswith("exec_command failed")
+    """Whether an output without an exit code says the user declined the call: ``patch
+    rejected by user``, ``exec command rejected by user``, ``exec_command failed: ...``.
+
+    Only the whole message counts: a command's output that mentions a rejection (a search
+    through Codex's own sources) is the output of a command that ran."""
+    return text.startswith("exec_command failed") or text.rstrip().endswith("rejected by user")
 
 
 def _args(arguments: Raw) -> Any:
@@ -571,7 +576,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
             return [Passthrough()]
         text = _output_text(item.output)
         code = _exit_code(text) if text is not None else None
-        if text is not None and _rejected(text):
+        if text is not None and code is None and _rejected(text):
             status = "declined"
         else:
             status = "failed" if code not in (None, 0) else "completed"
