@@ -11,8 +11,11 @@ generated session (``_gen``, ``N`` lines) is converted as ``run.py`` converts it
 caches, the first session) is subtracted, and the rest divided by the lines.
 
 An instruction count is not a time: a copy of N bytes counts N instructions (``rep
-movsb``), a cache miss counts nothing.  Read it beside the time (``run.py``,
-``stages.py``).  Needs valgrind; about a minute per protocol and tree.
+movsb``), a cache miss counts nothing.  Nor does it see what depends on the clock: under
+valgrind a line takes fifty times longer, so the last millisecond's text that
+``format_ts`` keeps for messages without a native time is almost never reused, as it
+is in a real run.  Read it beside the time (``run.py``, ``stages.py``).  Needs
+valgrind; about a minute per protocol and tree.
 """
 
 from __future__ import annotations
