@@ -351,6 +351,42 @@ def test_a_command_output_gives_the_exit_code_its_header_states_and_a_refusal_it
     assert (done.get("exitCode"), done["phase"], done.get("description")) == (exit_code, phase, description)
 
 
+@pytest.mark.parametrize(
+    ("output", "printed"),
+    [
+        ("Exit code: 3\nWall time: 0.1 seconds\nOutput:\nboom\n", "boom\n"),
+        (
+            "Chunk ID: 1\nWall time: 0 seconds\nProcess exited with code 0\nOriginal token count: 1\nOutput:\nok\n",
+            "ok\n",
+        ),
+        ('{"output": "a\\nb\\n", "metadata": {"exit_code": 0, "duration_seconds": 0.1}}', "a\nb\n"),
+        ('{"output": "", "metadata": {"exit_code": 1}}', ""),
+        # no exit code in a header: not Codex's header, the text as it is
+        ("Wall time: 0.1 seconds\nOutput:\nExit code: 2\n", "Wall time: 0.1 seconds\nOutput:\nExit code: 2\n"),
+        ('{"result": 1}', '{"result": 1}'),
+        ("hello\n", "hello\n"),
+    ],
+)
+def test_a_command_output_is_what_the_command_printed(output: str, printed: str) -> None:
+    """As Codex exec and the app-server give it (``aggregated_output``): without the header
+    Codex writes for the model, nor the JSON older files wrap it in."""
+    out = convert_lines(
+        {"id": "old-1", "timestamp": "2025-05-01T10:00:00Z", "instructions": "Be brief.", "git": None},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+        {
+            "type": "local_shell_call",
+            "call_id": "c9",
+            "status": "completed",
+            "action": {"type": "exec", "command": ["x"]},
+        },
+        {"type": "function_call_output", "call_id": "c9", "output": output},
+    )
+    [done] = [b for b in out if b["kind"] == "tool-call" and b["phase"] != "started"]
+    assert done["output"] == printed
+    deltas = [b["delta"] for b in out if b["kind"] == "command-output"]
+    assert deltas == ([printed] if printed else [])
+
+
 def test_envelope_less_files_take_the_response_items() -> None:
     lines: list[dict[str, Any]] = [
         {"id": "old-1", "timestamp": "2025-05-01T10:00:00Z", "instructions": "Be brief.", "git": None},

@@ -247,9 +247,9 @@ _any_decoder = msgspec.json.Decoder()
 
 
 class _LegacyOutput(Struct, frozen=True):
-    """An older output, ``{"output": ..., "metadata": {"exit_code": N}}``: its metadata only,
-    the output skipped unread."""
+    """An older output, ``{"output": ..., "metadata": {"exit_code": N}}``."""
 
+    output: Any = None
     metadata: Any = None
 
 

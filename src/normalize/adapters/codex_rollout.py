@@ -25,7 +25,11 @@ shapes from 0.104.0-alpha.1 files and the protocol reference):
   PascalCase core item (``CommandExecution`` argv ``command`` and ``file://`` ``cwd``,
   ``FileChange`` whose ``changes`` is a *map* path -> change, ``McpToolCall`` with
   camelCase fields inside), followed by the ``function_call_output`` the model saw (kept
-  as ``session.update``).  Up to 0.104 there is no item: the output ends the call.  A
+  as ``session.update``).  Up to 0.104 there is no item: the output ends the call, and a
+  command's output is what it printed, as Codex exec gives it: the header Codex writes
+  for the model (``Exit code: N``, ``Wall time: ...``, ``Output:``) or the JSON older
+  files wrap it in (``{"output": ..., "metadata": {"exit_code": N}}``) gives the exit
+  code and is left out.  A
   declined command has no ``CommandExecution`` item in 0.169 either, only an output
   ``exec_command failed: ... rejected by user``.
 * ``update_plan`` is only a ``function_call`` (its output is ``"Plan updated"``).
@@ -214,21 +218,25 @@ _EXIT_MARKERS = ("Process exited with code ", "Exit code: ")
 _HEADER_CHARS = 512
 
 
-def _exit_code(text: str) -> int | None:
-    """The exit code an output states: in its header (``Exit code: N`` or ``Process exited
-    with code N``, before the ``Output:`` line), or, in older files, in its metadata.
+def _command_result(text: str) -> tuple[str, int | None]:
+    """What a command printed and its exit code, from its output as the model saw it.
 
-    Only the header is read: a command's own output that prints such a line (a log, a test
-    run) does not change the code of the command that printed it.
+    Codex writes a header first (``Exit code: N`` or ``Process exited with code N``, the
+    wall time, ...) and ``Output:``, then what the command printed; older files write
+    ``{"output": ..., "metadata": {"exit_code": N}}``.  Other text is returned whole,
+    without a code.  Only the header is read for the code: a command's own output that
+    prints such a line (a log, a test run) does not change the code of the command.
     """
-    if text.startswith("{"):  # older: {"output": ..., "metadata": {"exit_code": N}}
+    if text.startswith("{"):
         try:
-            meta = _legacy_output_decoder.decode(text).metadata
+            legacy = _legacy_output_decoder.decode(text)
         except msgspec.DecodeError:
             pass  # not JSON: a header, perhaps
         else:
+            meta = legacy.metadata
             code = meta.get("exit_code") if isinstance(meta, dict) else None
-            return int(code) if isinstance(code, int) else None
+            printed = legacy.output if isinstance(legacy.output, str) else text
+            return printed, int(code) if isinstance(code, int) else None
     head = text[:_HEADER_CHARS]
     end = head.find("\nOutput:")
     if end >= 0:
@@ -239,8 +247,11 @@ def _exit_code(text: str) -> int | None:
             start = at + len(marker)
             digits = text[start : start + 24].split("\n", 1)[0].strip()
             if digits.lstrip("-").isdigit():
-                return int(digits)
-    return None
+                if end < 0:
+                    return text, int(digits)
+                after = end + len("\nOutput:")
+                return text[after + 1 if text.startswith("\n", after) else after :], int(digits)
+    return text, None
 
 
 def _rejected(text: str) -> bool:
@@ -575,12 +586,15 @@ class CodexRolloutAdapter(BuiltinAdapter):
             # finished already (a core item), or a plan update: the output repeats it
             return [Passthrough()]
         text = _output_text(item.output)
-        code = _exit_code(text) if text is not None else None
-        if text is not None and code is None and _rejected(text):
+        if text is None:
+            return self._finish_call(call, "completed", ci.raw_or_none(item.output), None)
+        printed, code = _command_result(text)
+        if code is None and _rejected(text):
             status = "declined"
         else:
             status = "failed" if code not in (None, 0) else "completed"
-        return self._finish_call(call, status, text if text is not None else ci.raw_or_none(item.output), code)
+        # a command's output is what it printed, as the other Codex formats give it
+        return self._finish_call(call, status, printed if isinstance(call.note, _Command) else text, code)
 
     def _finish_call(self, call: OpenCall, status: str, output: Any, exit_code: int | None) -> list[Item]:
         """The end of a call known only from its output (older files, declined commands)."""
