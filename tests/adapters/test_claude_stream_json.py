@@ -212,7 +212,11 @@ def test_bash_error_has_exit_code_and_output() -> None:
     (call,) = [b for b in _bodies(events, ToolCall) if b.phase == "failed"]
     assert call.exit_code == 2
     (out,) = _bodies(events, CommandOutput)
-    assert out.stream == "merged" and "No such file" in out.delta
+    # what ls printed; the "Exit code 2" line Claude Code puts first for the model is the exit code
+    assert (out.stream, out.delta) == (
+        "merged",
+        "ls: cannot access '/nonexistent-dir-for-test': No such file or directory",
+    )
 
 
 def test_refused_command_has_no_command_output() -> None:

@@ -400,14 +400,18 @@ def call_finished(
     view = result if isinstance(result, ToolResultView) else None
     if is_shell_tool(tool) and executed:
         text = text_of(content)  # read here and for a sub-agent only: a Read's content is a whole file
+        m = _EXIT_CODE.match(text)
         if view is not None and (view.stdout is not None or view.stderr is not None):
             if view.stdout:
                 out.append(CommandOutput(call_id=call_id, stream="stdout", delta=view.stdout))
             if view.stderr:
                 out.append(CommandOutput(call_id=call_id, stream="stderr", delta=view.stderr))
-        elif text:
-            out.append(CommandOutput(call_id=call_id, stream="merged", delta=text))
-        m = _EXIT_CODE.match(text)
+        else:
+            # what the command printed: the content without the "Exit code N" line Claude
+            # Code puts first for the model (the exit code, below)
+            printed = text if m is None else text[m.end() :].removeprefix("\n")
+            if printed:
+                out.append(CommandOutput(call_id=call_id, stream="merged", delta=printed))
         if m is not None:
             exit_code = int(m.group(1))
         elif not is_error and tool == "Bash":
