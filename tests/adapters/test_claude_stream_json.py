@@ -226,6 +226,23 @@ def test_refused_command_has_no_command_output() -> None:
         assert [b.phase for b in _bodies(events, ToolCall)][-1] == "failed"
 
 
+@pytest.mark.parametrize("version", ["1.0.98", "2.0.0", "2.0.76", "2.1.332"])
+@pytest.mark.parametrize("case", ["15-permission-stdio-deny", "16-permission-stdio-allow"])
+def test_a_permission_request_names_its_call_and_a_denied_call_did_not_run(version: str, case: str) -> None:
+    """Before 2.0.76 ``can_use_tool`` does not say which call it asks for, and no
+    ``tool_result_meta`` says that a denied call never ran: the same facts, every version."""
+    events = _events(ADAPTERS / "claude-stream-json" / "captures" / f"claude-code-{version}" / f"{case}.tap.jsonl")
+    (request,) = _bodies(events, PermissionRequest)
+    started = [b.call_id for b in _bodies(events, ToolCall) if b.phase == "started"]
+    assert request.tool_call.call_id in started
+    end = [b for b in _bodies(events, ToolCall) if b.call_id == request.tool_call.call_id][-1]
+    if case.endswith("deny"):
+        assert _bodies(events, CommandOutput) == []
+        assert (end.phase, end.exit_code) == ("failed", None)
+    else:
+        assert (end.phase, end.exit_code) == ("completed", 0)  # rm -f printed nothing
+
+
 def test_write_gives_a_file_diff() -> None:
     (diff,) = _bodies(_events(KIT / "31-write-file.jsonl"), FileDiff)
     assert diff.path == "/home/user/project/new.txt"

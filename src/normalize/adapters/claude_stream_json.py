@@ -441,7 +441,10 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
         self._compactions = 0
         self._compacting: str | None = None
         # control protocol
-        self._asked: Bounded[str, str | None] = Bounded("control request", PENDING_REQUESTS)  # -> subagent id
+        # can_use_tool request id -> (subagent id, the call it asks for)
+        self._asked: Bounded[str, tuple[str | None, str | None]] = Bounded("control request", PENDING_REQUESTS)
+        # calls the client denied: they never ran (before 2.1, no tool_result_meta says so)
+        self._denied: Recent[str] = Recent(PENDING_REQUESTS)
         self._client_requests: Bounded[str, _Request] = Bounded("client control request", PENDING_REQUESTS)
         self._head = _Head()  # the head of the line being read
 
@@ -589,12 +592,14 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
         r = resp.response
         if r.request_id not in self._asked:
             return []
-        subagent = self._asked.pop(r.request_id)
+        subagent, call_id = self._asked.pop(r.request_id)
         question = r.request_id in self._questions
         self._questions.discard(r.request_id)
         if r.subtype == "success":
             answer = present(r.response)
             option = None if answer is None else _chosen_option(answer)
+            if option == "deny" and not question and call_id is not None:
+                self._denied.add(call_id)
             # a question the client refused to answer (behavior deny) was not answered
             outcome: Literal["answered", "cancelled"] = "cancelled" if question and option == "deny" else "answered"
             body = RequestResolved(request_id=r.request_id, outcome=outcome, answer=answer, option_id=option)
@@ -609,14 +614,14 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
         r = req.request
         if r.subtype != "can_use_tool":
             return []
-        call_id = r.tool_use_id or req.request_id
         tool = r.tool_name or "unknown"
         inp = decode_input(r.input)
+        call_id = r.tool_use_id or self._call_asked_about(tool, tool_title(tool, inp)) or req.request_id
         subagent = self._task_call.get(r.agent_id) if r.agent_id else None
         if subagent is None:
             call = self.calls.get(call_id)
             subagent = call.subagent_id if call is not None else None
-        self._asked[req.request_id] = subagent
+        self._asked[req.request_id] = (subagent, call_id)
         if tool == ASK_TOOL:
             question = self._user_question(req.request_id, r.input)
             if question is not None:
@@ -637,6 +642,15 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
             detail=detail if (detail.command or detail.blocked_path or detail.reason) else None,
         )
         return [Emit(body=body, subagent_id=subagent)]
+
+    def _call_asked_about(self, tool: str, title: str) -> str | None:
+        """The call a ``can_use_tool`` request without ``tool_use_id`` asks for (2.0.0 and older):
+        the oldest open call of that tool and title not asked about yet."""
+        asked = {call_id for _, call_id in self._asked.values()}
+        for call in self.calls:
+            if call.tool == tool and call.title == title and call.call_id not in asked:
+                return call.call_id
+        return None
 
     @staticmethod
     def _user_question(request_id: str, raw: Raw) -> UserQuestion | None:
@@ -667,7 +681,7 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
         c: _CancelRequest = _decode(_CANCEL, message)
         if c.request_id not in self._asked:
             return []
-        subagent = self._asked.pop(c.request_id)
+        subagent, _ = self._asked.pop(c.request_id)
         return [Emit(body=RequestResolved(request_id=c.request_id, outcome="cancelled"), subagent_id=subagent)]
 
     def _agent_response(self, message: bytes) -> list[Item]:
@@ -1040,9 +1054,10 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
                 bool(block.is_error),
                 decode_tool_result(line.tool_use_result) if single and reads_result(tool) else None,
                 subagent_done=call_id in self._subagent_done,
-                executed=meta is None or meta.non_execution_kind is None,
+                executed=(meta is None or meta.non_execution_kind is None) and call_id not in self._denied,
             )
             self._subagent_done.discard(call_id)
+            self._denied.discard(call_id)
             _add(out, bodies, sub)
         return out
 
