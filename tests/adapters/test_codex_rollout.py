@@ -302,6 +302,23 @@ def test_older_files_user_and_agent_messages_come_from_event_msg() -> None:
     assert out[-2]["tokens"]["total"] == 110
 
 
+def _shell_call_ending_with(output: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """An older file's shell call whose output is ``output``: every body, and the call's end."""
+    out = convert_lines(
+        {"id": "old-1", "timestamp": "2025-05-01T10:00:00Z", "instructions": "Be brief.", "git": None},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+        {
+            "type": "local_shell_call",
+            "call_id": "c9",
+            "status": "completed",
+            "action": {"type": "exec", "command": ["x"]},
+        },
+        {"type": "function_call_output", "call_id": "c9", "output": output},
+    )
+    [done] = [b for b in out if b["kind"] == "tool-call" and b["phase"] != "started"]
+    return out, done
+
+
 @pytest.mark.parametrize(
     ("output", "exit_code", "phase", "description"),
     [
@@ -336,18 +353,7 @@ def test_older_files_user_and_agent_messages_come_from_event_msg() -> None:
 def test_a_command_output_gives_the_exit_code_its_header_states_and_a_refusal_its_words(
     output: str, exit_code: int | None, phase: str, description: str | None
 ) -> None:
-    out = convert_lines(
-        {"id": "old-1", "timestamp": "2025-05-01T10:00:00Z", "instructions": "Be brief.", "git": None},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
-        {
-            "type": "local_shell_call",
-            "call_id": "c9",
-            "status": "completed",
-            "action": {"type": "exec", "command": ["x"]},
-        },
-        {"type": "function_call_output", "call_id": "c9", "output": output},
-    )
-    [done] = [b for b in out if b["kind"] == "tool-call" and b["phase"] != "started"]
+    _, done = _shell_call_ending_with(output)
     assert (done.get("exitCode"), done["phase"], done.get("description")) == (exit_code, phase, description)
 
 
@@ -370,18 +376,7 @@ def test_a_command_output_gives_the_exit_code_its_header_states_and_a_refusal_it
 def test_a_command_output_is_what_the_command_printed(output: str, printed: str) -> None:
     """As Codex exec and the app-server give it (``aggregated_output``): without the header
     Codex writes for the model, nor the JSON older files wrap it in."""
-    out = convert_lines(
-        {"id": "old-1", "timestamp": "2025-05-01T10:00:00Z", "instructions": "Be brief.", "git": None},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
-        {
-            "type": "local_shell_call",
-            "call_id": "c9",
-            "status": "completed",
-            "action": {"type": "exec", "command": ["x"]},
-        },
-        {"type": "function_call_output", "call_id": "c9", "output": output},
-    )
-    [done] = [b for b in out if b["kind"] == "tool-call" and b["phase"] != "started"]
+    out, done = _shell_call_ending_with(output)
     assert done["output"] == printed
     deltas = [b["delta"] for b in out if b["kind"] == "command-output"]
     assert deltas == ([printed] if printed else [])
