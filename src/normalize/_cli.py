@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import contextlib
 import io
 import itertools
 import json
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ._codec import encode_header
-from ._convert import NormalizedLines, SessionInput, find_inputs, iter_records, sample_records
+from ._convert import NormalizedLines, SessionInput, find_inputs, folder_pool, iter_records, sample_records
 from ._errors import DetectionError, InputError, NormalizeError, NotASession, UnreadableInput, UsageError
 from ._lines import DEFAULT_MAX_LINE, Record
 from ._outputs import InputFiles, OutputNames, _stem, may_write_over
@@ -243,28 +242,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
         args.inputs = [str(p) for p in inputs_or_defaults([])]
     redactor = _redactor(args)
     tally = _Tally()
-    with _pool_for(args) as pool:
+    # the workers of --jobs start first when a folder is given: they detect its files
+    with folder_pool(_jobs_asked(args), [Path(n) for n in args.inputs if n != "-"]) as pool:
         return _convert_all(args, redactor, tally, pool)
 
 
 def _jobs_asked(args: argparse.Namespace) -> int:
     """``--jobs``, or all cores when not given."""
     return args.jobs if args.jobs is not None else (os.cpu_count() or 1)
-
-
-@contextlib.contextmanager
-def _pool_for(args: argparse.Namespace) -> Iterator[concurrent.futures.ProcessPoolExecutor | None]:
-    """The worker processes of ``convert --jobs`` (all cores by default), started before the
-    sessions are found when a folder is given, so that they detect its files; else None."""
-    jobs = _jobs_asked(args)
-    if jobs < 2 or not any(n != "-" and Path(n).is_dir() for n in args.inputs):
-        yield None
-        return
-    pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs)
-    try:
-        yield pool
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _convert_all(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import fnmatch
 import glob
 import heapq
@@ -28,6 +29,7 @@ __all__ = [
     "SessionInput",
     "events",
     "find_inputs",
+    "folder_pool",
     "iter_records",
     "merge_records",
     "read_records",
@@ -498,6 +500,21 @@ class _Folder:
                 if any(fnmatch.fnmatch(rel, pat.format(stem=glob.escape(stem))) for stem in stems):
                     return True
         return False
+
+
+@contextlib.contextmanager
+def folder_pool(jobs: int, roots: Iterable[Path]) -> Iterator[concurrent.futures.ProcessPoolExecutor | None]:
+    """``jobs`` worker processes when a folder is among ``roots`` (None for fewer than two
+    jobs, or no folder): started before the sessions are found, they detect the folder's
+    files (:func:`find_inputs` ``pool=``), then take the work that follows."""
+    if jobs < 2 or not any(root.is_dir() for root in roots):
+        yield None
+        return
+    pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs)
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def find_inputs(

@@ -32,7 +32,7 @@ from normalize import (
     find_inputs,
     read_records,
 )
-from normalize._convert import detect_file
+from normalize._convert import detect_file, folder_pool
 from normalize._model import _Core
 from normalize._outputs import is_normalized_file
 
@@ -294,9 +294,7 @@ class Scan:
         jobs = self.jobs or os.cpu_count() or 1
         with contextlib.ExitStack() as stack:
             # the workers start first when a folder is searched: they detect its files, then read the sessions
-            pool = None
-            if jobs > 1 and any(p.is_dir() for p in self.paths):
-                pool = stack.enter_context(concurrent.futures.ProcessPoolExecutor(max_workers=jobs))
+            pool = stack.enter_context(folder_pool(jobs, self.paths))
             specs: list[InputSpec] = []
             for item in discover(self.paths, protocol=self.protocol, pool=pool):
                 if isinstance(item, InputError):
