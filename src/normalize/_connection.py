@@ -179,7 +179,7 @@ class Connection:
         out: list[_Core] = []
         target = self._route(view, message, from_, out)
         mark = self._spawn_marks.get(view.method) if view.method is not None else None
-        if mark is not None and mark in message:
+        if mark is not None and message.find(mark) >= 0:
             self._note_spawn(view.method, message, target)
         if self._in_handshake and len(self._handshake) < HANDSHAKE:
             self._handshake.append((message, from_, t))
@@ -212,8 +212,10 @@ class Connection:
         if at >= 0 and (not message.startswith(self._named, at) or message.find(key, at + len(key)) >= 0):
             return False  # it names another session, or names one more than once
         # sessions are opened by the client's requests, or announced by the agent (named_in)
+        # (find, not "in": a bytes "in" first tries its operand as an int, and builds and
+        # clears a TypeError for each test)
         openers = self._openers if from_ == "client" else self._announcers
-        return not any(opener in message for opener in openers)
+        return all(message.find(opener) < 0 for opener in openers)
 
     def feed_problem(self, error: InputError, *, t: str | None = None) -> list[_Core]:
         if self._closed:
