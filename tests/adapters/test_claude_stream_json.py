@@ -318,6 +318,49 @@ def test_permission_request_and_its_answer() -> None:
     assert msgspec.json.decode(bytes(res.answer)) == {"behavior": "deny", "message": "no"}
 
 
+def test_requests_without_a_call_id_are_tied_to_identical_parallel_calls_in_order() -> None:
+    """2.0.0 and older ask ``can_use_tool`` without ``tool_use_id``: two open calls of the
+    same command are asked about in the order they were made, so the first request is the
+    first call's, the second the second's; a call of another command is never taken."""
+
+    def use(call_id: str, command: str) -> dict[str, Any]:
+        return {"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": command}}
+
+    def ask(request_id: str, command: str) -> dict[str, Any]:
+        request = {"subtype": "can_use_tool", "tool_name": "Bash", "input": {"command": command}}
+        return {"type": "control_request", "request_id": request_id, "request": request}
+
+    def answer(request_id: str, behavior: str) -> tuple[str, dict[str, Any]]:
+        given = {"behavior": behavior, "message": "no"} if behavior == "deny" else {"behavior": behavior}
+        response = {"subtype": "success", "request_id": request_id, "response": given}
+        return ("client", {"type": "control_response", "response": response})
+
+    parallel = {
+        "type": "assistant",
+        "message": {"id": "msg_1", "content": [use("t1", "ls"), use("t2", "rm x"), use("t3", "rm x")]},
+        "parent_tool_use_id": None,
+        "session_id": "n1",
+    }
+    bodies = _b(
+        _run(
+            INIT,
+            parallel,
+            ask("r1", "rm x"),
+            answer("r1", "deny"),
+            ask("r2", "rm x"),
+            answer("r2", "allow"),
+            _tool_result("t2", "no", "Error: no", is_error=True),
+            _tool_result("t3", "removed", {"stdout": "removed", "stderr": "", "interrupted": False}),
+            _tool_result("t1", "x", {"stdout": "x", "stderr": "", "interrupted": False}),
+            RESULT,
+        )
+    )
+    asked = {b.request_id: b.tool_call.call_id for b in bodies if isinstance(b, PermissionRequest)}
+    assert asked == {"r1": "t2", "r2": "t3"}
+    # the denied call never ran: no output; the allowed one printed
+    assert [(b.call_id, b.delta) for b in bodies if isinstance(b, CommandOutput)] == [("t3", "removed"), ("t1", "x")]
+
+
 def test_edit_todo_and_mcp_tools() -> None:
     edit_result = {
         "filePath": "/w/a.py",

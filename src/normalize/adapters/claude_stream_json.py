@@ -445,6 +445,8 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
         self._asked: Bounded[str, tuple[str | None, str | None]] = Bounded("control request", PENDING_REQUESTS)
         # calls the client denied: they never ran (before 2.1, no tool_result_meta says so)
         self._denied: Recent[str] = Recent(PENDING_REQUESTS)
+        # calls a can_use_tool request was tied to, until they end: asked about once each
+        self._asked_calls: Recent[str] = Recent(PENDING_REQUESTS)
         self._client_requests: Bounded[str, _Request] = Bounded("client control request", PENDING_REQUESTS)
         self._head = _Head()  # the head of the line being read
 
@@ -622,6 +624,7 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
             call = self.calls.get(call_id)
             subagent = call.subagent_id if call is not None else None
         self._asked[req.request_id] = (subagent, call_id)
+        self._asked_calls.add(call_id)
         if tool == ASK_TOOL:
             question = self._user_question(req.request_id, r.input)
             if question is not None:
@@ -645,8 +648,9 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
 
     def _call_asked_about(self, tool: str, title: str) -> str | None:
         """The call a ``can_use_tool`` request without ``tool_use_id`` asks for (2.0.0 and older):
-        the oldest open call of that tool and title not asked about yet."""
-        asked = {call_id for _, call_id in self._asked.values()}
+        the oldest open call of that tool and title not asked about yet (answered or not:
+        Claude Code asks once per call, in the order the calls were made)."""
+        asked = self._asked_calls
         for call in self.calls:
             if call.tool == tool and call.title == title and call.call_id not in asked:
                 return call.call_id
@@ -1058,6 +1062,7 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
             )
             self._subagent_done.discard(call_id)
             self._denied.discard(call_id)
+            self._asked_calls.discard(call_id)
             _add(out, bodies, sub)
         return out
 
