@@ -207,10 +207,13 @@ def test_turn_usage_excludes_subagents_and_session_usage_is_cumulative() -> None
     assert [u.cost.amount for u in multi if u.scope == "turn"] == [0.050588, 0.051528]
 
 
-def test_bash_error_has_exit_code_and_output() -> None:
-    events = _events(KIT / "29-bash-error.jsonl")
+@pytest.mark.parametrize(("version", "exit_code"), [("1.0.98", None), ("2.0.0", None), ("2.0.76", 2), ("2.1.332", 2)])
+def test_bash_error_has_exit_code_and_output(version: str, exit_code: int | None) -> None:
+    """The same failed command, every version: what it printed; its exit code where Claude
+    Code says it (up to 2.0.0 it writes only what the command printed to stderr)."""
+    events = _events(ADAPTERS / "claude-stream-json" / "captures" / f"claude-code-{version}" / "29-bash-error.jsonl")
     (call,) = [b for b in _bodies(events, ToolCall) if b.phase == "failed"]
-    assert call.exit_code == 2
+    assert call.exit_code == exit_code
     (out,) = _bodies(events, CommandOutput)
     # what ls printed; the "Exit code 2" line Claude Code puts first for the model is the exit code
     assert (out.stream, out.delta) == (

@@ -12,6 +12,7 @@ from helpers import ADAPTERS, convert_capture, fixed_clock
 from normalize import (
     AssistantMessage,
     Body,
+    CommandOutput,
     ContextUpdated,
     Emit,
     Error,
@@ -99,6 +100,27 @@ def test_conversation_lines_are_translated(capture: Path) -> None:
         if payload["type"] in CONTENT_TYPES:
             # only the CLI's own slash-command bookkeeping may stay untranslated
             assert upd.update.method == "user/meta", payload
+
+
+@pytest.mark.parametrize("version", ["1.0.98", "2.0.0", "2.0.76", "2.1.332"])
+def test_a_failed_command_reads_as_the_stream_json_of_its_run_says_it(version: str) -> None:
+    """The session file and the stdout of one run: the same output, exit code and phase."""
+    (main,) = [p for p in (KIT / f"claude-code-{version}" / "29-bash-error").glob("*.jsonl") if p.name[:6] != "agent-"]
+    stdout = ADAPTERS / "claude-stream-json" / "captures" / f"claude-code-{version}" / "29-bash-error.jsonl"
+
+    def facts(capture: Path) -> list[tuple[str, object, object]]:
+        out: list[tuple[str, object, object]] = []
+        for e in convert_capture(capture):
+            if isinstance(e, SessionEvent) and e.event.subagent_id is None:
+                b = e.event.body
+                if isinstance(b, CommandOutput):
+                    out.append(("output", b.stream, b.delta))
+                elif isinstance(b, ToolCall) and b.phase != "started":
+                    out.append(("end", b.phase, b.exit_code))
+        return out
+
+    assert facts(main) == facts(stdout)
+    assert [f[0] for f in facts(main)] == ["output", "end"]
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_case)

@@ -114,6 +114,16 @@ CLAUDE: list[Scenario] = [
         about="one Bash round trip under bypassPermissions",
     ),
     Scenario(
+        "29-bash-error",
+        ["-p", "scenario bash error: list a missing folder", *STREAM, "--permission-mode", "bypassPermissions"],
+        _one(
+            "scenario bash error",
+            Step(blocks=(Tool("Bash", {"command": "ls /nonexistent-dir-for-test", "description": "List a folder"}),)),
+            Step(blocks=(Text("That folder does not exist."),)),
+        ),
+        about="a Bash command that exits 2 under bypassPermissions",
+    ),
+    Scenario(
         "10-multiturn-stream-input",
         [*STDIN],
         _one(
