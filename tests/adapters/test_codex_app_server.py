@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import normalize
 from helpers import ADAPTERS, fixed_clock
 from normalize import (
     AssistantDelta,
@@ -392,6 +393,30 @@ def test_a_command_without_deltas_reports_its_output_once() -> None:
     assert [type(b).__name__ for b in bodies] == ["ToolCall", "CommandOutput", "ToolCall"]
     assert bodies[1] == CommandOutput(call_id="c", stream="merged", delta="boom\n")
     assert bodies[2].phase == "failed" and bodies[2].exit_code == 2 and bodies[2].category == "execute"
+
+
+def test_an_mcp_call_without_arguments_has_none_and_reads_back_as_written() -> None:
+    """Absent arguments are left out, not written as null: a reader of the normalized line
+    gets the same line back (it reads a null as absent)."""
+    item = {"type": "mcpToolCall", "id": "m", "server": "docs", "tool": "search", "status": "inProgress"}
+    done = {**item, "status": "completed", "result": {"content": []}}
+    session = Session(CodexAppServerAdapter(), clock=fixed_clock)
+    thread = {"method": "thread/started", "params": {"thread": {"id": "th", "cwd": "/p", "cliVersion": VERSION}}}
+    out = session.feed(json.dumps(thread).encode())
+    for method, msg in (("item/started", item), ("item/completed", done)):
+        out += session.feed(json.dumps({"method": method, "params": {"item": msg, "turnId": "u"}}).encode())
+    out += session.close()
+    calls = [e.event.body for e in out if isinstance(e, SessionEvent) and e.event.kind in ("tool-call", "mcp-tool")]
+    assert [(type(b).__name__, b.phase) for b in calls] == [
+        ("ToolCall", "started"),
+        ("McpTool", "started"),
+        ("ToolCall", "completed"),
+        ("McpTool", "completed"),
+    ]
+    assert [b.input if isinstance(b, ToolCall) else b.arguments for b in calls] == [None] * 4
+    for core in out:
+        line = normalize.encode(core)
+        assert json.loads(normalize.encode(normalize.decode(line))) == json.loads(line)
 
 
 def test_an_added_file_gives_a_hunk_and_a_declined_patch_fails() -> None:

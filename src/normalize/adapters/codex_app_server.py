@@ -608,7 +608,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
 
     def _started_mcp(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _MCP.decode(raw)
-        return ci.mcp_started(v.id, v.server, v.tool, v.arguments)
+        return ci.mcp_started(v.id, v.server, v.tool, ci.raw_or_none(v.arguments))
 
     def _started_web_search(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _WEB_SEARCH.decode(raw)
@@ -725,7 +725,9 @@ class CodexAppServerAdapter(BuiltinAdapter):
         v = _MCP.decode(raw)
         result = ci.raw_or_none(v.result)
         error = ci.raw_or_none(v.error)
-        return ci.mcp_finished(v.id, v.server, v.tool, v.arguments, v.status, result, error, v.duration_ms)
+        return ci.mcp_finished(
+            v.id, v.server, v.tool, ci.raw_or_none(v.arguments), v.status, result, error, v.duration_ms
+        )
 
     def _completed_web_search(self, raw: Raw, note: _Note | None) -> list[Body]:
         v = _WEB_SEARCH.decode(raw)
@@ -784,7 +786,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
 
     def _close_mcp(self, item_id: str, note: _Note) -> list[Body]:
         v = _MCP.decode(note.view)
-        return ci.mcp_finished(v.id, v.server, v.tool, v.arguments, "interrupted", None, None)
+        return ci.mcp_finished(v.id, v.server, v.tool, ci.raw_or_none(v.arguments), "interrupted", None, None)
 
     def _close_web_search(self, item_id: str, op: _Open) -> list[Body]:
         v = _WEB_SEARCH.decode(op.view)
@@ -1010,7 +1012,10 @@ class CodexAppServerAdapter(BuiltinAdapter):
         p = _PERMISSIONS_APPROVAL.decode(params)
         key = self._ask(rid, "item/permissions/requestApproval")
         ref = ToolCallRef(
-            call_id=p.item_id, tool="request_permissions", title=p.reason or "permissions", input=p.permissions
+            call_id=p.item_id,
+            tool="request_permissions",
+            title=p.reason or "permissions",
+            input=ci.raw_or_none(p.permissions),
         )
         options = [
             PermissionOption(id="turn", kind="allow_once", label="Grant for this turn"),
@@ -1047,7 +1052,11 @@ class CodexAppServerAdapter(BuiltinAdapter):
     def _on_tool_call_request(self, params: Raw, rid: int | str) -> list[Item]:
         p = _TOOL_CALL_REQUEST.decode(params)
         self._ask(rid, "item/tool/call", call_id=p.call_id)
-        return [ToolCall(call_id=p.call_id, tool=p.tool, phase="started", category="other", input=p.arguments)]
+        return [
+            ToolCall(
+                call_id=p.call_id, tool=p.tool, phase="started", category="other", input=ci.raw_or_none(p.arguments)
+            )
+        ]
 
     # ------------------------------------------------------------ the client's answers
 
