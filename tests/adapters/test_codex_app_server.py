@@ -406,7 +406,7 @@ def test_an_mcp_call_without_arguments_has_none_and_reads_back_as_written() -> N
     for method, msg in (("item/started", item), ("item/completed", done)):
         out += session.feed(json.dumps({"method": method, "params": {"item": msg, "turnId": "u"}}).encode())
     out += session.close()
-    calls = [e.event.body for e in out if isinstance(e, SessionEvent) and e.event.kind in ("tool-call", "mcp-tool")]
+    calls = [e.event.body for e in out if isinstance(e, SessionEvent) and isinstance(e.event.body, (ToolCall, McpTool))]
     assert [(type(b).__name__, b.phase) for b in calls] == [
         ("ToolCall", "started"),
         ("McpTool", "started"),
