@@ -137,6 +137,26 @@ def test_the_utf8_scan_finds_what_pythons_decoder_refuses_where_it_does() -> Non
 
 
 @pytest.mark.skipif(not COMPILED_BUILD, reason="the pure-Python build has no C module (scripts/test-compiled)")
+def test_the_utf8_scan_finds_a_wrong_sequence_anywhere_in_ascii_text() -> None:
+    # the scan skips ASCII a word at a time, then a byte at a time up to the non-ASCII
+    # byte that stopped it: every place of that byte in and across the words, with
+    # characters before it that pass and bytes that fail at or after it
+    from normalize._utf8 import first_invalid
+
+    chars = [b"\xc3\xa9", b"\xe2\x86\x92", b"\xf0\x9f\x98\x80"]
+    bad = [b"\x80", b"\xc3", b"\xc3(", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xff"]
+    wrong = [
+        data
+        for place in range(100)
+        for before in (b"", *chars)
+        for seq in (*chars, *bad)
+        for data in (b"a" * place + before + seq, b"a" * place + before + seq + b"b" * 70)
+        if first_invalid(data) != _decoder_start(data)
+    ]
+    assert wrong == []
+
+
+@pytest.mark.skipif(not COMPILED_BUILD, reason="the pure-Python build has no C module (scripts/test-compiled)")
 def test_the_utf8_scan_takes_bytes_only() -> None:
     from normalize._utf8 import first_invalid
 

@@ -40,14 +40,15 @@ first_invalid(const unsigned char *s, Py_ssize_t n)
             }
             i += 32;
         }
+        /* then one byte at a time, up to the non-ASCII byte that stopped the words (it is
+           in the next 32 bytes) or the end: not back to the words at each ASCII byte */
+        while (i < n && s[i] < 0x80) {
+            i++;
+        }
         if (i >= n) {
             break;
         }
         unsigned char lead = s[i];
-        if (lead < 0x80) {
-            i++;
-            continue;
-        }
         Py_ssize_t len;
         /* the range of the byte after the lead: narrower where the lead alone would
            allow an overlong form, a surrogate or a code point above U+10FFFF */
