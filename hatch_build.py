@@ -1,10 +1,10 @@
-"""The compiled build's C module, ``normalize._utf8`` (src/normalize/_utf8.c).
+"""The compiled build's C module, ``normalize._scan`` (src/normalize/_scan.c).
 
 Built with the mypyc modules, when the wheel is built with
 ``HATCH_BUILD_HOOK_ENABLE_MYPYC=1`` (scripts/build-compiled; docs/performance.md, "The
 compiled build"): one switch for the whole compiled build.  Any other wheel, and the
 editable install, are pure Python and do without it (``_session`` checks UTF-8 by
-decoding).
+decoding, ``_lines`` splits lines with ``bytes`` methods).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 _SETUP = """
 import sys
 from setuptools import Extension, setup
-setup(name="normalize-utf8", ext_modules=[Extension("normalize._utf8", [sys.argv.pop(1)])])
+setup(name="normalize-scan", ext_modules=[Extension("normalize._scan", [sys.argv.pop(1)])])
 """
 
 
@@ -36,8 +36,8 @@ class CompiledModuleHook(BuildHookInterface):  # type: ignore[type-arg]
             return
         if os.environ.get("HATCH_BUILD_HOOK_ENABLE_MYPYC") != "1":
             return
-        source = Path(self.root, "src", "normalize", "_utf8.c")
-        self._built = tempfile.mkdtemp(prefix="normalize-utf8-")  # until the wheel is written
+        source = Path(self.root, "src", "normalize", "_scan.c")
+        self._built = tempfile.mkdtemp(prefix="normalize-scan-")  # until the wheel is written
         out, temp = Path(self._built, "lib"), Path(self._built, "temp")
         # setuptools knows the compiler and the flags of this interpreter; run away from
         # pyproject.toml, which it would read as its own configuration
@@ -45,8 +45,8 @@ class CompiledModuleHook(BuildHookInterface):  # type: ignore[type-arg]
         cmd += ["--build-temp", str(temp)]
         done = subprocess.run(cmd, cwd=self._built, capture_output=True, text=True)
         if done.returncode:
-            raise RuntimeError(f"building normalize._utf8 failed:\n{done.stdout}{done.stderr}")
-        name = "_utf8" + sysconfig.get_config_var("EXT_SUFFIX")
+            raise RuntimeError(f"building normalize._scan failed:\n{done.stdout}{done.stderr}")
+        name = "_scan" + sysconfig.get_config_var("EXT_SUFFIX")
         build_data["pure_python"] = False
         build_data["infer_tag"] = True
         build_data["force_include"][str(out / "normalize" / name)] = f"normalize/{name}"

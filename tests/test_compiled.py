@@ -14,6 +14,8 @@ import tomllib
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from helpers import ROOT, compiled
 
@@ -64,7 +66,7 @@ def test_compiled_modules_names_the_build_that_runs() -> None:
     scan on the compiled build, nothing on the pure-Python one."""
     import normalize
 
-    expected = sorted({_module(path) for path in _compiled_files()} | {"normalize._utf8"})
+    expected = sorted({_module(path) for path in _compiled_files()} | {"normalize._scan"})
     assert list(normalize.compiled_modules()) == (expected if COMPILED_BUILD else [])
     for name in normalize.compiled_modules():  # the modules imported are the ones it names
         assert compiled(importlib.import_module(name)), name
@@ -83,21 +85,23 @@ def test_version_says_which_build_runs(capsys: pytest.CaptureFixture[str]) -> No
     assert out == f"normalize {normalize.__version__} ({build})\n"
 
 
-# -- the compiled build's UTF-8 scan (src/normalize/_utf8.c) -----------------------------------
+# -- the compiled build's scans of bytes (src/normalize/_scan.c) -------------------------------
 
 
-def test_the_utf8_scan_is_in_the_compiled_build_only() -> None:
-    """Built with the mypyc modules (hatch_build.py), used by the Session when present."""
-    from normalize import _session
+def test_the_scans_are_in_the_compiled_build_only() -> None:
+    """Built with the mypyc modules (hatch_build.py), used by the Session and the reader when present."""
+    from normalize import _lines, _session
 
     try:
-        from normalize._utf8 import first_invalid
+        from normalize._scan import first_invalid, split_lines
     except ImportError:
         assert not COMPILED_BUILD
         assert _session._first_invalid is None
+        assert _lines._split_lines is None
     else:
         assert COMPILED_BUILD
         assert _session._first_invalid is first_invalid
+        assert _lines._split_lines is split_lines
 
 
 def _decoder_start(data: bytes) -> int:
@@ -123,7 +127,7 @@ def _sequences() -> list[bytes]:
 
 @pytest.mark.skipif(not COMPILED_BUILD, reason="the pure-Python build has no C module (scripts/test-compiled)")
 def test_the_utf8_scan_finds_what_pythons_decoder_refuses_where_it_does() -> None:
-    from normalize._utf8 import first_invalid
+    from normalize._scan import first_invalid
 
     pads = [b"", b"a" * 31, b"a" * 32]  # the scan reads ASCII 32 bytes at a time
     wrong = [
@@ -141,7 +145,7 @@ def test_the_utf8_scan_finds_a_wrong_sequence_anywhere_in_ascii_text() -> None:
     # the scan skips ASCII a word at a time, then a byte at a time up to the non-ASCII
     # byte that stopped it: every place of that byte in and across the words, with
     # characters before it that pass and bytes that fail at or after it
-    from normalize._utf8 import first_invalid
+    from normalize._scan import first_invalid
 
     chars = [b"\xc3\xa9", b"\xe2\x86\x92", b"\xf0\x9f\x98\x80"]
     bad = [b"\x80", b"\xc3", b"\xc3(", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xff"]
@@ -158,8 +162,28 @@ def test_the_utf8_scan_finds_a_wrong_sequence_anywhere_in_ascii_text() -> None:
 
 @pytest.mark.skipif(not COMPILED_BUILD, reason="the pure-Python build has no C module (scripts/test-compiled)")
 def test_the_utf8_scan_takes_bytes_only() -> None:
-    from normalize._utf8 import first_invalid
+    from normalize._scan import first_invalid
 
     assert first_invalid(b"") == -1
     with pytest.raises(TypeError, match="takes bytes, not bytearray"):
         first_invalid(bytearray(b"x"))  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(not COMPILED_BUILD, reason="the pure-Python build has no C module (scripts/test-compiled)")
+@given(st.lists(st.sampled_from([b"\n", b"\r", b"a", b"{}", b"\xff", b"\x00", b"x" * 300]), max_size=40))
+def test_the_line_split_is_bytes_split(pieces: list[bytes]) -> None:
+    from normalize._scan import split_lines
+
+    data = b"".join(pieces)
+    assert split_lines(data) == data.split(b"\n")
+    assert split_lines(bytearray(data)) == data.split(b"\n")
+    assert split_lines(memoryview(data)) == data.split(b"\n")
+
+
+@pytest.mark.skipif(not COMPILED_BUILD, reason="the pure-Python build has no C module (scripts/test-compiled)")
+def test_the_line_split_takes_buffers_only() -> None:
+    from normalize._scan import split_lines
+
+    assert split_lines(b"") == [b""]
+    with pytest.raises(TypeError, match="bytes-like object"):
+        split_lines("a\nb")  # type: ignore[arg-type]

@@ -24,6 +24,7 @@ Each oddity has one defined result:
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import Literal, Union, cast
 
 import msgspec
@@ -57,6 +58,13 @@ _BOM = b"\xef\xbb\xbf"
 #: line: the same at 125 to 180 bytes a line, 0.37 -> 0.35 at 300, 0.60 -> 0.45 at 830
 #: (Claude stream-json), 1.70 -> 0.86 at 3.8 KB (Claude transcripts).
 _LONG = 256
+
+try:  # the compiled build's split (src/normalize/_scan.c): memchr, each line copied once
+    from ._scan import split_lines as _split_scan
+except ImportError:  # the pure-Python build: bytes.split, or readlines for long lines
+    _split_lines: Callable[[bytes], list[bytes]] | None = None
+else:
+    _split_lines = _split_scan
 
 
 class Message(Struct, frozen=True, gc=False):
@@ -113,7 +121,9 @@ class LineSplitter:
         if b"\n" not in data:
             buf += data
         else:
-            if self._long:
+            if _split_lines is not None:
+                lines = _split_lines(data)
+            elif self._long:
                 # readlines finds each newline with memchr, then each line is copied
                 # without its newline: for long lines, faster than a split (see _LONG)
                 lines = io.BytesIO(data).readlines()

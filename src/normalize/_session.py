@@ -165,8 +165,8 @@ def _is_json(message: bytes) -> bool:
     return True
 
 
-try:  # the compiled build's scan (src/normalize/_utf8.c): the same answer as decoding, sooner
-    from ._utf8 import first_invalid as _scan_utf8
+try:  # the compiled build's scan (src/normalize/_scan.c): the same answer as decoding, sooner
+    from ._scan import first_invalid as _scan_utf8
 except ImportError:  # the pure-Python build: a line not all ASCII is decoded
     _first_invalid: Callable[[bytes], int] | None = None
 else:

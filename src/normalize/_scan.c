@@ -1,8 +1,10 @@
 /*
- * normalize._utf8: the compiled build's UTF-8 check (docs/performance.md, "The compiled
- * build").
+ * normalize._scan: the compiled build's scans of bytes (docs/performance.md, "The
+ * compiled build"): the UTF-8 check of each native line, and the split of what is read
+ * into lines.  The pure-Python build (and any build without this module) does both with
+ * Python's own methods, with the same results.
  *
- * Session.feed checks that every native line is UTF-8 before an adapter sees it: the
+ * The UTF-8 check.  Session.feed checks that every native line is UTF-8 before an adapter sees it: the
  * adapters' views skip most of a line's strings, and the line is written out again
  * inside its events.  Python has no check that does not decode: bytes.decode builds a
  * str of the whole line, which costs several times a scan of it for a line with a few
@@ -91,7 +93,7 @@ first_invalid(const unsigned char *s, Py_ssize_t n)
 }
 
 static PyObject *
-utf8_first_invalid(PyObject *module, PyObject *data)
+scan_first_invalid(PyObject *module, PyObject *data)
 {
     (void)module;
     if (!PyBytes_Check(data)) {
@@ -102,24 +104,66 @@ utf8_first_invalid(PyObject *module, PyObject *data)
         first_invalid((const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data)));
 }
 
-static PyMethodDef utf8_methods[] = {
-    {"first_invalid", utf8_first_invalid, METH_O,
+/* data.split(b"\n"), each newline found by memchr.  bytes.split compares every byte
+   with the separator in a loop of its own, io.BytesIO.readlines finds newlines by memchr
+   but keeps them (each line is copied once more to drop it): this copies each line once. */
+static PyObject *
+scan_split_lines(PyObject *module, PyObject *data)
+{
+    (void)module;
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    const char *s = (const char *)view.buf;
+    Py_ssize_t n = view.len, start = 0;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    for (;;) {
+        const char *nl = memchr(s + start, '\n', (size_t)(n - start));
+        Py_ssize_t end = nl == NULL ? n : nl - s;
+        PyObject *line = PyBytes_FromStringAndSize(s + start, end - start);
+        if (line == NULL || PyList_Append(out, line) < 0) {
+            Py_XDECREF(line);
+            Py_DECREF(out);
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        Py_DECREF(line);
+        if (nl == NULL) {
+            break;
+        }
+        start = end + 1;
+    }
+    PyBuffer_Release(&view);
+    return out;
+}
+
+static PyMethodDef scan_methods[] = {
+    {"first_invalid", scan_first_invalid, METH_O,
      "first_invalid(data, /)\n--\n\n"
      "Where the first sequence of data that is not well-formed UTF-8 begins (the start of\n"
      "the UnicodeDecodeError data.decode('utf-8') raises), or -1 when data is UTF-8."},
+    {"split_lines", scan_split_lines, METH_O,
+     "split_lines(data, /)\n--\n\n"
+     "data.split(b'\\n'): the lines of data, and what follows its last newline (b'' when\n"
+     "data ends with one).  data is bytes or any other buffer."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef utf8_module = {
+static struct PyModuleDef scan_module = {
     PyModuleDef_HEAD_INIT,
-    "normalize._utf8",
-    "The compiled build's UTF-8 check (src/normalize/_utf8.c).",
+    "normalize._scan",
+    "The compiled build's scans of bytes (src/normalize/_scan.c).",
     0,
-    utf8_methods,
+    scan_methods,
 };
 
 PyMODINIT_FUNC
-PyInit__utf8(void)
+PyInit__scan(void)
 {
-    return PyModuleDef_Init(&utf8_module);
+    return PyModuleDef_Init(&scan_module);
 }

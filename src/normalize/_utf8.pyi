@@ -1,3 +1,0 @@
-# The compiled build's C module (src/normalize/_utf8.c); absent from the pure-Python build.
-
-def first_invalid(data: bytes, /) -> int: ...
