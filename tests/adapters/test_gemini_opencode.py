@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -117,6 +118,50 @@ def test_a_database_session_converts_to_its_golden(tmp_path: Path, capsys: pytes
     kinds = [x["event"]["kind"] for x in lines if x["type"] == "session.event"]
     assert kinds.count("turn-start") == kinds.count("turn-complete") == 2
     assert lines[0]["protocol"] == "opencode-db"
+
+
+@pytest.mark.parametrize(
+    "dropped",
+    [
+        ("agent", "model", "path", "cost", "workspace_id"),  # a session table of OpenCode 1.2
+        ("cost", "tokens_input", "tokens_output", "tokens_reasoning", "tokens_cache_read", "metadata"),  # 1.14
+    ],
+    ids=["opencode-1.2", "opencode-1.14"],
+)
+def test_a_database_of_an_older_opencode_reads_as_one_of_today(
+    dropped: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # OpenCode added session columns over time: a database written by an older version
+    # lacks them, and its sessions read as they would with those columns empty
+    source = ADAPTERS / "opencode-db/captures/opencode-1.18.33/two_turns.db"
+    old = tmp_path / "opencode.db"
+    shutil.copy(source, old)
+    with sqlite3.connect(old) as db:
+        for column in dropped:
+            db.execute(f"alter table session drop column {column}")
+
+    def read(db: Path) -> list[dict[str, Any]]:
+        # the session row, kept as written, lacks the dropped columns: compared apart
+        assert main(["convert", str(db)]) == 0
+        lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()][1:]
+        for x in lines:
+            if x["type"] == "session.update" and x["update"]["payload"]["table"] == "session":
+                assert not set(dropped) & set(x["update"]["payload"]) or db == source
+                x["update"]["payload"] = None
+            native = x["event"].get("native", {}) if x["type"] == "session.event" else {}
+            if native.get("payload", {}).get("table") == "session":
+                x["event"]["native"] = None
+        return lines
+
+    today, older = read(source), read(old)
+    assert older[0]["type"] == "session.created"
+    if "model" in dropped:
+        assert today[0]["record"].pop("model", None) is not None
+        assert "model" not in older[0]["record"]
+    assert older == today
+    kinds = [x["event"]["kind"] for x in older if x["type"] == "session.event"]
+    assert kinds.count("turn-start") == kinds.count("turn-complete") == 2
+    assert "error" not in kinds
 
 
 # ---------------------------------------------------------------- stats with no path

@@ -121,9 +121,13 @@ def _row(table: str, cols: Sequence[str], values: Sequence[Any], data: str | Non
 def session_rows(path: Path, session_id: str) -> Iterator[bytes]:
     """One session's row records (see the module docstring), read-only."""
     with contextlib.closing(_connect(path)) as db:
-        cols = ", ".join(_SESSION_COLUMNS)
-        for values in db.execute(f"select {cols} from session where id = ?", (session_id,)):
-            yield _row("session", _SESSION_COLUMNS, values)
+        # the columns this database has: OpenCode added some over time (1.2 has no
+        # agent, model, path nor cost; 1.14 no cost nor tokens), and a record leaves out
+        # those it lacks, as it would their empty values
+        have = {info[1] for info in db.execute("pragma table_info(session)")}
+        names = tuple(name for name in _SESSION_COLUMNS if name in have)
+        for values in db.execute(f"select {', '.join(names)} from session where id = ?", (session_id,)):
+            yield _row("session", names, values)
         messages = db.execute(
             "select id, session_id, time_created, time_updated, data from message"
             " where session_id = ? order by time_created, id",
