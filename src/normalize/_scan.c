@@ -4,13 +4,13 @@
  * into lines.  The pure-Python build (and any build without this module) does both with
  * Python's own methods, with the same results.
  *
- * The UTF-8 check.  Session.feed checks that every native line is UTF-8 before an adapter sees it: the
- * adapters' views skip most of a line's strings, and the line is written out again
- * inside its events.  Python has no check that does not decode: bytes.decode builds a
- * str of the whole line, which costs several times a scan of it for a line with a few
- * non-ASCII characters.  This module scans instead.  The pure-Python build (and any
- * build without this module) decodes; both give the same answer, and an invalid line's
- * error is always worded by Python's decoder.
+ * The UTF-8 check.  Session.feed checks that every native line is UTF-8 before an
+ * adapter sees it: the adapters' views skip most of a line's strings, and the line is
+ * written out again inside its events.  Python has no check that does not decode:
+ * bytes.decode builds a str of the whole line, which costs several times a scan of it
+ * for a line with a few non-ASCII characters.  This module scans instead; without it,
+ * the line is decoded.  Both give the same answer, and an invalid line's error is always
+ * worded by Python's decoder.
  *
  * Well-formed UTF-8 is Table 3-7 of the Unicode Standard: no overlong form, no
  * surrogate (U+D800..U+DFFF), nothing above U+10FFFF.  Python's "utf-8" codec accepts
