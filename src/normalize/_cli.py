@@ -627,9 +627,10 @@ def cmd_adapters(args: argparse.Namespace) -> int:
 
 
 _DESCRIPTION = """\
-Read what AI coding agents write (Claude Code, Codex, ACP agents, Antigravity, hm),
-live or from their session files, as one stream of typed events: the same JSON
-lines whatever the agent, ready for your app, a log, or a database."""
+Read what AI coding agents write (Claude Code, Codex, Gemini CLI, OpenCode, ACP
+agents, Antigravity, hm), live or from their session files, as one stream of typed
+events: the same JSON lines whatever the agent, ready for your app, a log, or a
+database."""
 
 _EPILOG = """\
 examples:

@@ -514,7 +514,7 @@ def add_doctor_command(subparsers: argparse._SubParsersAction[argparse.ArgumentP
         description=(__doc__ or "").splitlines()[0],
     )
     d.add_argument(
-        "inputs", nargs="*", metavar="PATH", help="files or folders (default: ~/.claude/projects, ~/.codex/sessions)"
+        "inputs", nargs="*", metavar="PATH", help="files or folders (default: the agents' own, as stats reads them)"
     )
     d.add_argument("--json", action="store_true", help="the report as JSON, for machines")
     d.add_argument("--protocol", "-p", help="skip detection and read every input as this protocol")
