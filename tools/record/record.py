@@ -537,7 +537,13 @@ def _gemini_home(sc: Scenario, scratch: Scratch, url: str) -> dict[str, str]:
     """``~/.gemini/settings.json`` choosing API-key auth (a policy file when the case has one); the env."""
     gemini = scratch.home / ".gemini"
     gemini.mkdir(exist_ok=True)
-    (gemini / "settings.json").write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+    settings: dict[str, Any] = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+    # older CLIs read other keys: NREC_GEMINI_SETTINGS (a JSON object) is merged in, e.g. 0.20's
+    # {"enableMessageBusIntegration": true}, without which its policy rules do not apply
+    extra = os.environ.get("NREC_GEMINI_SETTINGS")
+    if extra:
+        settings = _merged(settings, json.loads(extra))
+    (gemini / "settings.json").write_text(json.dumps(settings))
     if "_gemini_policy" in sc.env:
         (gemini / "policies").mkdir(exist_ok=True)
         (gemini / "policies" / "normalize-record.toml").write_text(sc.env["_gemini_policy"])
@@ -550,9 +556,18 @@ def _gemini_home(sc: Scenario, scratch: Scratch, url: str) -> dict[str, str]:
     }
 
 
+def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """``extra`` merged into ``base``, nested objects key by key."""
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
 def _gemini_chats(scratch: Scratch) -> list[Path]:
+    """The chat files: ``*.jsonl``, or one ``*.json`` document each before Gemini CLI 0.39."""
     tmp = scratch.home / ".gemini" / "tmp"
-    return sorted(tmp.glob("*/chats/*.jsonl")) if tmp.is_dir() else []
+    return sorted(p for p in tmp.glob("*/chats/*.json*") if p.suffix in (".json", ".jsonl")) if tmp.is_dir() else []
 
 
 def record_gemini(binary: Path, out: Output, cases: set[str] | None, log: Callable[[str], None]) -> None:
@@ -571,7 +586,7 @@ def record_gemini(binary: Path, out: Output, cases: set[str] | None, log: Callab
         chats = _gemini_chats(scratch)
         for i, c in enumerate(chats):
             suffix = "" if i == 0 else f"-{i + 1}"
-            out.write("gemini-chat", name, f"{sc.case}{suffix}.jsonl", scratch.rewrite(c.read_bytes()))
+            out.write("gemini-chat", name, f"{sc.case}{suffix}{c.suffix}", scratch.rewrite(c.read_bytes()))
         log(f"gemini-cli {version} {sc.case}: {len(chats)} chat file(s)")
 
     run_chains(GEMINI, cases, GeminiHandler, setup, write, collect, log, f"gemini-cli {version}")

@@ -23,6 +23,7 @@ re-recording differs from the last one only where the agent changed.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -128,6 +129,7 @@ class FakeServer(ThreadingHTTPServer):
         self.log = log
         self.ids = _Counter()
         self._thread: threading.Thread | None = None
+        self.first_turn_answered = False
 
     @property
     def url(self) -> str:
@@ -527,6 +529,11 @@ class GeminiHandler(_Handler):
         )
         # Only the turn's own requests offer tools; routing and checks on the side get the default.
         step = self.server.script.next_step(text) if body.get("tools") else self.server.script.default
+        if body.get("tools") and not self.server.first_turn_answered:
+            self.server.first_turn_answered = True
+            # Gemini CLI 0.11 and 0.20 load their shell parser in the background: a call made before
+            # it is ready is refused as "could not be parsed safely", so the first answer waits
+            time.sleep(float(os.environ.get("NREC_GEMINI_FIRST_DELAY", "0")))
         if step.status != 200:
             status = {400: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
             err = {"code": step.status, "message": step.error_message, "status": status.get(step.status, "UNKNOWN")}
