@@ -51,7 +51,7 @@ CHUNK = 1 << 16
 #: stream (a pipe, a socket, a child's stdout), or an async iterable of chunks.
 ByteSource = Union[str, "os.PathLike[str]", SessionInput, ByteReceiveStream, AsyncIterable[bytes]]
 
-_Fmt = Literal["tap", "plain"] | None
+_Fmt = Literal["tap", "plain", "document"] | None
 
 
 class Converter:

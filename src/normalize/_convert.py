@@ -41,7 +41,7 @@ _CHUNK = 1 << 16
 
 
 def iter_records(
-    stream: BinaryIO, *, max_line: int = DEFAULT_MAX_LINE, fmt: Literal["tap", "plain"] | None = None
+    stream: BinaryIO, *, max_line: int = DEFAULT_MAX_LINE, fmt: Literal["tap", "plain", "document"] | None = None
 ) -> Iterator[Record]:
     """Records of one capture stream, read in chunks (never the whole file)."""
     parser = CaptureParser(max_line, fmt)
@@ -524,7 +524,8 @@ def find_inputs(
     max_line: int = DEFAULT_MAX_LINE,
     pool: concurrent.futures.Executor | None = None,
 ) -> Iterator[SessionInput | DetectionError]:
-    """Every session under ``paths`` (files, or folders searched for ``*.jsonl``).
+    """Every session under ``paths`` (files, or folders searched for ``*.jsonl``, and for
+    ``*.json`` documents an adapter reads: :func:`is_document`).
 
     Files that are companions of a session (a Claude sub-agent transcript) are
     read with it, not as sessions of their own.  A file that cannot be used is
@@ -566,8 +567,28 @@ def _detected(path: Path, protocol: str | None, max_line: int) -> str | Detectio
         return exc
 
 
+def detects(path: Path) -> bool:
+    """Whether some adapter reads the file (its protocol is detected)."""
+    return not isinstance(_detected(path, None, DEFAULT_MAX_LINE), DetectionError)
+
+
 #: Files a worker of ``find_inputs``'s pool detects at a time.
 _DETECT_CHUNK = 32
+
+
+def is_document(path: Path) -> bool:
+    """Whether ``path`` is a ``.json`` file holding one JSON object over several lines (its first
+    line a lone ``{``): the form of a stored session some agents write (Gemini CLI before 0.39),
+    looked for in folders beside the ``.jsonl`` files."""
+    if path.suffix != ".json":
+        return False
+    try:
+        with path.open("rb") as f:
+            head = f.read(256)
+    except OSError:
+        return path.is_file()  # reported when read
+    first = head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)
+    return len(first) == 2 and first[0].rstrip(b" \t\r") == b"{"
 
 
 def _find_in_folder(
@@ -577,9 +598,11 @@ def _find_in_folder(
         for db in sorted(p for p in root.rglob("*.db") if is_store(p)):
             yield from store_inputs(db)
         files = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
+        documents = {p for p in root.rglob("*.json") if is_document(p)}
     except OSError as exc:  # a folder that cannot be listed
         yield UnreadableInput(f"{exc.filename or root}: {exc.strerror or exc}")
         return
+    files = sorted([*files, *documents])
     folder = _Folder(files)
     candidates = [f for f in files if not is_agent_file(f)]  # the agents' prompt history and indexes: not sessions
     early: set[Path] = set()
@@ -598,7 +621,8 @@ def _find_in_folder(
         if found is None:
             found = _detected(f, protocol, max_line)
         if isinstance(found, DetectionError):
-            yield found
+            if f not in documents or isinstance(found, UnreadableInput):
+                yield found  # (a JSON document no adapter reads, a settings file, is no session: not said)
             continue
         proto = found
         cls = adapter_class(proto)

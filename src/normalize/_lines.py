@@ -1,10 +1,18 @@
 """Reading captures: bytes in, native messages (or problems) out.  No I/O here.
 
-Two capture formats (docs/captures.md):
+Three capture formats:
 
 * plain native JSONL: one message per line, all written by the agent;
 * tap files: ``{"t": <RFC 3339>, "from": "agent"|"client", "msg": <the wire line>}``
-  per line.  The format is decided once, from the first non-blank line.
+  per line;
+* a JSON document: one object written over several lines (its first non-blank line is a
+  lone ``{``, which no JSONL line is), as Gemini CLI before 0.39 stores a chat.  It is
+  read whole at the end (bounded by ``max_line``, like one line) and gives one record
+  per message: its fields but ``messages`` (in their order), then each element of its
+  ``messages`` array, each compacted to one line; a document without a ``messages``
+  array is one record.  Records are numbered in that order.
+
+The format is decided once, from the first non-blank line.
 
 Each oddity has one defined result:
 
@@ -231,17 +239,24 @@ class CaptureParser:
     ``"plain"`` once the first non-blank line was seen (or forced by the caller).
     """
 
-    def __init__(self, max_line: int = DEFAULT_MAX_LINE, fmt: Literal["tap", "plain"] | None = None) -> None:
+    def __init__(
+        self, max_line: int = DEFAULT_MAX_LINE, fmt: Literal["tap", "plain", "document"] | None = None
+    ) -> None:
         self._splitter = LineSplitter(max_line)
         self.fmt = fmt
+        self._doc: _Document | None = _Document(max_line) if fmt == "document" else None
 
     def feed(self, data: bytes) -> list[Record]:
         return self._parse(self._splitter.feed(data), last=False)
 
     def close(self) -> list[Record]:
-        return self._parse(self._splitter.close(), last=True)
+        out = self._parse(self._splitter.close(), last=True)
+        return out + self._doc.close() if self._doc is not None else out
 
     def _parse(self, lines: list[tuple[int, bytes] | LineProblem], last: bool) -> list[Record]:
+        if self._doc is not None:
+            self._doc.add(lines)
+            return []
         if self.fmt == "plain" and not last:  # the common case: every line is a message
             # (a type test: an isinstance that fails costs ten times more, once per line)
             made = [Message(i[1], "agent", None, i[0]) if type(i) is tuple else i for i in lines]
@@ -264,6 +279,11 @@ class CaptureParser:
                 out.append(cast(LineProblem, item))
                 continue
             lineno, line = item
+            if self.fmt is None and line.strip() == b"{":  # a JSON document over several lines
+                self.fmt = "document"
+                self._doc = _Document(self._splitter.max_line)
+                self._doc.add(lines[i:])
+                return out
             if last and i == n - 1 and not self._complete(line):
                 out.append(
                     LineProblem(
@@ -298,3 +318,68 @@ class CaptureParser:
         except (msgspec.DecodeError, RecursionError):
             return False
         return True
+
+
+_fields_decoder = msgspec.json.Decoder(dict[str, Raw])
+_list_decoder = msgspec.json.Decoder(list[Raw])
+
+
+def _compact(raw: bytes) -> bytes:
+    return msgspec.json.format(raw, indent=-1)
+
+
+class _Document:
+    """The lines of a JSON document, kept until its end (``max_line`` bytes at most)."""
+
+    def __init__(self, max_line: int) -> None:
+        self._max = max_line
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._first = 0  # the number of the document's first line
+        self._problem: LineProblem | None = None
+
+    def add(self, lines: list[tuple[int, bytes] | LineProblem]) -> None:
+        for item in lines:
+            if self._problem is not None:
+                return
+            if type(item) is not tuple:
+                self._problem = self._too_long(cast(LineProblem, item).line)
+                return
+            lineno, line = item
+            self._first = self._first or lineno
+            self._size += len(line) + 1
+            if self._size > self._max:
+                self._problem = self._too_long(lineno)
+                return
+            self._parts.append(line)
+
+    def _too_long(self, lineno: int) -> LineProblem:
+        head = b"\n".join(self._parts)
+        message = f"the JSON document starting at line {self._first or lineno} is longer than {self._max} bytes"
+        self._parts = []
+        return LineProblem(LineTooLong(message, kept=_kept(head)), line=self._first or lineno)
+
+    def close(self) -> list[Record]:
+        if self._problem is not None:
+            return [self._problem]
+        data = b"\n".join(self._parts)
+        self._parts = []
+        if not data:
+            return []
+        try:
+            fields = _fields_decoder.decode(data)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            complete = CaptureParser._complete(data)
+            error = MalformedMessage if complete else TruncatedLine
+            why = f"the JSON document starting at line {self._first} is not {'an object' if complete else 'complete'}"
+            return [LineProblem(error(f"{why}: {exc}", kept=_kept(data)), line=self._first)]
+        try:
+            messages = _list_decoder.decode(fields["messages"])
+        except (KeyError, msgspec.DecodeError):  # no messages array: the document is one message
+            return [Message(_compact(data), "agent", None, 1)]
+        head = b",".join(
+            msgspec.json.encode(k) + b":" + _compact(bytes(v)) for k, v in fields.items() if k != "messages"
+        )
+        out: list[Record] = [Message(b"{" + head + b"}", "agent", None, 1)]
+        out += [Message(_compact(bytes(m)), "agent", None, n) for n, m in enumerate(messages, 2)]
+        return out

@@ -111,7 +111,7 @@ def _name_max(folder: Path) -> int:
 
 
 def _stem(name: str) -> str:
-    for suffix in (".tap.jsonl", ".jsonl"):
+    for suffix in (".tap.jsonl", ".jsonl", ".json"):
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name

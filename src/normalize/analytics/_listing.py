@@ -34,7 +34,7 @@ from normalize import (
     events,
     iter_records,
 )
-from normalize._convert import is_store, merge_records, sample_records, store_inputs
+from normalize._convert import detects, is_document, is_store, merge_records, sample_records, store_inputs
 from normalize._model import _Core
 from normalize._places import is_agent_file
 
@@ -178,12 +178,15 @@ def _group(sizes: dict[str, Listed], protocol: str | None, name: Callable[[str],
 
 
 def list_inputs(source: str | Path, *, protocol: str | None = None) -> list[ListedInput]:
-    """The session inputs at a path or URL: the file itself, or every ``*.jsonl`` below the folder."""
+    """The session inputs at a path or URL: the file itself, or every ``*.jsonl`` below the folder
+    (and, in a local folder, every ``*.json`` session document, :func:`~normalize._convert.is_document`)."""
     if not is_url(source):
         root = Path(source)
         if root.is_dir():
             # the agents' prompt history and indexes are not sessions, as for local discovery
             files = sorted(p for p in root.rglob("*.jsonl") if p.is_file() and not is_agent_file(p))
+            # a stored session written as one JSON document (Gemini CLI before 0.39), when an adapter reads it
+            files += sorted(p for p in root.rglob("*.json") if is_document(p) and detects(p))
             stores = [i for db in sorted(root.rglob("*.db")) if is_store(db) for i in _store_inputs(db)]
             return stores + _group({p.as_posix(): _listed(p.stat()) for p in files}, protocol, str)
         if is_store(root):
