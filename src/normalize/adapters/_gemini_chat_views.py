@@ -50,6 +50,7 @@ class _Line(Struct, frozen=True, gc=False):
     # the header
     sessionId: str | None = None
     startTime: str | None = None
+    projectHash: str | None = None
     kind: str | None = None
     # a record
     id: str | None = None

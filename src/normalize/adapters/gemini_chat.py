@@ -25,6 +25,17 @@ Facts (Gemini CLI 0.61.0, captures in adapters/gemini-chat/captures/gemini-cli-0
   is withdrawn by a ``$set.messages`` that leaves it out.
 * ``--resume`` appends to the same file: a second header (same ``sessionId``), then
   ``$set`` lines restating the conversation so far.
+
+Before 0.39 (captures gemini-cli-0.38.2, 0.20.0, 0.11.3): ``session-<time>-<id8>.json``, one
+pretty-printed document ``{sessionId, projectHash, startTime, lastUpdated, messages: [...]}``
+rewritten whole on each change, which the reader gives as the header (its fields but
+``messages``), then one record per message (``normalize._lines``).  So: no ``$set``, each
+message once in its last state, no ``functionResponse`` records (the results are in
+``toolCalls[].result``), a resumed session rewritten in place (no second header).  The header
+has ``kind`` in 0.38 only (detection takes ``projectHash`` instead); in 0.20 and 0.11 a user
+message's ``content`` is a string, an edit's call has no ``resultDisplay`` (no diff), and a
+model message that called tools has no ``tokens`` in 0.20.  A failed request's prompt stays
+in the file, unanswered: its turn ends with the file, ``ok``, as the chat gives no sign.
 """
 
 from __future__ import annotations
@@ -119,9 +130,10 @@ class GeminiChatAdapter(BuiltinAdapter):
             first = _decoder.decode(sample[0][0])
         except msgspec.DecodeError:
             return 0.0
-        if first.sessionId is None or first.startTime is None or first.kind is None:
+        if first.sessionId is None or first.startTime is None or first.type is not None:
             return 0.0
-        return 0.95
+        # the header: 0.39 on names a ``kind``; a ``.json`` chat's fields (before 0.39) hash the project
+        return 0.95 if first.kind is not None or first.projectHash is not None else 0.0
 
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()

@@ -21,8 +21,20 @@ Facts (Gemini CLI 0.61.0, captures in adapters/gemini-stream-json/captures/gemin
 * ``result.stats`` sums the session's model requests so far, router side queries
   included: ``input_tokens`` (with the cached part, also in ``cached``), ``output_tokens``
   (without thoughts; ``total_tokens`` counts them), and the same per model.
-* An API error ends the turn with ``result`` ``status: error`` (exit code 244 after
+* An API error ends the turn with ``result`` ``status: error`` (exit code 144 after
   HTTP 400); nothing else is written about it.
+
+Older releases (captures gemini-cli-0.38.2, 0.20.0, 0.11.3; adapters/gemini-stream-json/README.md):
+
+* Tool ids are ``<tool>_<epoch ms>_<n>`` (0.38) or ``<tool>-<epoch ms>-<hex>`` (0.20, 0.11).
+* A refused call: 0.20's policy denial is ``error.type: unhandled_exception``, ``Tool
+  execution for "Shell" denied by policy.``; 0.11 has no policies, its ``tools.exclude``
+  refuses a command as ``invalid_tool_params``, ``Command '...' is blocked by
+  configuration``.  Both give ``permission-auto`` as ``policy_violation`` does.
+* ``result.stats`` of 0.20 and 0.11 has ``total_tokens``, ``input_tokens`` and
+  ``output_tokens`` only: no ``cached`` (usage then has no ``cacheRead``, not a zero).
+* 0.11 ends a turn whose request failed (HTTP 400) with ``result`` ``status: success``
+  and exit code 0: the stream says nothing of the error, and it is read as it says.
 """
 
 from __future__ import annotations
@@ -71,6 +83,25 @@ __all__ = ["GeminiStreamJsonAdapter"]
 _IN_TURN = InTurn()
 
 LINE_TYPES = frozenset({"init", "message", "tool_use", "tool_result", "error", "result"})
+
+
+def _refused(error: _ErrorInfo) -> bool:
+    """Whether a failed call was refused by the user's rules: a decision made without asking.
+
+    0.38 on say it by the type, ``policy_violation``.  0.20 ends a call a policy rule denies
+    as ``unhandled_exception``, ``Tool execution for "Shell" denied by policy.``; 0.11 (no
+    policies) refuses a command ``tools.exclude`` names as ``invalid_tool_params``,
+    ``Command 'rm -f x' is blocked by configuration`` (the whole shell tool excluded:
+    ``Shell tool is globally disabled in configuration``).
+    """
+    kind, message = error.type, error.message
+    if kind == "policy_violation":
+        return True
+    if kind == "unhandled_exception":
+        return message.startswith("Tool execution ") and message.endswith(" denied by policy.")
+    if kind == "invalid_tool_params":
+        return message.endswith(" is blocked by configuration") or message.startswith("Shell tool is globally disabled")
+    return False
 
 
 class GeminiStreamJsonAdapter(BuiltinAdapter):
@@ -181,7 +212,7 @@ class GeminiStreamJsonAdapter(BuiltinAdapter):
         output: Any = line.output
         if failed and line.error is not None:
             output = {"error": line.error.message, "type": line.error.type}
-        if failed and line.error is not None and line.error.type == "policy_violation":
+        if failed and line.error is not None and _refused(line.error):
             # a policy rule refused the call without asking: decided, not failed on its own
             title = (known.title if known is not None else None) or tool
             category = known.category if known is not None else None
