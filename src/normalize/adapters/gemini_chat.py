@@ -33,8 +33,8 @@ rewritten whole on each change, which the reader gives as the header (its fields
 message once in its last state, no ``functionResponse`` records (the results are in
 ``toolCalls[].result``), a resumed session rewritten in place (no second header).  The header
 has ``kind`` in 0.38 only (detection takes ``projectHash`` instead); in 0.20 and 0.11 a user
-message's ``content`` is a string, an edit's call has no ``resultDisplay`` (no diff), and a
-model message that called tools has no ``tokens`` in 0.20.  A failed request's prompt stays
+message's ``content`` is a string and an edit's call has no ``resultDisplay`` (no diff).
+A failed request's prompt stays
 in the file, unanswered: its turn ends with the file, ``ok``, as the chat gives no sign.
 """
 

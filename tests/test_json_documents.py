@@ -1,0 +1,79 @@
+"""A stored session written as one JSON document over several lines (Gemini CLI before 0.39).
+
+The parser reads such a file whole and gives one record per message: the document's other
+fields first, then each element of ``messages``; a folder's ``.json`` documents are sessions
+when an adapter reads them, and other ``.json`` files beside them are left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from helpers import ADAPTERS, records_chunked
+from normalize import LineTooLong, TruncatedLine, find_inputs
+from normalize._lines import CaptureParser, LineProblem, Message
+
+CHATS = ADAPTERS / "gemini-chat/captures"
+DOCUMENT = CHATS / "gemini-cli-0.38.2/shell_allowed.json"
+
+
+def records(data: bytes, max_line: int = 1 << 20) -> list[Message | LineProblem]:
+    parser = CaptureParser(max_line)
+    return [*parser.feed(data), *parser.close()]
+
+
+def test_a_document_gives_its_fields_then_each_message_one_line_each() -> None:
+    data = DOCUMENT.read_bytes()
+    doc = json.loads(data)
+    out = records(data)
+    assert all(isinstance(r, Message) for r in out)
+    messages = [r for r in out if isinstance(r, Message)]
+    assert [json.loads(m.data) for m in messages] == [
+        {k: v for k, v in doc.items() if k != "messages"},
+        *doc["messages"],
+    ]
+    assert all(b"\n" not in m.data for m in messages)
+    assert [m.line for m in messages] == list(range(1, len(doc["messages"]) + 2))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_any_chunking_gives_the_same_records(seed: int) -> None:
+    data = b"\xef\xbb\xbf\r\n" + DOCUMENT.read_bytes().replace(b"\n", b"\r\n")
+    cuts = random.Random(seed).sample(range(1, len(data)), 60)
+    assert list(records_chunked(data, cuts)) == records(DOCUMENT.read_bytes())
+
+
+def test_a_document_without_messages_is_one_record() -> None:
+    assert records(b'{\n  "a": [1,\n    2]\n}\n') == [Message(b'{"a":[1,2]}', line=1)]
+
+
+def test_a_cut_document_is_truncated_and_kept() -> None:
+    data = DOCUMENT.read_bytes()[:-40]
+    (problem,) = records(data)
+    assert isinstance(problem, LineProblem)
+    assert isinstance(problem.error, TruncatedLine)
+    assert problem.error.kept.startswith("{\n")
+
+
+def test_a_document_is_bounded_like_a_line() -> None:
+    (problem,) = records(DOCUMENT.read_bytes(), max_line=1000)
+    assert isinstance(problem, LineProblem)
+    assert isinstance(problem.error, LineTooLong)
+
+
+def test_jsonl_is_not_taken_for_a_document() -> None:
+    assert records(b'{"a": 1}\n{\n')[0] == Message(b'{"a": 1}', line=1)
+
+
+def test_a_folder_holds_json_chats_and_other_json_files_are_not_sessions(tmp_path: Path) -> None:
+    chats = tmp_path / "tmp" / "0123abcd" / "chats"
+    chats.mkdir(parents=True)
+    (chats / DOCUMENT.name).write_bytes(DOCUMENT.read_bytes())
+    (tmp_path / "settings.json").write_text('{\n  "security": {}\n}\n')
+    (tmp_path / "tmp" / "0123abcd" / "logs.json").write_text("[]\n")
+    found = list(find_inputs([tmp_path]))
+    assert [(i.main, i.protocol) for i in found] == [(chats / DOCUMENT.name, "gemini-chat")]  # type: ignore[union-attr]
