@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from helpers import ADAPTERS, capture_files, convert_capture, fixed_clock, protocol_of
-from normalize import SessionCreated, SessionEvent, Usage, events, find_inputs
+from normalize import SessionCreated, SessionEvent, Usage, encode, events, find_inputs
 from normalize._cli import main
 from normalize._convert import detect_file
+from normalize._lines import Message
 
 NEW = ("gemini-stream-json", "gemini-chat", "opencode-json", "opencode-db")
 CAPTURES = [c for c in capture_files() if protocol_of(c) in NEW and "edge-cases" not in c.parts]
@@ -224,3 +225,81 @@ def test_gemini_over_acp_is_agent_gemini_cli_with_its_quota_as_turn_usage() -> N
     assert usage.scope == "turn"
     assert usage.tokens is not None
     assert (usage.tokens.input, usage.tokens.output) == (2400, 80)  # _meta.quota.token_count
+
+
+# ---------------------------------------------------------------- older Gemini CLI releases
+
+GEMINI_LIVE = ADAPTERS / "gemini-stream-json" / "captures"
+
+
+def _bodies(capture: Path) -> list[dict[str, Any]]:
+    return [json.loads(encode(e))["event"] for e in convert_capture(capture) if isinstance(e, SessionEvent)]
+
+
+@pytest.mark.parametrize(
+    ("version", "reason"),
+    [
+        ("0.61.0", "Tool execution denied by policy."),  # policy_violation
+        ("0.38.2", "Tool execution denied by policy."),  # policy_violation
+        ("0.20.0", 'Tool execution for "Shell" denied by policy.'),  # unhandled_exception
+        ("0.11.3", "Command 'rm -f hello.txt' is blocked by configuration"),  # invalid_tool_params (tools.exclude)
+    ],
+)
+def test_every_release_s_refused_call_is_a_permission_auto_deny(version: str, reason: str) -> None:
+    out = _bodies(GEMINI_LIVE / f"gemini-cli-{version}" / "shell_denied.jsonl")
+    (auto,) = [b for b in out if b["kind"] == "permission-auto"]
+    assert (auto["decision"], auto["optionId"], auto["reason"]) == ("deny", "deny", reason)
+    assert auto["toolCall"]["title"] == "rm -f hello.txt"
+    failed = [b for b in out if b["kind"] == "tool-call" and b["phase"] == "failed"]
+    assert [b["callId"] for b in failed] == [auto["toolCall"]["callId"]]
+    assert out.index(auto) < out.index(failed[0])
+
+
+@pytest.mark.parametrize(
+    ("error_type", "message"),
+    [
+        ("invalid_tool_params", "Command rejected because it could not be parsed safely"),
+        ("unhandled_exception", "boom: denied by policy. (not a refusal's wording)"),
+        ("execution_failed", "Command 'x' is blocked by configuration"),
+    ],
+)
+def test_a_call_failing_on_its_own_is_no_permission_decision(error_type: str, message: str) -> None:
+    lines = [
+        {"type": "init", "timestamp": "2026-01-01T00:00:00Z", "session_id": "s", "model": "m"},
+        {"type": "message", "timestamp": "2026-01-01T00:00:01Z", "role": "user", "content": "hi"},
+        {
+            "type": "tool_use",
+            "timestamp": "2026-01-01T00:00:02Z",
+            "tool_name": "run_shell_command",
+            "tool_id": "c1",
+            "parameters": {"command": "ls"},
+        },
+        {
+            "type": "tool_result",
+            "timestamp": "2026-01-01T00:00:03Z",
+            "tool_id": "c1",
+            "status": "error",
+            "output": message,
+            "error": {"type": error_type, "message": message},
+        },
+    ]
+    records = [Message(json.dumps(line).encode()) for line in lines]
+    out = [
+        json.loads(encode(e))["event"]
+        for e in events(records, protocol="gemini-stream-json")
+        if isinstance(e, SessionEvent)
+    ]
+    kinds = [b["kind"] for b in out]
+    assert "permission-auto" not in kinds
+    assert [b["phase"] for b in out if b["kind"] == "tool-call"] == ["started", "failed"]
+
+
+@pytest.mark.parametrize("version", ["0.20.0", "0.11.3"])
+def test_old_stats_without_cached_counts_give_no_cache_figure(version: str) -> None:
+    """0.20 and 0.11 ``result.stats`` have no ``cached``/``input``: usage says nothing of the cache."""
+    for capture in sorted((GEMINI_LIVE / f"gemini-cli-{version}").glob("*.jsonl")):
+        for stats in (json.loads(line).get("stats") for line in capture.read_text().splitlines()):
+            assert stats is None or "cached" not in stats
+        (usage,) = [b for b in _bodies(capture) if b["kind"] == "usage"]
+        assert set(usage["tokens"]) == {"input", "output", "total"}
+        assert usage["tokens"]["input"] > 0

@@ -21,6 +21,13 @@ from normalize import SessionCreated, SessionEvent, encode
 
 GEMINI_LIVE = ADAPTERS / "gemini-stream-json/captures/gemini-cli-0.61.0"
 GEMINI_STORED = ADAPTERS / "gemini-chat/captures/gemini-cli-0.61.0"
+#: Older releases, and the cases each could not run: their chats are one ``.json`` document each
+#: (before 0.39); 0.11 has no ``--resume``.
+GEMINI_OLD: dict[str, frozenset[str]] = {
+    "0.38.2": frozenset(),
+    "0.20.0": frozenset(),
+    "0.11.3": frozenset({"two_turns"}),
+}
 OPENCODE_LIVE = ADAPTERS / "opencode-json/captures/opencode-1.18.33"
 OPENCODE_STORED = ADAPTERS / "opencode-db/captures/opencode-1.18.33"
 
@@ -115,6 +122,44 @@ def test_gemini_stream_json_and_its_chat_give_the_same_session_and_bodies(case: 
     keys = compare(live_runs(GEMINI_LIVE, case), GEMINI_STORED / f"{case}.jsonl", GEMINI_LACKS, ids=False)
     assert ("turn-start",) in keys
     assert keys[-1][0] == "turn-complete"
+
+
+def old_cases() -> list[tuple[str, str]]:
+    return [(v, c) for v, missing in GEMINI_OLD.items() for c in CASES if c not in missing]
+
+
+def old_paths(version: str, case: str) -> tuple[list[Path], Path]:
+    live = ADAPTERS / f"gemini-stream-json/captures/gemini-cli-{version}"
+    return live_runs(live, case), ADAPTERS / f"gemini-chat/captures/gemini-cli-{version}/{case}.json"
+
+
+@pytest.mark.parametrize(("version", "case"), old_cases())
+def test_an_old_json_chat_and_its_stream_give_the_same_session_and_bodies(version: str, case: str) -> None:
+    """A ``.json`` chat (before 0.39) reads as its live stream, with the same exceptions as 0.61."""
+    live, stored = old_paths(version, case)
+    drops = dict(GEMINI_LACKS)
+    if case == "api_error":
+        # the failed prompt stays in the chat, unanswered, and the file ends: its turn ends ok
+        # there, where the stream says error (0.38, 0.20) or, in 0.11, success (next test)
+        drops["turn-complete"] = lambda b: b["kind"] == "turn-complete"
+    keys = compare(live, stored, drops, ids=False)
+    assert ("turn-start",) in keys
+    if case != "api_error":
+        assert keys[-1][0] == "turn-complete"
+    if case in ("shell_allowed", "shell_denied", "file_edit"):
+        assert any(k[0] == "tool-call" and k[4] == ("failed" if case == "shell_denied" else "completed") for k in keys)
+
+
+@pytest.mark.parametrize("version", list(GEMINI_OLD))
+def test_an_old_api_error_ends_its_turn_as_each_side_says(version: str) -> None:
+    live, stored = old_paths(version, "api_error")
+    (_, out) = converted(live[0])
+    (_, chat) = converted(stored)
+    ends = [(b["reason"], b.get("stopReason")) for b in out if b["kind"] == "turn-complete"]
+    # 0.11 writes no error and `result` success (exit code 0): read as it says, not guessed
+    assert ends == ([("ok", "success")] if version == "0.11.3" else [("interrupt", "error")])
+    assert [b["kind"] for b in chat] == ["turn-start", "user-message", "turn-complete"]
+    assert chat[-1]["reason"] == "ok"
 
 
 def test_gemini_chat_keeps_what_the_stream_lacks() -> None:
