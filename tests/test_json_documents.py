@@ -56,7 +56,7 @@ def test_a_cut_document_is_truncated_and_kept() -> None:
     (problem,) = records(data)
     assert isinstance(problem, LineProblem)
     assert isinstance(problem.error, TruncatedLine)
-    assert problem.error.kept.startswith("{\n")
+    assert (problem.error.kept or "").startswith("{\n")
 
 
 def test_a_document_is_bounded_like_a_line() -> None:
