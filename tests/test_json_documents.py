@@ -77,3 +77,23 @@ def test_a_folder_holds_json_chats_and_other_json_files_are_not_sessions(tmp_pat
     (tmp_path / "tmp" / "0123abcd" / "logs.json").write_text("[]\n")
     found = list(find_inputs([tmp_path]))
     assert [(i.main, i.protocol) for i in found] == [(chats / DOCUMENT.name, "gemini-chat")]  # type: ignore[union-attr]
+
+
+def test_stats_and_convert_of_a_folder_read_its_json_chats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from normalize._cli import main
+
+    chats = tmp_path / "tmp" / "0123abcd" / "chats"
+    chats.mkdir(parents=True)
+    for name in ("shell_allowed.json", "two_turns.json"):
+        (chats / name).write_bytes((DOCUMENT.parent / name).read_bytes())
+    (tmp_path / "settings.json").write_text('{\n  "security": {}\n}\n')
+    assert main(["stats", "--json", "-j", "1", str(tmp_path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(g["agent"], g["sessions"]) for g in doc["groups"]] == [("gemini-cli", 2)]
+    out = tmp_path / "out"
+    assert main(["convert", "-j", "1", "-o", f"{out}/", str(tmp_path / "tmp")]) == 0
+    names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.jsonl"))
+    assert names == [
+        "0123abcd/chats/shell_allowed.normalized.jsonl",
+        "0123abcd/chats/two_turns.normalized.jsonl",
+    ]

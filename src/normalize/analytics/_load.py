@@ -32,7 +32,7 @@ from normalize import (
     find_inputs,
     read_records,
 )
-from normalize._convert import detect_file, folder_pool
+from normalize._convert import detect_file, folder_pool, is_document
 from normalize._model import _Core
 from normalize._outputs import is_normalized_file
 
@@ -89,7 +89,8 @@ def discover(
             normalized = {p for p in files if is_normalized(p)}
             for p in sorted(normalized):
                 yield InputSpec("normalized", str(p))
-            if len(normalized) == len(files) and not any(root.rglob("*.db")):
+            only_normalized = len(normalized) == len(files) and not any(root.rglob("*.db"))
+            if only_normalized and not any(is_document(p) for p in root.rglob("*.json")):
                 continue
             for inp in find_inputs([root], protocol=protocol, pool=pool):
                 if isinstance(inp, DetectionError):
