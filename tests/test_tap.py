@@ -53,8 +53,9 @@ from normalize._tap import RelaySide
 # the fake agents speak a small turn protocol of their own (tests/fakes/wire.py)
 pytestmark = pytest.mark.usefixtures("turn_adapter")
 
-# a database of stored sessions is not a stream an agent writes: not played by the fake agent
-LIVE = [c for c in session_captures() if len(companions(c)) == 1 and c.suffix != ".db"]
+# a database of stored sessions, or a chat kept as one JSON document, is not a stream an agent
+# writes: a file read whole, not played by the fake agent
+LIVE = [c for c in session_captures() if len(companions(c)) == 1 and c.suffix not in (".db", ".json")]
 
 
 def _protocol(p: Path) -> str:
