@@ -261,6 +261,15 @@ def package_version(npm_dir: Path, package: str) -> str:
     return str(meta["version"])
 
 
+def _bin_of(npm_dir: Path, package: str) -> str:
+    """The command an installed package provides (``claude-code-acp`` for the older claude-agent-acp)."""
+    meta = npm_dir / "node_modules" / package / "package.json"
+    bins = json.loads(meta.read_text()).get("bin") if meta.exists() else None
+    if isinstance(bins, dict) and bins:
+        return str(next(iter(bins)))
+    return package.rsplit("/", 1)[-1]
+
+
 class Output:
     """Where captures go: a capture folder that existed before this run is never written to.
 
@@ -493,11 +502,23 @@ def record_app_server(binary: Path, out: Output, cases: set[str] | None, log: Ca
 
 
 def record_acp(
-    agent: str, binary: Path, npm_dir: Path, out: Output, cases: set[str] | None, log: Callable[[str], None]
+    agent: str,
+    binary: Path,
+    npm_dir: Path,
+    out: Output,
+    cases: set[str] | None,
+    log: Callable[[str], None],
+    package: str | None = None,
 ) -> None:
-    """The npm ACP adapter ``agent`` (claude-agent-acp or codex-acp) driven by a recording ACP client."""
-    version = package_version(npm_dir, PACKAGES[agent])
-    name = f"{agent}-{version}"
+    """The npm ACP adapter ``agent`` (claude-agent-acp or codex-acp) driven by a recording ACP client.
+
+    ``package`` is the npm package it was installed from when that is not the current name (the
+    same adapters were published as ``@zed-industries/claude-code-acp`` and
+    ``@zed-industries/codex-acp`` before); the capture folder is named after the package.
+    """
+    package = package or PACKAGES[agent]
+    version = package_version(npm_dir, package)
+    name = f"{package.rsplit('/', 1)[-1]}-{version}"
     if not out.any_writable(("acp", name)):
         return
     claude = agent == "claude-agent-acp"
@@ -696,9 +717,10 @@ AGENTS = ["claude", "codex", "codex-app-server", "claude-agent-acp", "codex-acp"
 PACKAGE_OF = {"claude": "claude", "codex": "codex", "codex-app-server": "codex", "gemini-acp": "gemini"}
 
 
-def install(prefix: Path, versions: dict[str, str]) -> None:
+def install(prefix: Path, versions: dict[str, str], packages: dict[str, str] | None = None) -> None:
     prefix.mkdir(parents=True, exist_ok=True)
-    specs = [f"{PACKAGES[a]}@{v}" for a, v in versions.items()]
+    names = PACKAGES | (packages or {})
+    specs = [f"{names[a]}@{v}" for a, v in versions.items()]
     subprocess.run(["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund", *specs], check=True)
 
 
@@ -715,6 +737,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--codex-version", default="latest", help="npm version of Codex to install")
     p.add_argument("--claude-agent-acp-version", default="latest", help="npm version of claude-agent-acp")
     p.add_argument("--codex-acp-version", default="latest", help="npm version of codex-acp")
+    p.add_argument(
+        "--claude-agent-acp-package",
+        default=PACKAGES["claude-agent-acp"],
+        help="npm package of claude-agent-acp (older releases: @zed-industries/claude-code-acp)",
+    )
+    p.add_argument(
+        "--codex-acp-package",
+        default=PACKAGES["codex-acp"],
+        help="npm package of codex-acp (older releases: @zed-industries/codex-acp)",
+    )
     p.add_argument("--gemini-version", default="latest", help="npm version of Gemini CLI")
     p.add_argument("--opencode-version", default="latest", help="npm version of OpenCode")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
@@ -739,8 +771,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     agents = AGENTS if args.all or not args.agent else args.agent
     packages = sorted({PACKAGE_OF.get(a, a) for a in agents})
+    renamed = {"claude-agent-acp": args.claude_agent_acp_package, "codex-acp": args.codex_acp_package}
     if args.install:
-        install(args.npm_dir, {pkg: getattr(args, f"{pkg.replace('-', '_')}_version") for pkg in packages})
+        install(args.npm_dir, {pkg: getattr(args, f"{pkg.replace('-', '_')}_version") for pkg in packages}, renamed)
     bin_dir = args.npm_dir / "node_modules" / ".bin"
     cases = set(args.case) if args.case else None
 
@@ -750,6 +783,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Output(args.out, args.overwrite, log)
     for agent in agents:
         binary = bin_dir / PACKAGE_OF.get(agent, agent)
+        if agent in renamed:
+            binary = bin_dir / _bin_of(args.npm_dir, renamed[agent])
         if not binary.exists():
             print(f"record: {binary} not found (use --install)", file=sys.stderr)
             return 2
@@ -767,7 +802,7 @@ def main(argv: list[str] | None = None) -> int:
         elif agent == "opencode":
             record_opencode(binary, out, cases, log)
         else:
-            record_acp(agent, binary, args.npm_dir, out, cases, log)
+            record_acp(agent, binary, args.npm_dir, out, cases, log, renamed[agent])
         log(f"{agent}: {time.monotonic() - started:.0f} s")
     return 0
 

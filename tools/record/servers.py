@@ -216,19 +216,33 @@ _RENAMED = {"Agent": "Task"}
 
 
 def _offered_names(step: Step, tools: Any) -> Step:
-    """The step with a tool the agent does not offer renamed to the older name it does offer.
+    """The step with a tool the agent does not offer renamed to the name it does offer.
 
     Claude Code called its sub-agent tool ``Task`` before 2.1.2xx and ``Agent`` since; the scripts say
-    ``Agent``, and an older agent answers a call of a tool it does not know with an error.
+    ``Agent``, and an older agent answers a call of a tool it does not know with an error.  The older
+    ACP bridge (``@zed-industries/claude-code-acp``) turns the built-in ``Read``, ``Edit``, ``Bash``
+    off and offers its own MCP tools instead (``mcp__acp__read`` taking ``abs_path``, later
+    ``mcp__acp__Read`` taking ``file_path``): a call goes to that tool, its input fitted to the
+    tool's schema.
     """
-    offered = {t.get("name") for t in tools or () if isinstance(t, dict)}
-    blocks = tuple(
-        replace(b, name=_RENAMED[b.name])
-        if isinstance(b, Tool) and b.name not in offered and _RENAMED.get(b.name) in offered
-        else b
-        for b in step.blocks
-    )
+    schemas = {t.get("name"): t.get("input_schema") or {} for t in tools or () if isinstance(t, dict)}
+    blocks = tuple(_offered(b, schemas) if isinstance(b, Tool) and b.name not in schemas else b for b in step.blocks)
     return step if blocks == step.blocks else replace(step, blocks=blocks)
+
+
+def _offered(b: Tool, schemas: dict[Any, Any]) -> Tool:
+    if _RENAMED.get(b.name) in schemas:
+        return replace(b, name=_RENAMED[b.name])
+    for name in (f"mcp__acp__{b.name}", f"mcp__acp__{b.name.lower()}"):
+        if name in schemas:
+            props = schemas[name].get("properties") or {}
+            args = dict(b.input)
+            if "file_path" in args and "file_path" not in props and "abs_path" in props:
+                args["abs_path"] = args.pop("file_path")
+            if props and schemas[name].get("additionalProperties") is False:
+                args = {k: v for k, v in args.items() if k in props}
+            return replace(b, name=name, input=args)
+    return b
 
 
 class AnthropicHandler(_Handler):
