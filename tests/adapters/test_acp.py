@@ -153,10 +153,13 @@ def test_every_capture_set_is_here() -> None:
     assert {c.parent.name for c in CAPTURES} == {
         "acp-handwritten",
         "claude-agent-acp-0.101.0",
+        "claude-code-acp-0.4.5",
+        "codex-acp-0.7.4",
+        "codex-acp-1.0.0",
         "codex-acp-2.6.0",
         "gemini-cli-0.61.0",
     }
-    assert len(CAPTURES) == 33
+    assert len(CAPTURES) == 58
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
@@ -302,8 +305,26 @@ def test_load_history_is_replay_and_the_prompt_after_it_is_live(capture: Path) -
         ev.event.turn_id for ev in session_events(events) if ev.event.origin == "replay" and ev.event.turn_id
     }
     users = {ev.event.turn_id for ev in session_events(events) if isinstance(ev.event.body, UserMessage)}
-    assert len(replay_turns) == 2
+    assert len(replay_turns) == _replayed_user_messages(lines, load_id)
     assert replay_turns <= users
+
+
+def _replayed_user_messages(lines: list[tuple[str, Wire]], load_id: Any) -> int:
+    """The user messages a load replays: runs of ``user_message_chunk`` of one ``messageId``
+    (without ids, codex-acp 1.0.0: a run of user chunks between other updates)."""
+    count, inside, last = 0, False, ("", None)
+    for d, m in lines:
+        if d == "client" and m.get("method") == "session/load":
+            inside = True
+        elif inside and d == "agent" and m.get("id") == load_id:
+            break
+        elif inside and m.get("method") == "session/update":
+            u = m["params"]["update"]
+            key = (u["sessionUpdate"], u.get("messageId"))
+            if key[0] == "user_message_chunk" and key != last:
+                count += 1
+            last = key
+    return count
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
@@ -316,9 +337,12 @@ def test_session_record_names_the_native_session_and_agent(capture: Path) -> Non
     }
     native |= {m["params"]["sessionId"] for d, m in lines if m.get("method") in ("session/load", "session/resume")}
     info = next(
-        m["result"]["agentInfo"]
-        for d, m in lines
-        if d == "agent" and m.get("id") == 0 and "result" in m and "agentInfo" in m["result"]
+        (
+            m["result"]["agentInfo"]
+            for d, m in lines
+            if d == "agent" and m.get("id") == 0 and "result" in m and "agentInfo" in m["result"]
+        ),
+        None,
     )
     records = [
         e.record
@@ -326,8 +350,14 @@ def test_session_record_names_the_native_session_and_agent(capture: Path) -> Non
         if isinstance(e, SessionCreated | SessionResumed) and e.record.native_session_id
     ]
     assert {r.native_session_id for r in records} == native
-    bridged = {"@agentclientprotocol/claude-agent-acp": "claude-code", "@agentclientprotocol/codex-acp": "codex"}
-    if info["name"] in bridged:  # a bridge: the agent is named as over its own protocol, the package kept as via
+    bridged = {
+        "@agentclientprotocol/claude-agent-acp": "claude-code",
+        "@agentclientprotocol/codex-acp": "codex",
+        "codex-acp": "codex",  # @zed-industries/codex-acp 0.x names itself so
+    }
+    if info is None:  # claude-code-acp 0.4.5 sends no agentInfo: nothing names the agent
+        assert all(r.agent == "unknown" and r.via is None and r.agent_version is None for r in records)
+    elif info["name"] in bridged:  # a bridge: the agent is named as over its own protocol, the package kept as via
         assert all(r.agent == bridged[info["name"]] and r.agent_version is None for r in records)
         assert all(r.via == info["name"] and r.via_version == info["version"] for r in records)
     else:
@@ -406,6 +436,54 @@ def test_a_prompt_error_fails_the_turn_unless_it_was_cancelled() -> None:
     (done,) = [e for e in cancelled if isinstance(e, MessageCompleted)]
     assert done.result.stop_reason == "cancelled"
     assert [b.reason for b in bodies(cancelled) if isinstance(b, TurnComplete)] == ["interrupt"]
+
+
+def test_the_sdk_error_details_are_the_message() -> None:
+    """claude-code-acp and Gemini CLI answer ``-32603 "Internal error"`` with the reason in
+    ``data.details`` ("Session not found" after a failed load): the reason is the message."""
+    err = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "error": {"code": -32603, "message": "Internal error", "data": {"details": "Session not found"}},
+    }
+    errors = [b for b in bodies(run(prompt(1), ("agent", err))) if isinstance(b, Error)]
+    assert [(e.message, e.error_type) for e in errors] == [("Session not found", "internal-error")]
+
+
+def _codex(name: str, version: str) -> tuple[str, Wire]:
+    return res("agent", 0, {"protocolVersion": 1, "agentInfo": {"name": name, "version": version}})
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "notice"),
+    [
+        ("codex-acp", "0.7.4", False),  # @zed-industries/codex-acp: no chunk has an id
+        ("@agentclientprotocol/codex-acp", "1.0.0", False),  # the first of the new name, still none
+        ("@agentclientprotocol/codex-acp", "1.1.0", True),  # model text has ids from here on
+        ("@agentclientprotocol/codex-acp", "2.6.0", True),
+    ],
+)
+def test_codex_text_without_message_id_is_a_notice_only_once_codex_ids_its_text(
+    name: str, version: str, notice: bool
+) -> None:
+    """codex-acp before 1.1.0 sends the model's answer as chunks without ``messageId``: it is the
+    assistant's message, not a run of warnings (it was read as notices, and the turn had no text)."""
+    events = run(
+        req("client", 0, "initialize", {"protocolVersion": 1}),
+        _codex(name, version),
+        prompt(1),
+        chunk("agent_message_chunk", "Hello "),
+        chunk("agent_message_chunk", "there."),
+        res("agent", 1, {"stopReason": "end_turn"}),
+    )
+    bs = bodies(events)
+    texts = [b.text for b in bs if isinstance(b, AssistantMessage)]
+    warnings = [b.message for b in bs if isinstance(b, WarningBody)]
+    (done,) = [e for e in events if isinstance(e, MessageCompleted)]
+    if notice:
+        assert (texts, warnings, done.result.text) == ([], ["Hello ", "there."], None)
+    else:
+        assert (texts, warnings, done.result.text) == (["Hello there."], [], "Hello there.")
 
 
 def test_a_cancelled_turn_fails_its_open_calls_once() -> None:

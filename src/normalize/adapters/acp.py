@@ -1,7 +1,8 @@
 """The `acp` adapter: Agent Client Protocol (v1) JSON-RPC traffic, both directions.
 
 Facts (ACP v1, protocolVersion 1; schema 1.19-1.21; seen in claude-agent-acp 0.101.0,
-codex-acp 2.6.0 and the hand-written schema-checked set):
+codex-acp 2.6.0 and the hand-written schema-checked set; the older releases
+claude-code-acp 0.4.5, codex-acp 0.7.4 and 1.0.0 as noted):
 
 * Both sides send requests and number them independently from 0, so ids collide
   all the time: a response is matched to ``(the other side, id)``.  Every message
@@ -35,7 +36,11 @@ codex-acp 2.6.0 and the hand-written schema-checked set):
   both reuse the live message ids.
 * Codex (2.6.0) reports notices as ``agent_message_chunk`` without ``messageId``
   (model text always has one); Claude (0.101.0) marks them
-  ``_meta.claudeCode.kind: "informational"``.  Both become warnings.
+  ``_meta.claudeCode.kind: "informational"``.  Both become warnings.  codex-acp before
+  1.1.0 (0.7.4, 1.0.0) and claude-code-acp 0.4.5 send no ``messageId`` at all: there a
+  chunk without one is model text.
+* claude-code-acp 0.4.5 sends no ``agentInfo`` and no ``_meta.claudeCode``; its errors
+  carry the reason in ``data.details`` (the TypeScript SDK's shape, also Gemini CLI's).
 * ``session/new`` of codex-acp 2.6.0 still returns the removed ``models`` field;
   ``session/set_mode`` is echoed only as ``config_option_update``.
 * Prompt responses carry the unstable ``usage`` (per turn); ``usage_update.cost``
@@ -257,8 +262,24 @@ _COMPACTION_STATUS: dict[str, Literal["in_progress", "completed", "failed", "can
     "cancelled": "cancelled",
 }
 
-#: Agents whose ``agent_message_chunk`` without ``messageId`` is a notice, not model text.
-_NOTICE_WITHOUT_ID = {"@agentclientprotocol/codex-acp", "codex-acp"}
+#: Agents whose ``agent_message_chunk`` without ``messageId`` is a notice, not model text, and
+#: the first version that gives model text an id: codex-acp 1.1.0.  Before it (1.0.0, and every
+#: ``@zed-industries/codex-acp`` 0.x, whose ``agentInfo.name`` is ``codex-acp``) no chunk has an
+#: id, so a chunk without one is the model's text.
+_NOTICE_WITHOUT_ID = {"@agentclientprotocol/codex-acp": (1, 1, 0)}
+
+
+def _version_tuple(version: str | None) -> tuple[int, ...] | None:
+    """``1.10.2`` as ``(1, 10, 2)``; None when it does not start with numbers."""
+    parts: list[int] = []
+    for part in (version or "").split("."):
+        digits = part[: len(part) - len(part.lstrip("0123456789"))]
+        if not digits:
+            break
+        parts.append(int(digits))
+        if digits != part:
+            break
+    return tuple(parts) or None
 
 #: ACP bridges: packages that run another agent behind ACP, and the agent they run.  Over
 #: them ``agent`` names the agent (the same as over its own protocol), and the record keeps
@@ -292,11 +313,14 @@ def _rpc_error_type(code: int) -> str:
 
 
 def _rpc_error_message(err: _RpcError) -> str:
+    """The error's own words: ``data.message`` (codex-acp), else ``data.details`` (the TypeScript
+    SDK's ``RequestError.internalError(details)``: claude-code-acp, Gemini CLI), else ``message``."""
     data = err.data
     if isinstance(data, dict):
-        detail = data.get("message")
-        if isinstance(detail, str) and detail:
-            return detail
+        for key in ("message", "details"):
+            detail = data.get(key)
+            if isinstance(detail, str) and detail:
+                return detail
     return err.message or f"JSON-RPC error {err.code}"
 
 
@@ -941,13 +965,22 @@ class AcpAdapter(BuiltinAdapter):
         self._last_variant = variant
         return self._replayed(out)
 
+    def _notices_without_id(self) -> bool:
+        """Whether this agent sends its own notices as chunks without ``messageId`` (its model
+        text always has one); an agent of unknown version is taken to be a current one."""
+        first = _NOTICE_WITHOUT_ID.get(self._via or "")
+        if first is None:
+            return False
+        version = _version_tuple(self._via_version)
+        return version is None or version >= first
+
     def _chunk(self, kind: _Kind, view: _Chunk) -> list[Item]:
         block = view.content
         text = _block_text(block) if block is not None else None
         meta = view.meta.claude_code if view.meta is not None else None
         sub = meta.parent_tool_use_id if meta is not None else None
         notice = (meta is not None and meta.kind == "informational") or (
-            kind == "message" and view.message_id is None and self._via in _NOTICE_WITHOUT_ID
+            kind == "message" and view.message_id is None and self._notices_without_id()
         )
         if notice and text is not None:
             # a notice of the agent's own, not the model's text; live even inside a load
