@@ -281,6 +281,7 @@ def _version_tuple(version: str | None) -> tuple[int, ...] | None:
             break
     return tuple(parts) or None
 
+
 #: ACP bridges: packages that run another agent behind ACP, and the agent they run.  Over
 #: them ``agent`` names the agent (the same as over its own protocol), and the record keeps
 #: the package and its version as ``via`` / ``viaVersion`` (docs/events.md, "Identity").
