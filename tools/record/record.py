@@ -688,8 +688,14 @@ def record_opencode(binary: Path, out: Output, cases: set[str] | None, log: Call
     if not out.any_writable(("opencode-json", name), ("opencode-db", name)):
         return
 
+    # `--thinking` came after 1.0 (1.0.185 has no such flag and would stop): pass it only when
+    # this version's `run --help` lists it
+    run_help = subprocess.run([str(binary), "run", "--help"], capture_output=True, text=True, timeout=60)
+    has_thinking = "--thinking" in run_help.stdout + run_help.stderr
+
     def setup(sc: Scenario, scratch: Scratch, url: str) -> tuple[dict[str, str], list[str]]:
-        return _opencode_home(sc, scratch, url), [str(binary), *sc.args]
+        args = [a for a in sc.args if has_thinking or a != "--thinking"]
+        return _opencode_home(sc, scratch, url), [str(binary), *args]
 
     def write(sc: Scenario, data: bytes, tap: bool) -> None:
         out.write("opencode-json", name, f"{sc.case}.jsonl", data)
