@@ -223,22 +223,30 @@ def gemini_chat(path: Path) -> Totals | None:
     }
 
 
-def opencode_json(path: Path) -> Totals | None:
-    """``step_finish`` parts (one a model request): added up, cache and reasoning counted back in."""
-    parts = [m["part"] for m in messages(path) if m.get("type") == "step_finish"]
-    if not parts:
+def _opencode_steps(steps: list[tuple[dict[str, Any], float]]) -> Totals | None:
+    """OpenCode's step counts added up, cache counted back into input.  Output, reasoning
+    included: the provider's total less the input where OpenCode wrote a total (its output
+    holds the reasoning up to 1.3, not from 1.14); else (1.0, 1.1) output as written."""
+    inputs = [t["input"] + t["cache"]["read"] + t["cache"]["write"] for t, _ in steps]
+    outputs = [t["total"] - i if "total" in t else t["output"] for (t, _), i in zip(steps, inputs, strict=True)]
+    if not (sum(inputs) or sum(outputs)):
         return None
-    cache = [p["tokens"]["cache"] for p in parts]
-    return {
-        "input": sum(p["tokens"]["input"] for p in parts) + sum(c["read"] + c["write"] for c in cache),
-        "output": sum(p["tokens"]["output"] + p["tokens"]["reasoning"] for p in parts),
-        "cost": sum(p["cost"] for p in parts),
-    }
+    return {"input": sum(inputs), "output": sum(outputs), "cost": sum(cost for _, cost in steps)}
+
+
+def opencode_json(path: Path) -> Totals | None:
+    """``step_finish`` parts (one a model request), added up."""
+    parts = [m["part"] for m in messages(path) if m.get("type") == "step_finish"]
+    return _opencode_steps([(p["tokens"], p["cost"]) for p in parts])
 
 
 def opencode_db(path: Path) -> Totals | None:
-    """The ``session`` row's running totals (the database holds one session per capture)."""
+    """The ``session`` row's running totals (the database holds one session per capture);
+    a session table without them (OpenCode up to 1.14): its assistant messages', added up."""
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        if "tokens_input" not in {info[1] for info in db.execute("pragma table_info(session)")}:
+            data = [json.loads(d) for (d,) in db.execute("select data from message")]
+            return _opencode_steps([(d["tokens"], d["cost"]) for d in data if "tokens" in d])
         row = db.execute(
             "select tokens_input + tokens_cache_read + tokens_cache_write, tokens_output + tokens_reasoning, cost"
             " from session"

@@ -15,8 +15,10 @@ Decisions (``adapters/opencode-json/README.md``):
 * ``step-finish`` (one model request) is a ``usage`` of scope ``call``, with the cost
   OpenCode computed (``source: agent``); a step that did not finish for tool calls
   ends the turn;
-* OpenCode counts ``input`` without the cached part and ``output`` without reasoning:
-  normalize adds them back (input includes cached input, output includes reasoning).
+* OpenCode counts ``input`` without the cached part and (by 1.14.34) ``output`` without
+  reasoning: normalize adds them back (input includes cached input, output includes
+  reasoning); an ``output`` that already holds the reasoning (OpenCode up to 1.3.2: see
+  :func:`output_has_reasoning`) is kept as it is.
 """
 
 from __future__ import annotations
@@ -41,7 +43,16 @@ from normalize import (
 )
 from normalize.adapters._times import ms_time
 
-__all__ = ["PART_TYPES", "Part", "category_of", "error_message", "iso_ms", "part_bodies", "tokens"]
+__all__ = [
+    "PART_TYPES",
+    "Part",
+    "category_of",
+    "error_message",
+    "iso_ms",
+    "output_has_reasoning",
+    "part_bodies",
+    "tokens",
+]
 
 #: The part types that carry something normalize translates.
 PART_TYPES = frozenset({"text", "reasoning", "tool", "step-start", "step-finish"})
@@ -117,10 +128,27 @@ class Part(Struct, frozen=True, gc=False):
     cost: float | None = None
 
 
+def output_has_reasoning(t: PartTokens) -> bool:
+    """Whether OpenCode's ``output`` already counts the ``reasoning`` tokens.
+
+    OpenCode up to 1.3.2 wrote the provider's output count, reasoning included, and by
+    1.14.34 (with AI SDK 6) the output less reasoning; no line names the version, but ``total``
+    (the provider's sum) tells: input + cache + output is the total only when the output
+    holds the reasoning.  Without ``total`` (OpenCode 1.0 and 1.1, which wrote the
+    provider's output count) the output is taken as it is.
+    """
+    if t.total is None:
+        return True
+    cache = t.cache or Cache()
+    return (t.input or 0) + cache.read + cache.write + (t.output or 0) == t.total
+
+
 def tokens(t: PartTokens) -> Tokens:
     cache = t.cache or Cache()
     inp = None if t.input is None else t.input + cache.read + cache.write
-    out = None if t.output is None else t.output + (t.reasoning or 0)
+    out = t.output
+    if out is not None and t.reasoning and not output_has_reasoning(t):
+        out += t.reasoning
     return Tokens(
         input=inp,
         output=out,

@@ -14,7 +14,8 @@ Facts (OpenCode 1.18.33, captures in adapters/opencode-json/captures/opencode-1.
   ``error`` with ``error``: a permission rule's denial is an error).
 * A call to a tool OpenCode does not have comes back as the ``invalid`` tool.
 * Token counts of ``step_finish``: ``input`` without cache reads and writes, ``output``
-  without ``reasoning``; ``cost`` in USD, computed by OpenCode.
+  without ``reasoning`` (with it up to OpenCode 1.3.2, ``total`` absent before 1.2); ``cost``
+  in USD, computed by OpenCode.
 """
 
 from __future__ import annotations

@@ -1,0 +1,65 @@
+"""OpenCode's older releases read right: token counts, refusals by a rule, the session's model.
+
+Lines and parts below are copied from recordings of those releases (the fake model server
+answers 1200 input tokens and 40 output tokens, 8 of them reasoning).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import normalize
+from helpers import fixed_clock
+
+
+def envelopes(protocol: str, lines: list[dict[str, Any]]) -> list[normalize.EventEnvelope]:
+    session = normalize.Session(normalize.adapter_class(protocol)(), clock=fixed_clock)
+    out = [e for line in lines for e in session.feed(json.dumps(line).encode())] + session.close()
+    return [e.event for e in out if isinstance(e, normalize.SessionEvent)]
+
+
+def bodies(protocol: str, lines: list[dict[str, Any]]) -> list[Any]:
+    return [e.body for e in envelopes(protocol, lines)]
+
+
+def step_finish(tokens: dict[str, Any]) -> dict[str, Any]:
+    part = {"id": "prt_1", "type": "step-finish", "reason": "stop", "tokens": tokens}
+    return {"type": "step_finish", "timestamp": 1796401979456, "sessionID": "ses_1", "part": part}
+
+
+# ---------------------------------------------------------------- tokens
+
+
+@pytest.mark.parametrize(
+    ("tokens", "expected"),
+    [
+        # 1.14.34 and later: output without reasoning, total the provider's sum
+        ({"total": 1240, "input": 1200, "output": 32, "reasoning": 8, "cache": {"read": 0, "write": 0}}, (1200, 40)),
+        # 1.2.12 to 1.3.2: output with reasoning (input + output == total)
+        ({"total": 1240, "input": 1200, "output": 40, "reasoning": 8, "cache": {"read": 0, "write": 0}}, (1200, 40)),
+        # the same, with cache reads and writes (input is without them in every version)
+        (
+            {"total": 1540, "input": 1000, "output": 40, "reasoning": 8, "cache": {"read": 300, "write": 200}},
+            (1500, 40),
+        ),
+        (
+            {"total": 1540, "input": 1000, "output": 32, "reasoning": 8, "cache": {"read": 300, "write": 200}},
+            (1500, 40),
+        ),
+        # 1.0.185 and 1.1.56: no total; output is the provider's count, reasoning included
+        ({"input": 1200, "output": 40, "reasoning": 8, "cache": {"read": 0, "write": 0}}, (1200, 40)),
+        # no reasoning: nothing to tell apart
+        ({"total": 1240, "input": 1200, "output": 40, "reasoning": 0, "cache": {"read": 0, "write": 0}}, (1200, 40)),
+    ],
+    ids=["1.14-on", "to-1.3", "to-1.3-cached", "1.14-on-cached", "no-total", "no-reasoning"],
+)
+def test_a_step_counts_reasoning_once_in_its_output(tokens: dict[str, Any], expected: tuple[int, int]) -> None:
+    (usage,) = [b for b in bodies("opencode-json", [step_finish(tokens)]) if isinstance(b, normalize.Usage)]
+    assert usage.tokens is not None
+    assert (usage.tokens.input, usage.tokens.output) == expected
+    assert usage.tokens.reasoning == tokens["reasoning"]
+    if "total" in tokens:  # OpenCode's total is input (cache included) + output (reasoning included)
+        assert sum(expected) == tokens["total"]
