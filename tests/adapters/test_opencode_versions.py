@@ -63,3 +63,54 @@ def test_a_step_counts_reasoning_once_in_its_output(tokens: dict[str, Any], expe
     assert usage.tokens.reasoning == tokens["reasoning"]
     if "total" in tokens:  # OpenCode's total is input (cache included) + output (reasoning included)
         assert sum(expected) == tokens["total"]
+
+
+# ---------------------------------------------------------------- a call a rule refused
+
+#: How each release worded a refusal by a ``deny`` rule (the part's ``state.error``).
+REFUSALS = {
+    # 1.3.2 and later
+    "1.3.2": "The user has specified a rule which prevents you from using this specific tool call. Here are some of"
+    ' the relevant rules [{"permission":"*","action":"allow","pattern":"*"},'
+    '{"permission":"bash","pattern":"rm *","action":"deny"}]',
+    # 1.1.56 (its stored part; the stream leaves the call out) and 1.2.12
+    "1.2.12": "Error: The user has specified a rule which prevents you from using this specific tool call. Here are"
+    ' some of the relevant rules [{"permission":"*","pattern":"*","action":"allow"},'
+    '{"permission":"bash","pattern":"rm *","action":"deny"}]',
+    # 1.2.27: the error object printed
+    "1.2.27": 'PermissionDeniedError({"ruleset":[{"permission":"*","pattern":"*","action":"allow"},'
+    '{"permission":"bash","pattern":"rm *","action":"deny"}]})',
+    # 1.0.185 (its stored part; the stream leaves the call out)
+    "1.0.185": 'Error: The user has specifically restricted access to this command: "rm -f hello.txt", you are not'
+    ' allowed to execute it. The user has these settings configured: {"*":"allow","rm *":"deny"}',
+}
+
+
+def refused_call(error: str) -> dict[str, Any]:
+    state = {"status": "error", "input": {"command": "rm -f hello.txt"}, "error": error}
+    part = {"id": "prt_2", "type": "tool", "callID": "call_1", "tool": "bash", "state": state}
+    return {"type": "tool_use", "timestamp": 1796401979456, "sessionID": "ses_1", "part": part}
+
+
+@pytest.mark.parametrize("version", REFUSALS)
+def test_a_refusal_by_a_rule_is_a_permission_auto_deny_in_each_wording(version: str) -> None:
+    events = envelopes("opencode-json", [refused_call(REFUSALS[version])])
+    out = [e.body for e in events]
+    kinds = [(e.kind, getattr(e.body, "phase", None)) for e in events]
+    assert kinds == [
+        ("turn-start", None),
+        ("tool-call", "started"),
+        ("permission-auto", None),
+        ("tool-call", "failed"),
+        ("error", None),  # cut off: the line is alone
+        ("turn-complete", None),
+    ]
+    (auto,) = [b for b in out if isinstance(b, normalize.PermissionAuto)]
+    assert (auto.option_id, auto.decision, auto.reason) == ("deny", "deny", REFUSALS[version])
+    assert auto.tool_call is not None and auto.tool_call.call_id == "call_1"
+
+
+def test_another_failure_is_no_refusal() -> None:
+    out = bodies("opencode-json", [refused_call("Error: command not found: frobnicate")])
+    assert not [b for b in out if isinstance(b, normalize.PermissionAuto)]
+    assert [b.phase for b in out if isinstance(b, normalize.ToolCall)] == ["started", "failed"]

@@ -18,7 +18,9 @@ Decisions (``adapters/opencode-json/README.md``):
 * OpenCode counts ``input`` without the cached part and (by 1.14.34) ``output`` without
   reasoning: normalize adds them back (input includes cached input, output includes
   reasoning); an ``output`` that already holds the reasoning (OpenCode up to 1.3.2: see
-  :func:`output_has_reasoning`) is kept as it is.
+  :func:`output_has_reasoning`) is kept as it is;
+* a call a permission rule refused gives ``permission-auto`` ``deny``, in each wording
+  OpenCode gave that refusal (:data:`_RULE_REFUSED`).
 """
 
 from __future__ import annotations
@@ -194,8 +196,17 @@ def part_bodies(part_id: str, part: Part) -> list[Body] | None:
     return None
 
 
-#: How OpenCode's error for a call a permission rule (``"deny"``) refused begins.
-_RULE_REFUSED = "The user has specified a rule which prevents you from using this specific tool call"
+#: How OpenCode's error for a call a permission rule (``"deny"``) refused begins, in every
+#: wording it had: 1.3.2 and later; 1.1 and 1.2.12 (``Error: `` before it); 1.2.27
+#: (the error object printed, ``PermissionDeniedError({"ruleset":[...]})``); 1.0, a
+#: ``bash`` rule (``Error: The user has specifically restricted access to this command``).
+_RULE_REFUSED = (
+    "The user has specified a rule which prevents you from using this specific tool call",
+    "Error: The user has specified a rule which prevents you from using this specific tool call",
+    "PermissionDeniedError(",
+    "The user has specifically restricted access to this command",
+    "Error: The user has specifically restricted access to this command",
+)
 
 
 def _tool(part: Part) -> list[Body] | None:
