@@ -157,8 +157,21 @@ def test_a_database_of_an_older_opencode_reads_as_one_of_today(
     today, older = read(source), read(old)
     assert older[0]["type"] == "session.created"
     if "model" in dropped:
-        assert today[0]["record"].pop("model", None) is not None
+        # the session's model is then read from its messages, and said as a session-info
+        # before the first turn: the same model
         assert "model" not in older[0]["record"]
+        infos = [x for x in older if x["type"] == "session.event" and x["event"]["kind"] == "session-info"]
+        assert [x["event"]["model"] for x in infos] == [today[0]["record"].pop("model")]
+        older = [x for x in older if x not in infos]
+        for x in older + today:  # one event fewer: the seq after it differ
+            if x["type"] == "session.event":
+                del x["event"]["seq"]
+
+        def states(lines: list[dict[str, Any]]) -> list[str]:  # the state moves, told apart from when
+            return [x.pop("state") for x in lines if x["type"] == "session.stateChanged"]
+
+        assert states(older) == ["idle", *states(today)]  # idle: the session-info, before any turn
+        older, today = ([x for x in lines if x["type"] != "session.stateChanged"] for lines in (older, today))
     assert older == today
     kinds = [x["event"]["kind"] for x in older if x["type"] == "session.event"]
     assert kinds.count("turn-start") == kinds.count("turn-complete") == 2

@@ -114,3 +114,57 @@ def test_another_failure_is_no_refusal() -> None:
     out = bodies("opencode-json", [refused_call("Error: command not found: frobnicate")])
     assert not [b for b in out if isinstance(b, normalize.PermissionAuto)]
     assert [b.phase for b in out if isinstance(b, normalize.ToolCall)] == ["started", "failed"]
+
+
+# ---------------------------------------------------------------- the session's model
+
+
+def session_row(model: str | None) -> dict[str, Any]:
+    row = {"table": "session", "id": "ses_1", "directory": "/home/user/project", "title": "OK.", "version": "1.14.34"}
+    return row if model is None else {**row, "model": model}
+
+
+def message(n: int, data: dict[str, Any]) -> dict[str, Any]:
+    return {"table": "message", "id": f"msg_{n}", "session_id": "ses_1", "time_created": 1796402011228, "data": data}
+
+
+def user(model: str) -> dict[str, Any]:
+    return {"role": "user", "agent": "build", "model": {"providerID": "openai", "modelID": model}}
+
+
+def assistant(model: str) -> dict[str, Any]:
+    return {"role": "assistant", "modelID": model, "providerID": "openai", "finish": "stop"}
+
+
+def models(rows: list[dict[str, Any]]) -> tuple[str | None, list[tuple[str, str | None]]]:
+    """The session record's model, and where a ``session-info`` names one (after which event kind)."""
+    session = normalize.Session(normalize.adapter_class("opencode-db")(), clock=fixed_clock)
+    out = [e for row in rows for e in session.feed(json.dumps(row).encode())] + session.close()
+    (created,) = [e for e in out if isinstance(e, normalize.SessionCreated)]
+    events = [e.event for e in out if isinstance(e, normalize.SessionEvent)]
+    infos = [
+        (events[i + 1].kind, e.body.model) for i, e in enumerate(events) if isinstance(e.body, normalize.SessionInfo)
+    ]
+    return created.record.model, infos
+
+
+def test_a_session_row_without_model_takes_it_from_its_messages() -> None:
+    # OpenCode up to 1.14.41: no model column (1.2, 1.3) or an empty one (1.14)
+    rows = [session_row(None), message(1, user("gpt-5")), message(2, assistant("gpt-5"))]
+    assert models(rows) == (None, [("turn-start", "gpt-5")])  # said before the turn that uses it
+
+
+def test_a_model_a_later_message_names_is_said_again() -> None:
+    rows = [session_row(None), message(1, user("gpt-5")), message(2, assistant("gpt-5")), message(3, user("o3"))]
+    assert models(rows) == (None, [("turn-start", "gpt-5"), ("turn-start", "o3")])
+
+
+def test_an_assistant_message_names_the_model_when_the_user_message_does_not() -> None:
+    rows = [session_row(None), message(1, {"role": "user"}), message(2, assistant("gpt-5"))]
+    assert [model for _, model in models(rows)[1]] == ["gpt-5"]
+
+
+def test_a_session_row_with_its_model_keeps_it_and_says_nothing_more() -> None:
+    # OpenCode 1.18: the session names its model; its messages are not read for it
+    rows = [session_row('{"id":"gpt-5","providerID":"openai"}'), message(1, user("o3")), message(2, assistant("o3"))]
+    assert models(rows) == ("gpt-5", [])

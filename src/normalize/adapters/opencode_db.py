@@ -22,7 +22,10 @@ Facts (OpenCode 1.18.33, captures in adapters/opencode-db/captures/opencode-1.18
   (``"\\"the prompt\\""``).  Nothing marks the end of a turn but the last step's
   ``step-finish`` reason (``stop``) or the assistant message's ``error``.
 * ``session`` has the title, ``directory``, ``version`` (OpenCode's), ``model`` (JSON
-  text ``{id, providerID}``) and cumulative ``cost`` / ``tokens_*``.
+  text ``{id, providerID}``) and cumulative ``cost`` / ``tokens_*``.  Up to 1.14 the
+  session row names no model (no column before 1.14, an empty one in 1.14): the messages
+  do (``model.modelID`` on a user message, ``modelID`` on an assistant message), and
+  normalize gives it as ``session-info`` where a message first names it (or names another).
 * Times are epoch milliseconds.
 """
 
@@ -46,6 +49,7 @@ from normalize import (
     Passthrough,
     Sample,
     SessionCreated,
+    SessionInfo,
     SessionRecord,
     Source,
     TurnComplete,
@@ -160,7 +164,14 @@ class _MsgError(Struct, frozen=True):
 class _Message(Struct, frozen=True):
     role: str = ""
     error: _MsgError | None = None
-    modelID: str | None = None
+    modelID: str | None = None  # an assistant message's model
+    model: Any = None  # a user message's: {providerID, modelID}
+
+    def model_id(self) -> str | None:
+        if self.modelID:
+            return self.modelID
+        model = self.model.get("modelID") if isinstance(self.model, dict) else None
+        return model if isinstance(model, str) and model else None
 
 
 class _Model(Struct, frozen=True):
@@ -197,6 +208,10 @@ class OpenCodeDbAdapter(Adapter):
         super().__init__()
         self._in_turn = False
         self._user_message = False  # the parts being read belong to a user message
+        #: the model said last, when the session row names none (OpenCode up to 1.14:
+        #: no model column, or an empty one): its messages name it
+        self._model: str | None = None
+        self._model_from_messages = False
 
     @classmethod
     def detect(cls, sample: Sequence[Sample]) -> float:
@@ -244,26 +259,33 @@ class OpenCodeDbAdapter(Adapter):
             parent_id=row.parent_id,
             agent_version=row.version,
         )
+        self._model_from_messages = model is None
         return [SessionCreated(session_id="", record=record), Source(method="session", ts=iso_ms(row.time_created))]
 
     def _message(self, row: _Row) -> list[Item]:
         msg = _message_decoder.decode(row.data)
         self._user_message = msg.role == "user"
+        info: list[Item] = []
+        model = msg.model_id() if self._model_from_messages else None
+        if model is not None and model != self._model:  # the session row named no model
+            self._model = model
+            info.append(SessionInfo(model=model))
         if msg.role == "user":
             out: list[Item] = []
             if self._in_turn:  # the last turn never finished (no final step, no error)
                 out.append(TurnComplete(reason="interrupt", stop_reason="unfinished"))
             self._in_turn = True
-            return [*out, TurnStart()]
+            return [*out, *info, TurnStart()]
         if msg.error is not None and self._in_turn:
             self._in_turn = False
             err = msg.error
             text = error_message(err.name, err.data.message if err.data else None)
             return [
+                *info,
                 Error(message=text, error_type=err.name or "error", recoverable=False),
                 TurnComplete(reason="interrupt", stop_reason="error"),
             ]
-        return [Passthrough()]
+        return info or [Passthrough()]
 
     def _part(self, part_id: str, part: op.Part) -> list[Item]:
         if self._user_message:
