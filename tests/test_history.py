@@ -5,7 +5,7 @@
 * (``normalize stats`` over the recordings written by other projects:
   tests/analytics/test_analytics_history.py);
 * the kits' VERSIONS list at least five Claude Code and five Codex versions with real
-  recordings, each naming a capture folder that exists.
+  recordings, and every OpenCode version recorded, each naming a capture folder that exists.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def test_no_message_or_tool_call_of_the_main_thread_is_outside_a_turn(capture: P
 
 # -- the version matrix ------------------------------------------------------------------------------
 
-_ROW = re.compile(r"^\| (claude-code|codex) \| ([0-9][^|]*?) \| ([^|]+?) \| ([^|]+?) \| (.+?) \|$", re.M)
+_ROW = re.compile(r"^\| (claude-code|codex|opencode) \| ([0-9][^|]*?) \| ([^|]+?) \| ([^|]+?) \| (.+?) \|$", re.M)
 
 
 def _versions() -> dict[str, set[str]]:
@@ -93,3 +93,11 @@ def test_versions_lists_at_least_five_claude_code_and_five_codex_versions_with_r
     versions = _versions()
     assert len(versions.get("claude-code", set())) >= 5, versions
     assert len(versions.get("codex", set())) >= 5, versions
+
+
+def test_versions_lists_every_opencode_recording() -> None:
+    # both OpenCode kits: each capture folder of a version has its row, each row its folder
+    listed = _versions().get("opencode", set())
+    recorded = {p.name.removeprefix("opencode-") for p in ADAPTERS.glob("opencode-*/captures/opencode-*")}
+    assert listed == recorded
+    assert len(listed) >= 5
