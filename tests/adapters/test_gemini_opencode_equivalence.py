@@ -30,6 +30,12 @@ GEMINI_OLD: dict[str, frozenset[str]] = {
 }
 OPENCODE_LIVE = ADAPTERS / "opencode-json/captures/opencode-1.18.33"
 OPENCODE_STORED = ADAPTERS / "opencode-db/captures/opencode-1.18.33"
+#: every OpenCode version recorded both live and stored (1.0 and 1.1 kept no database)
+OPENCODE_VERSIONS = sorted(
+    p.name.removeprefix("opencode-")
+    for p in (ADAPTERS / "opencode-db/captures").glob("opencode-*")
+    if (ADAPTERS / "opencode-json/captures" / p.name).is_dir()
+)
 
 CASES = ["text_thinking", "shell_allowed", "shell_denied", "file_edit", "two_turns", "api_error"]
 
@@ -180,10 +186,17 @@ OPENCODE_LACKS: dict[str, Drop] = {
 }
 
 
+def test_opencode_is_compared_on_every_version_recorded_both_ways() -> None:
+    assert {"1.2.12", "1.2.27", "1.3.2", "1.14.34", "1.18.33"} <= set(OPENCODE_VERSIONS)
+
+
+@pytest.mark.parametrize("version", OPENCODE_VERSIONS)
 @pytest.mark.parametrize("case", CASES)
-def test_opencode_json_and_its_database_give_the_same_session_and_bodies(case: str) -> None:
+def test_opencode_json_and_its_database_give_the_same_session_and_bodies(version: str, case: str) -> None:
     # part ids are the same live and stored: compared
-    keys = compare(live_runs(OPENCODE_LIVE, case), OPENCODE_STORED / f"{case}.db", OPENCODE_LACKS, ids=True)
+    live = ADAPTERS / f"opencode-json/captures/opencode-{version}"
+    stored = ADAPTERS / f"opencode-db/captures/opencode-{version}/{case}.db"
+    keys = compare(live_runs(live, case), stored, OPENCODE_LACKS, ids=True)
     assert ("turn-start",) in keys
     assert keys[-1][0] == "turn-complete"
 
