@@ -23,7 +23,7 @@ from anyio.abc import TaskStatus
 
 from ._cli import _redactor
 from ._codec import encode, encode_header
-from ._convert import SessionInput, find_inputs, is_store
+from ._convert import SessionInput, find_inputs, is_document, is_store
 from ._errors import DetectionError, InputError, NotASession, UsageError
 from ._model import _Core
 from ._outputs import same_file
@@ -226,6 +226,11 @@ def follow_cmd(args: argparse.Namespace) -> int:
         raise UsageError(f"will not write over an input: {args.output} is the followed file")
     if is_store(followed):
         raise UsageError("--follow reads a file an agent appends lines to, not a session database")
+    if is_document(followed):  # rewritten whole on each change: new bytes are not new messages
+        raise UsageError(
+            f"--follow reads a file an agent appends lines to; {followed} is one JSON document, "
+            "rewritten whole on each change: convert it without --follow"
+        )
     out = sys.stdout.buffer if args.output is None else Path(args.output).open("wb")  # noqa: SIM115
     stream = follow(
         args.inputs[0],

@@ -221,6 +221,14 @@ def test_follow_refuses_a_database(capsys: pytest.CaptureFixture[str]) -> None:
     assert "not a session database" in capsys.readouterr().err
 
 
+def test_follow_refuses_a_chat_kept_as_one_json_document(capsys: pytest.CaptureFixture[str]) -> None:
+    chat = ADAPTERS / "gemini-chat/captures/gemini-cli-0.38.2/two_turns.json"
+    assert main(["convert", "--follow", str(chat)]) == 2  # it would wait for lines that never come
+    err = capsys.readouterr().err
+    assert "one JSON document" in err and "without --follow" in err
+    assert main(["convert", str(chat)]) == 0  # read whole, it converts
+
+
 def test_detect_names_each_session_of_a_database(capsys: pytest.CaptureFixture[str]) -> None:
     db = ADAPTERS / "opencode-db/captures/opencode-1.18.33/two_turns.db"
     assert main(["detect", str(db)]) == 0
