@@ -74,8 +74,11 @@ def golden_path(capture: Path) -> Path:
     """adapters/P/captures/REL -> golden/P/REL (same file name)."""
     rel = capture.relative_to(ADAPTERS)
     golden = GOLDEN / rel.parts[0] / Path(*rel.parts[2:])
-    # a database, or a JSON document (a session over several lines): its golden is JSONL all the same
-    return golden.with_name(golden.name + ".jsonl") if golden.suffix in (".db", ".json") else golden
+    # a database, an OpenCode storage/ folder, or a JSON document (a session over several
+    # lines): its golden is JSONL all the same
+    if golden.suffix in (".db", ".json") or capture.is_dir():
+        return golden.with_name(golden.name + ".jsonl")
+    return golden
 
 
 def companions(capture: Path) -> list[Path]:

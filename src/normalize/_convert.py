@@ -338,25 +338,47 @@ STORE_PROTOCOL = "opencode-db"
 
 
 def is_store(path: Path) -> bool:
-    """Whether ``path`` is a database of stored sessions normalize reads (OpenCode's)."""
-    from .adapters.opencode_db import is_opencode_db
+    """Whether ``path`` holds stored sessions normalize reads as a whole: OpenCode's database,
+    or (1.0, 1.1) its ``storage/`` folder of JSON files."""
+    from .adapters.opencode_db import is_opencode_db, is_opencode_storage
 
+    if path.is_dir():
+        return is_opencode_storage(path)
     return path.is_file() and is_opencode_db(path)
 
 
 def store_inputs(path: Path) -> list[SessionInput]:
-    """One input per session of a database file, oldest first."""
-    from .adapters.opencode_db import session_ids
+    """One input per session of a database file or ``storage/`` folder, oldest first."""
+    from .adapters.opencode_db import session_ids, storage_session_ids
 
-    return [SessionInput(path, STORE_PROTOCOL, key=sid) for sid in session_ids(path)]
+    ids = storage_session_ids(path) if path.is_dir() else session_ids(path)
+    return [SessionInput(path, STORE_PROTOCOL, key=sid) for sid in ids]
 
 
 def store_records(path: Path, key: str) -> Iterator[Message]:
-    """The row records of one session of a database file (numbered like lines)."""
-    from .adapters.opencode_db import session_rows
+    """The row records of one session of a database file or ``storage/`` folder (numbered like lines)."""
+    from .adapters.opencode_db import session_rows, storage_session_rows
 
-    for n, data in enumerate(session_rows(path, key), 1):
+    rows = storage_session_rows(path, key) if path.is_dir() else session_rows(path, key)
+    for n, data in enumerate(rows, 1):
         yield Message(data=data, from_="agent", line=n)
+
+
+def _stores(root: Path) -> list[Path]:
+    """The stores under a folder: databases first, then ``storage/`` folders."""
+    dbs = sorted(p for p in root.rglob("*.db") if is_store(p))
+    folders = sorted({p.parent for p in root.rglob("session") if p.is_dir() and is_store(p.parent)})
+    return [*dbs, *folders]
+
+
+def _new_stored(path: Path, seen: set[str]) -> Iterator[SessionInput]:
+    """A store's sessions; a ``storage/`` session a database already gave is left out (OpenCode
+    1.2 copies ``storage/`` into its new database and leaves the files: read once)."""
+    for inp in store_inputs(path):
+        if path.is_dir() and inp.key in seen:
+            continue
+        seen.add(inp.key or "")
+        yield inp
 
 
 def detect_file(path: Path, *, max_line: int = DEFAULT_MAX_LINE) -> str:
@@ -543,12 +565,13 @@ def find_inputs(
     for root in roots:
         if not root.exists() and not root.is_symlink():
             raise UsageError(f"{root}: no such file or directory")
+    seen: set[str] = set()  # the stored sessions given (OpenCode's, by id)
     for root in roots:
         if root.is_dir():
-            yield from _find_in_folder(root, protocol, max_line, pool)
+            yield from _find_in_folder(root, protocol, max_line, pool, seen)
             continue
         if is_store(root):  # a database of sessions (OpenCode): one input per session
-            yield from store_inputs(root)
+            yield from _new_stored(root, seen)
             continue
         try:
             proto = _protocol_of(root, protocol, max_line)
@@ -591,14 +614,26 @@ def is_document(path: Path) -> bool:
     return len(first) == 2 and first[0].rstrip(b" \t\r") == b"{"
 
 
+def _under(path: Path, folders: tuple[Path, ...]) -> bool:
+    return any(path.is_relative_to(f) for f in folders)
+
+
 def _find_in_folder(
-    root: Path, protocol: str | None, max_line: int, pool: concurrent.futures.Executor | None = None
+    root: Path,
+    protocol: str | None,
+    max_line: int,
+    pool: concurrent.futures.Executor | None = None,
+    seen: set[str] | None = None,
 ) -> Iterator[SessionInput | DetectionError]:
+    seen = set() if seen is None else seen
     try:
-        for db in sorted(p for p in root.rglob("*.db") if is_store(p)):
-            yield from store_inputs(db)
-        files = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
-        documents = {p for p in root.rglob("*.json") if is_document(p)}
+        stores = _stores(root)
+        for store in stores:
+            yield from _new_stored(store, seen)
+        # the files of a storage/ folder are read with their session, not on their own
+        folders = tuple(s for s in stores if s.is_dir())
+        files = sorted(p for p in root.rglob("*.jsonl") if p.is_file() and not _under(p, folders))
+        documents = {p for p in root.rglob("*.json") if not _under(p, folders) and is_document(p)}
     except OSError as exc:  # a folder that cannot be listed
         yield UnreadableInput(f"{exc.filename or root}: {exc.strerror or exc}")
         return

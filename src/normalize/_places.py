@@ -10,7 +10,8 @@ Facts (the agents' own layouts, docs in each kit's README):
   and ``archived_sessions/`` for the rollouts archived from the app.
   ``~/.codex/history.jsonl`` is the prompt history, ``session_index.jsonl`` an index.
 * Gemini CLI: ``~/.gemini/tmp/<project>/chats/``; OpenCode: the database
-  ``~/.local/share/opencode/opencode.db`` (each adapter's ``default_paths``).
+  ``~/.local/share/opencode/opencode.db``, and (1.0, 1.1) ``~/.local/share/opencode/storage``
+  (each adapter's ``default_paths``).
 * ACP agents, Antigravity and hm keep no session files normalize reads: their
   sessions are read from recordings (``normalize tap --record``).
 

@@ -1,9 +1,10 @@
 """The `opencode-db` adapter: OpenCode's stored sessions, read back as a replay.
 
 OpenCode keeps its sessions in a SQLite database, ``~/.local/share/opencode/opencode.db``
-(older releases: JSON files under ``storage/``, not read here).  :func:`session_ids` and
+(1.0 and 1.1: JSON files under ``storage/``).  :func:`session_ids` and
 :func:`session_rows` read one session's rows from it, read-only, as JSON *row records*;
-the adapter maps those records (``stored = True``: every event is ``origin: "replay"``).
+:func:`storage_session_ids` and :func:`storage_session_rows` make the same records of a
+``storage/`` folder's files; the adapter maps those records (``stored = True``: every event is ``origin: "replay"``).
 
 A row record is one line: ``{"table": "session", ...columns}`` first, then per message
 (oldest first) ``{"table": "message", "id", "session_id", "time_created",
@@ -59,7 +60,16 @@ from normalize import (
 from normalize.adapters import _opencode_parts as op
 from normalize.adapters._opencode_parts import error_message, iso_ms
 
-__all__ = ["SQLITE_MAGIC", "OpenCodeDbAdapter", "is_opencode_db", "session_ids", "session_rows"]
+__all__ = [
+    "SQLITE_MAGIC",
+    "OpenCodeDbAdapter",
+    "is_opencode_db",
+    "is_opencode_storage",
+    "session_ids",
+    "session_rows",
+    "storage_session_ids",
+    "storage_session_rows",
+]
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -149,6 +159,111 @@ def session_rows(path: Path, session_id: str) -> Iterator[bytes]:
                 yield _row("part", pcols, pvalues, pdata)
 
 
+# ---------------------------------------------------------------- reading storage/ (1.0, 1.1)
+
+# OpenCode 1.0 and 1.1 wrote ``~/.local/share/opencode/storage/``: ``session/<projectID>/
+# <sessionID>.json`` (the session: id, slug, version, projectID, directory, title, parentID,
+# time {created, updated}), ``message/<sessionID>/<messageID>.json`` (a message: the
+# database's ``message.data`` plus ``id`` and ``sessionID``), ``part/<messageID>/<partID>.json``
+# (a part: the database's ``part.data`` plus ``id``, ``sessionID``, ``messageID``), each one
+# JSON object over several lines.  Message and part ids are ascending in time (session
+# ids descending): a session's messages, and a message's parts, are read in id order.
+
+
+def is_opencode_storage(path: Path) -> bool:
+    """Whether ``path`` is OpenCode's ``storage/`` folder (a ``session`` and a ``message`` folder in it)."""
+    return (path / "session").is_dir() and (path / "message").is_dir()
+
+
+def _json_object(path: Path) -> dict[str, Any] | None:
+    try:
+        value = msgspec.json.decode(path.read_bytes())
+    except (OSError, msgspec.DecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _time(obj: dict[str, Any], *keys: str) -> int | None:
+    time = obj.get("time")
+    if not isinstance(time, dict):
+        return None
+    for key in keys:
+        if (ms := _int(time.get(key))) is not None:
+            return ms
+    return None
+
+
+def _session_files(root: Path) -> dict[str, Path]:
+    return {f.stem: f for f in sorted((root / "session").glob("*/*.json")) if f.is_file()}
+
+
+def storage_session_ids(root: Path) -> list[str]:
+    """The sessions of a ``storage/`` folder, oldest first (by ``time.created``, then id)."""
+    created: list[tuple[int, str]] = []
+    for sid, f in _session_files(root).items():
+        info = _json_object(f) or {}
+        created.append((_time(info, "created") or 0, sid))
+    return [sid for _, sid in sorted(created)]
+
+
+def _verbatim(path: Path) -> str:
+    """A file that is not a JSON object, as the text of a record's ``data`` (on one line):
+    the record is then not JSON, and the adapter says so."""
+    try:
+        text = path.read_bytes().decode("utf-8", "replace")
+    except OSError as exc:
+        text = f"<unreadable: {exc.strerror or exc}>"
+    return " ".join(text.split()) or "<empty>"
+
+
+def _stored(path: Path, ids: tuple[str, ...]) -> tuple[dict[str, Any] | None, str]:
+    """A message or part file: its object, and its JSON without the ids (the database's ``data``)."""
+    obj = _json_object(path)
+    if obj is None:
+        return None, _verbatim(path)
+    return obj, _enc.encode({k: v for k, v in obj.items() if k not in ids}).decode()
+
+
+def storage_session_rows(root: Path, session_id: str) -> Iterator[bytes]:
+    """One session of a ``storage/`` folder as the row records its database would give."""
+    session_file = _session_files(root).get(session_id)
+    info = (_json_object(session_file) if session_file is not None else None) or {}
+    yield _row(
+        "session",
+        ("id", "project_id", "parent_id", "slug", "directory", "title", "version", "time_created", "time_updated"),
+        (
+            session_id,
+            info.get("projectID"),
+            info.get("parentID"),
+            info.get("slug"),
+            info.get("directory"),
+            info.get("title"),
+            info.get("version", ""),
+            _time(info, "created"),
+            _time(info, "updated"),
+        ),
+    )
+    mcols = ("id", "session_id", "time_created", "time_updated")
+    pcols = ("id", "message_id", "session_id", "time_created", "time_updated")
+    for mfile in sorted((root / "message" / session_id).glob("*.json")):
+        message, mdata = _stored(mfile, ("id", "sessionID"))
+        mid = mfile.stem
+        created = _time(message, "created") if message is not None else None
+        updated = (_time(message, "completed", "updated") if message is not None else None) or created
+        yield _row("message", mcols, (mid, session_id, created, updated), mdata)
+        last = created  # a part's time: its span's start (text, reasoning), else where the last ended
+        for pfile in sorted((root / "part" / mid).glob("*.json")):
+            part, pdata = _stored(pfile, ("id", "sessionID", "messageID"))
+            pcreated = (_time(part, "start") if part is not None else None) or last
+            pupdated = (_time(part, "end") if part is not None else None) or pcreated
+            last = pupdated
+            yield _row("part", pcols, (pfile.stem, mid, session_id, pcreated, pupdated), pdata)
+
+
 # ---------------------------------------------------------------- the adapter
 
 
@@ -201,7 +316,7 @@ class OpenCodeDbAdapter(Adapter):
     protocol = "opencode-db"
     agent = "opencode"
     stored = True
-    default_paths = ("~/.local/share/opencode/opencode.db",)
+    default_paths = ("~/.local/share/opencode/opencode.db", "~/.local/share/opencode/storage")
     announces_session = True
 
     def __init__(self) -> None:

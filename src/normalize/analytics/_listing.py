@@ -34,7 +34,16 @@ from normalize import (
     events,
     iter_records,
 )
-from normalize._convert import detects, is_document, is_store, merge_records, sample_records, store_inputs
+from normalize._convert import (
+    _stores,
+    _under,
+    detects,
+    is_document,
+    is_store,
+    merge_records,
+    sample_records,
+    store_inputs,
+)
 from normalize._model import _Core
 from normalize._places import is_agent_file
 
@@ -184,10 +193,14 @@ def list_inputs(source: str | Path, *, protocol: str | None = None) -> list[List
         root = Path(source)
         if root.is_dir():
             # the agents' prompt history and indexes are not sessions, as for local discovery
-            files = sorted(p for p in root.rglob("*.jsonl") if p.is_file() and not is_agent_file(p))
+            found = _stores(root)  # OpenCode's databases and storage/ folders, whose files are read as sessions
+            folders = tuple(f for f in found if f.is_dir())
+            files = sorted(
+                p for p in root.rglob("*.jsonl") if p.is_file() and not is_agent_file(p) and not _under(p, folders)
+            )
             # a stored session written as one JSON document (Gemini CLI before 0.39), when an adapter reads it
-            files += sorted(p for p in root.rglob("*.json") if is_document(p) and detects(p))
-            stores = [i for db in sorted(root.rglob("*.db")) if is_store(db) for i in _store_inputs(db)]
+            files += sorted(p for p in root.rglob("*.json") if not _under(p, folders) and is_document(p) and detects(p))
+            stores = [i for db in found for i in _store_inputs(db)]
             return stores + _group({p.as_posix(): _listed(p.stat()) for p in files}, protocol, str)
         if is_store(root):
             return _store_inputs(root)
