@@ -32,7 +32,7 @@ def test_each_capture_is_found_as_its_protocol(capture: Path) -> None:
     (inp,) = find_inputs([capture])
     assert not isinstance(inp, Exception)
     assert inp.protocol == protocol_of(capture)
-    if capture.suffix != ".db":
+    if capture.suffix != ".db" and not capture.is_dir():  # not a store (a database, a storage/ folder)
         assert detect_file(capture) == protocol_of(capture)
 
 
@@ -324,3 +324,49 @@ def test_old_stats_without_cached_counts_give_no_cache_figure(version: str) -> N
         (usage,) = [b for b in _bodies(capture) if b["kind"] == "usage"]
         assert set(usage["tokens"]) == {"input", "output", "total"}
         assert usage["tokens"]["input"] > 0
+
+
+# ---------------------------------------------------------------- OpenCode 1.0 / 1.1: storage/
+
+STORAGE = ADAPTERS / "opencode-db/captures/opencode-1.1.56"
+
+
+def test_the_opencode_data_folder_gives_each_storage_session_once_and_no_file_of_it(tmp_path: Path) -> None:
+    data = tmp_path / "opencode"
+    for case in ("text_thinking", "two_turns"):
+        shutil.copytree(STORAGE / case, data / "storage", dirs_exist_ok=True)
+    (data / "storage/project").mkdir()
+    (data / "storage/project/global.json").write_text('{\n  "id": "global"\n}\n')
+    inputs = list(find_inputs([data]))
+    assert all(not isinstance(i, Exception) for i in inputs)
+    assert [(i.main, i.protocol) for i in inputs] == [(data / "storage", "opencode-db")] * 2  # type: ignore[union-attr]
+    ids = {f.stem for f in (data / "storage/session").glob("*/*.json")}
+    assert {i.key for i in inputs} == ids  # type: ignore[union-attr]
+
+
+def test_a_storage_session_a_database_also_holds_is_read_once(tmp_path: Path) -> None:
+    shutil.copytree(STORAGE / "text_thinking", tmp_path / "storage")
+    (sid,) = [f.stem for f in (tmp_path / "storage/session").glob("*/*.json")]
+    db = tmp_path / "opencode.db"
+    shutil.copy(ADAPTERS / "opencode-db/captures/opencode-1.18.33/text_thinking.db", db)
+    with sqlite3.connect(db) as conn:  # as OpenCode 1.2 copies storage/ into its new database
+        conn.execute("update session set id = ?", (sid,))
+    inputs = [i for i in find_inputs([tmp_path]) if not isinstance(i, Exception)]
+    assert [(i.main, i.key) for i in inputs] == [(db, sid)]
+
+
+def test_a_storage_part_that_is_not_json_is_an_error_and_the_rest_is_read(tmp_path: Path) -> None:
+    storage = tmp_path / "storage"
+    shutil.copytree(STORAGE / "text_thinking", storage)
+    text = next(f for f in storage.glob("part/*/*.json") if '"Hello from the fake' in f.read_text())
+    text.write_text('{\n  "id": "prt_broken", "type": "text", "text": "cut off')
+    (inp,) = find_inputs([storage])
+    assert not isinstance(inp, Exception)
+    kinds = [
+        e.event.kind
+        for e in events(inp.records(), protocol=inp.protocol, clock=fixed_clock)
+        if isinstance(e, SessionEvent)
+    ]
+    assert "error" in kinds and "assistant-message" not in kinds
+    assert kinds[-2:] == ["usage", "turn-complete"]  # the parts after it are read
+    assert "reasoning" in kinds

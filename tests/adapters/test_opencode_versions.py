@@ -176,7 +176,9 @@ def test_a_session_row_with_its_model_keeps_it_and_says_nothing_more() -> None:
 
 JSON_KIT = ADAPTERS / "opencode-json/captures"
 DB_KIT = ADAPTERS / "opencode-db/captures"
-RECORDED = sorted([*JSON_KIT.glob("opencode-*/*.jsonl"), *DB_KIT.glob("opencode-*/*.db")])
+#: the stored sessions: databases, and (1.0, 1.1) storage/ folders, one a case
+STORED = sorted([*DB_KIT.glob("opencode-*/*.db"), *(p for p in DB_KIT.glob("opencode-*/*") if p.is_dir())])
+RECORDED = sorted([*JSON_KIT.glob("opencode-*/*.jsonl"), *STORED])
 
 
 def native_steps(capture: Path) -> list[dict[str, Any]]:
@@ -184,6 +186,9 @@ def native_steps(capture: Path) -> list[dict[str, Any]]:
     if capture.suffix == ".jsonl":
         lines = [json.loads(x) for x in capture.read_text().splitlines()]
         return [x["part"]["tokens"] for x in lines if x["type"] == "step_finish"]
+    if capture.is_dir():  # storage/: one JSON file a part
+        parts = [json.loads(f.read_bytes()) for f in sorted(capture.glob("part/*/*.json"), key=lambda f: f.name)]
+        return [p["tokens"] for p in parts if p["type"] == "step-finish"]
     with sqlite3.connect(f"file:{capture}?mode=ro", uri=True) as db:
         parts = [json.loads(d) for (d,) in db.execute("select data from part order by id")]
     return [p["tokens"] for p in parts if p["type"] == "step-finish"]
@@ -230,7 +235,8 @@ REFUSED_IN_STREAM = ["1.2.12", "1.2.27", "1.3.2", "1.14.34", "1.18.33"]
 @pytest.mark.parametrize(
     "capture",
     [JSON_KIT / f"opencode-{v}/shell_denied.jsonl" for v in REFUSED_IN_STREAM]
-    + [DB_KIT / f"opencode-{v}/shell_denied.db" for v in REFUSED_IN_STREAM],
+    + [DB_KIT / f"opencode-{v}/shell_denied.db" for v in REFUSED_IN_STREAM]
+    + [DB_KIT / "opencode-1.1.56/shell_denied"],  # storage/ holds what the stream of 1.1 leaves out
     ids=capture_id,
 )
 def test_a_call_a_rule_refused_is_a_permission_auto_deny_in_every_recording(capture: Path) -> None:
@@ -246,13 +252,13 @@ def test_a_call_a_rule_refused_is_a_permission_auto_deny_in_every_recording(capt
 
 @pytest.mark.parametrize("version", ["1.0.185", "1.1.56"])
 def test_opencode_1_0_and_1_1_streams_leave_a_refused_call_out(version: str) -> None:
-    # a known gap (the kit's README): the call is only in the session's storage/ files, not read
+    # the call is only in the session's storage/ files (read by opencode-db)
     capture = JSON_KIT / f"opencode-{version}/shell_denied.jsonl"
     out = [e.event.body for e in convert_capture(capture) if isinstance(e, normalize.SessionEvent)]
     assert not [b for b in out if isinstance(b, (normalize.ToolCall, normalize.PermissionAuto))]
 
 
-@pytest.mark.parametrize("capture", sorted(DB_KIT.glob("opencode-*/*.db")), ids=capture_id)
+@pytest.mark.parametrize("capture", STORED, ids=capture_id)
 def test_every_recorded_database_session_has_its_model_before_its_first_turn(capture: Path) -> None:
     events = convert_capture(capture)
     (created,) = [e for e in events if isinstance(e, normalize.SessionCreated)]
@@ -260,7 +266,7 @@ def test_every_recorded_database_session_has_its_model_before_its_first_turn(cap
     first_turn = next(i for i, e in enumerate(envelopes) if e.kind == "turn-start")
     infos = [e.body.model for e in envelopes[:first_turn] if isinstance(e.body, normalize.SessionInfo)]
     version = created.record.agent_version or ""
-    if version.startswith(("1.2.", "1.3.", "1.14.")):  # the session row names no model
+    if version.startswith(("1.0.", "1.1.", "1.2.", "1.3.", "1.14.")):  # the session row names no model
         assert (created.record.model, infos) == (None, ["gpt-5"])
     else:
         assert (created.record.model, infos) == ("gpt-5", [])

@@ -22,7 +22,9 @@ directory (holding one file, ``hello.txt``), against a fake model server on 127.
   ``<out>/acp/captures/gemini-cli-<version>/<case>.tap.jsonl``;
 * OpenCode (``run --format json``, against the fake Responses server):
   ``<out>/opencode-json/captures/opencode-<version>/<case>.jsonl`` and a copy of its database
-  holding only the session tables, ``<out>/opencode-db/captures/opencode-<version>/<case>.db``.
+  holding only the session tables, ``<out>/opencode-db/captures/opencode-<version>/<case>.db``
+  (OpenCode 1.0 and 1.1, which kept no database: the case's ``storage/`` session, message and
+  part files, ``<out>/opencode-db/captures/opencode-<version>/<case>/``).
 
 Tap lines splice the wire line into ``{"t":…,"from":…,"msg":<line>}`` as is.
 The scratch paths are rewritten to ``/home/user/project`` and ``/home/user``
@@ -682,6 +684,27 @@ def _opencode_db(scratch: Scratch, dest: Path) -> int:
     return n
 
 
+def _opencode_storage(scratch: Scratch, dest: Path) -> int:
+    """OpenCode 1.0 / 1.1's ``storage/`` files of the case's sessions (session, message and
+    part JSON only, paths rewritten) into ``dest``, laid out as OpenCode laid them out."""
+    src = scratch.home / ".local" / "share" / "opencode" / "storage"
+    sessions = sorted(src.glob("session/*/*.json"))
+    if not sessions:
+        return 0
+    if dest.exists():
+        shutil.rmtree(dest)
+    files = list(sessions)
+    for session in sessions:
+        for message in sorted((src / "message" / session.stem).glob("*.json")):
+            files.append(message)
+            files.extend(sorted((src / "part" / message.stem).glob("*.json")))
+    for f in files:
+        target = dest / f.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(scratch.rewrite(f.read_bytes()))
+    return len(sessions)
+
+
 def record_opencode(binary: Path, out: Output, cases: set[str] | None, log: Callable[[str], None]) -> None:
     version = version_of(binary)
     name = f"opencode-{version}"
@@ -703,7 +726,8 @@ def record_opencode(binary: Path, out: Output, cases: set[str] | None, log: Call
     def collect(sc: Scenario, scratch: Scratch) -> None:
         folder = out.folder("opencode-db", name)
         if folder is not None:
-            log(f"opencode {version} {sc.case}: {_opencode_db(scratch, folder / f'{sc.case}.db')} session(s)")
+            n = _opencode_db(scratch, folder / f"{sc.case}.db") or _opencode_storage(scratch, folder / sc.case)
+            log(f"opencode {version} {sc.case}: {n} session(s)")
 
     run_chains(OPENCODE, cases, ResponsesHandler, setup, write, collect, log, f"opencode {version}")
 
