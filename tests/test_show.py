@@ -20,6 +20,7 @@ from helpers import ADAPTERS, capture_files, capture_id, golden_path, protocol_o
 from hostile import hostile_jsonl, payloads
 from normalize import McpTool, SessionEvent, ToolCall, UserMessage, events, find_inputs, read_records
 from normalize._cli import main
+from normalize._convert import store_records
 from normalize._show._build import Builder, Call, Notice, SessionView, SubagentView, Text, UserItem
 from normalize._show._html import render_page
 from normalize._show._read import Input, read
@@ -66,7 +67,8 @@ def test_every_capture_renders_with_its_prompts_and_tool_names(capture: Path) ->
             assert sum(turn.phases.values()) <= turn.end - turn.start + 1e-6
     prompts: set[str] = set()
     tools: dict[str, str] = {}  # call id -> its last name (a placeholder may come first)
-    for ev in events(read_records(inp.paths), protocol=inp.protocol):
+    records = store_records(inp.main, inp.key) if inp.key is not None else read_records(inp.paths)
+    for ev in events(records, protocol=inp.protocol):
         if not isinstance(ev, SessionEvent):
             continue
         body = ev.event.body

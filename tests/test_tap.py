@@ -55,7 +55,9 @@ pytestmark = pytest.mark.usefixtures("turn_adapter")
 
 # a database of stored sessions, or a chat kept as one JSON document, is not a stream an agent
 # writes: a file read whole, not played by the fake agent
-LIVE = [c for c in session_captures() if len(companions(c)) == 1 and c.suffix not in (".db", ".json")]
+LIVE = [
+    c for c in session_captures() if len(companions(c)) == 1 and c.suffix not in (".db", ".json") and not c.is_dir()
+]
 
 
 def _protocol(p: Path) -> str:

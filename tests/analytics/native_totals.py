@@ -242,7 +242,11 @@ def opencode_json(path: Path) -> Totals | None:
 
 def opencode_db(path: Path) -> Totals | None:
     """The ``session`` row's running totals (the database holds one session per capture);
-    a session table without them (OpenCode up to 1.14): its assistant messages', added up."""
+    a session table without them (OpenCode up to 1.14): its assistant messages', added up;
+    a storage/ folder (1.0, 1.1): its message files', added up."""
+    if path.is_dir():
+        data = [json.loads(f.read_bytes()) for f in sorted(path.glob("message/*/*.json"))]
+        return _opencode_steps([(d["tokens"], d["cost"]) for d in data if "tokens" in d])
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
         if "tokens_input" not in {info[1] for info in db.execute("pragma table_info(session)")}:
             data = [json.loads(d) for (d,) in db.execute("select data from message")]
