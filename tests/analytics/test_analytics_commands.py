@@ -305,6 +305,28 @@ def test_normalized_copies_of_stored_sessions_add_nothing(tmp_path: Path) -> Non
     assert again == {"added": 0, "replaced": 0, "skipped": first["added"]}
 
 
+def test_one_session_read_twice_in_a_run_counts_once_however_the_buffer_is_flushed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same session from two inputs of one run is one session added, the other input
+    skipped, whether the first was written before the second came or not: "replaced" counts
+    only the sessions stored before the run (a cluster export counts the same)."""
+    pytest.importorskip("pyarrow")
+    from normalize.analytics import _store
+
+    live = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.332" / "28-resume-pre.jsonl"
+    stored = ADAPTERS / "claude-transcript" / "captures" / "claude-code-2.1.332" / "28-resume"
+    others = ADAPTERS / "hm-json" / "captures"
+    if not live.exists() or not stored.exists() or not others.is_dir():
+        pytest.skip("resume captures absent")
+    counts = []
+    for flush in (1, 10_000):  # written at once, or held until the end
+        monkeypatch.setattr(_store, "FLUSH_SESSIONS", flush)
+        counts.append(export([live, others, stored], tmp_path / str(flush), jobs=1).result.as_json())
+    assert counts[0] == counts[1]
+    assert counts[0]["replaced"] == 0 and counts[0]["skipped"] >= 1
+
+
 def test_a_richer_input_replaces_a_stored_session(tmp_path: Path) -> None:
     duckdb = pytest.importorskip("duckdb")
     live = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.332" / "28-resume-pre.jsonl"
@@ -392,11 +414,22 @@ def test_a_parquet_replacement_rewrites_only_the_files_of_the_replaced_session(
         return parquet_file(path, *args, **kwargs)
 
     monkeypatch.setattr(pq, "ParquetFile", counted)
+    rewritten: list[str] = []  # the sessions written again, richer
+    write = _store.ParquetStore._write
+
+    def noted(self: Any, sessions: Any, replace: set[str]) -> None:
+        rewritten.extend(replace)
+        write(self, sessions, replace)
+
+    monkeypatch.setattr(_store.ParquetStore, "_write", noted)
     got = export([live, others, stored], tmp_path / "run", jobs=1).result  # read in this order
-    assert got.replaced >= 1 and got.added > 4
-    # each rewrite read the replaced session's own files, not every file written before it
+    # the transcript is the live session again, richer: it is kept, and counted once (the
+    # session was not stored before the run, so nothing was replaced: as a cluster counts it)
+    assert got.replaced == 0 and got.added > 4 and got.skipped >= 1
+    # each rewrite read the rewritten session's own files, not every file written before it
     written = list((tmp_path / "run").rglob("*.parquet"))
-    assert len(read) <= got.replaced * len(TABLES) < len(written)
+    assert rewritten and len(rewritten) <= got.skipped
+    assert 0 < len(read) <= len(rewritten) * len(TABLES) < len(written)
     # ... and left the dataset as an export that never saw the live stream
     monkeypatch.setattr(pq, "ParquetFile", parquet_file)
     export([others, stored], tmp_path / "fresh", jobs=1)

@@ -157,6 +157,9 @@ class _Buffered:
         self.known: dict[str, tuple[tuple[int, int], str]] = {}
         self.buffer: dict[str, SessionRows] = {}
         self.replace: set[str] = set()
+        #: the sessions this run wrote: one read again, richer, replaces them but is no
+        #: session replaced (it was not stored before the run; a cluster export counts the same)
+        self.written: set[str] = set()
         #: the input files already exported, by path (what ``unchanged`` compares with)
         self.files: dict[str, FileStamp] = {}
 
@@ -265,7 +268,10 @@ class _Buffered:
                 self.result.skipped += 1
                 return
             self.replace.add(rows.key)
-            self.result.replaced += 1
+            if rows.key in self.written:
+                self.result.skipped += 1  # one session read twice in this run: the richer kept
+            else:
+                self.result.replaced += 1
         else:
             self.result.added += 1
         self.buffer[rows.key] = rows
@@ -283,6 +289,7 @@ class _Buffered:
             self._write(list(self.buffer.values()), set(self.replace))
         for rows in self.buffer.values():
             self.known[rows.key] = (rows.richness, rows.source)
+        self.written.update(self.buffer)
         self.buffer.clear()
         self.replace.clear()
 
