@@ -364,14 +364,14 @@ def store_records(path: Path, key: str) -> Iterator[Message]:
         yield Message(data=data, from_="agent", line=n)
 
 
-def _stores(root: Path) -> list[Path]:
+def stores_in(root: Path) -> list[Path]:
     """The stores under a folder: databases first, then ``storage/`` folders."""
     dbs = sorted(p for p in root.rglob("*.db") if is_store(p))
     folders = sorted({p.parent for p in root.rglob("session") if p.is_dir() and is_store(p.parent)})
     return [*dbs, *folders]
 
 
-def _new_stored(path: Path, seen: set[str]) -> Iterator[SessionInput]:
+def new_stored(path: Path, seen: set[str]) -> Iterator[SessionInput]:
     """A store's sessions; a ``storage/`` session a database already gave is left out (OpenCode
     1.2 copies ``storage/`` into its new database and leaves the files: read once)."""
     for inp in store_inputs(path):
@@ -571,7 +571,7 @@ def find_inputs(
             yield from _find_in_folder(root, protocol, max_line, pool, seen)
             continue
         if is_store(root):  # a database of sessions (OpenCode): one input per session
-            yield from _new_stored(root, seen)
+            yield from new_stored(root, seen)
             continue
         try:
             proto = _protocol_of(root, protocol, max_line)
@@ -614,7 +614,7 @@ def is_document(path: Path) -> bool:
     return len(first) == 2 and first[0].rstrip(b" \t\r") == b"{"
 
 
-def _under(path: Path, folders: tuple[Path, ...]) -> bool:
+def under_any(path: Path, folders: tuple[Path, ...]) -> bool:
     return any(path.is_relative_to(f) for f in folders)
 
 
@@ -627,13 +627,13 @@ def _find_in_folder(
 ) -> Iterator[SessionInput | DetectionError]:
     seen = set() if seen is None else seen
     try:
-        stores = _stores(root)
+        stores = stores_in(root)
         for store in stores:
-            yield from _new_stored(store, seen)
+            yield from new_stored(store, seen)
         # the files of a storage/ folder are read with their session, not on their own
         folders = tuple(s for s in stores if s.is_dir())
-        files = sorted(p for p in root.rglob("*.jsonl") if p.is_file() and not _under(p, folders))
-        documents = {p for p in root.rglob("*.json") if not _under(p, folders) and is_document(p)}
+        files = sorted(p for p in root.rglob("*.jsonl") if p.is_file() and not under_any(p, folders))
+        documents = {p for p in root.rglob("*.json") if not under_any(p, folders) and is_document(p)}
     except OSError as exc:  # a folder that cannot be listed
         yield UnreadableInput(f"{exc.filename or root}: {exc.strerror or exc}")
         return

@@ -35,14 +35,14 @@ from normalize import (
     iter_records,
 )
 from normalize._convert import (
-    _stores,
-    _under,
     detects,
     is_document,
     is_store,
     merge_records,
+    new_stored,
     sample_records,
-    store_inputs,
+    stores_in,
+    under_any,
 )
 from normalize._model import _Core
 from normalize._places import is_agent_file
@@ -193,14 +193,16 @@ def list_inputs(source: str | Path, *, protocol: str | None = None) -> list[List
         root = Path(source)
         if root.is_dir():
             # the agents' prompt history and indexes are not sessions, as for local discovery
-            found = _stores(root)  # OpenCode's databases and storage/ folders, whose files are read as sessions
+            found = stores_in(root)  # OpenCode's databases and storage/ folders, whose files are read as sessions
             folders = tuple(f for f in found if f.is_dir())
             files = sorted(
-                p for p in root.rglob("*.jsonl") if p.is_file() and not is_agent_file(p) and not _under(p, folders)
+                p for p in root.rglob("*.jsonl") if p.is_file() and not is_agent_file(p) and not under_any(p, folders)
             )
             # a stored session written as one JSON document (Gemini CLI before 0.39), when an adapter reads it
-            files += sorted(p for p in root.rglob("*.json") if not _under(p, folders) and is_document(p) and detects(p))
-            stores = [i for db in found for i in _store_inputs(db)]
+            documents = (p for p in root.rglob("*.json") if not under_any(p, folders) and is_document(p))
+            files += sorted(p for p in documents if detects(p))
+            seen: set[str] = set()  # a session two stores hold is listed once, as find_inputs gives it
+            stores = [i for db in found for i in _store_inputs(db, seen)]
             return stores + _group({p.as_posix(): _listed(p.stat()) for p in files}, protocol, str)
         if is_store(root):
             return _store_inputs(root)
@@ -241,10 +243,11 @@ def _open(name: str, base: str) -> Any:
     return open(os.path.join(base, name), "rb")
 
 
-def _store_inputs(db: Path) -> list[ListedInput]:
-    """One input per session of a database file; the file's size is shared out among them
-    (``size``, to plan the tasks), each listed with the whole file (``files``, its stamp)."""
-    sessions = store_inputs(db)
+def _store_inputs(db: Path, seen: set[str] | None = None) -> list[ListedInput]:
+    """One input per session of a database file or ``storage/`` folder (those ``seen`` left
+    out); the store's size is shared out among them (``size``, to plan the tasks), each listed
+    with the whole store (``files``, its stamp)."""
+    sessions = list(new_stored(db, set() if seen is None else seen))
     listed = _listed(db.stat())
     size = listed.size // max(len(sessions), 1)
     return [ListedInput(db.as_posix(), (), s.protocol, size, s.key, (listed,)) for s in sessions]
