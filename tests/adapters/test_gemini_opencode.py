@@ -267,13 +267,17 @@ def _bodies(capture: Path) -> list[dict[str, Any]]:
     ],
 )
 def test_every_release_s_refused_call_is_a_permission_auto_deny(version: str, reason: str) -> None:
-    out = _bodies(GEMINI_LIVE / f"gemini-cli-{version}" / "shell_denied.jsonl")
-    (auto,) = [b for b in out if b["kind"] == "permission-auto"]
-    assert (auto["decision"], auto["optionId"], auto["reason"]) == ("deny", "deny", reason)
-    assert auto["toolCall"]["title"] == "rm -f hello.txt"
-    failed = [b for b in out if b["kind"] == "tool-call" and b["phase"] == "failed"]
-    assert [b["callId"] for b in failed] == [auto["toolCall"]["callId"]]
-    assert out.index(auto) < out.index(failed[0])
+    """Live and stored: the chat keeps the refusal's words only (no error type), and they suffice."""
+    chats = ADAPTERS / "gemini-chat" / "captures" / f"gemini-cli-{version}"
+    (chat,) = [p for p in chats.glob("shell_denied.json*") if p.suffix in (".json", ".jsonl")]
+    for capture in (GEMINI_LIVE / f"gemini-cli-{version}" / "shell_denied.jsonl", chat):
+        out = _bodies(capture)
+        (auto,) = [b for b in out if b["kind"] == "permission-auto"]
+        assert (auto["decision"], auto["optionId"], auto["reason"]) == ("deny", "deny", reason)
+        assert auto["toolCall"]["title"] == "rm -f hello.txt"
+        failed = [b for b in out if b["kind"] == "tool-call" and b["phase"] == "failed"]
+        assert [b["callId"] for b in failed] == [auto["toolCall"]["callId"]]
+        assert out.index(auto) < out.index(failed[0])
 
 
 @pytest.mark.parametrize(

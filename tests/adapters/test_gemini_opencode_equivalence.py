@@ -81,6 +81,8 @@ def key(b: dict[str, Any], *, ids: bool) -> Key | None:
             return (kind, b["callId"], b["tool"], b["category"], b["phase"], b.get("title"))
         case "command-output":
             return (kind, b["callId"], b["delta"])
+        case "permission-auto":
+            return (kind, b["toolCall"]["callId"], b["decision"], b.get("reason"))
         case "usage":
             return (kind, json.dumps(b.get("tokens"), sort_keys=True), json.dumps(b.get("cost"), sort_keys=True))
         case "error":

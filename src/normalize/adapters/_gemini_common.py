@@ -12,7 +12,7 @@ from typing import Any
 
 from normalize import Category, Tokens
 
-__all__ = ["SHELL_TOOL", "category_of", "title_of", "tokens"]
+__all__ = ["SHELL_TOOL", "category_of", "refused_by_rule", "title_of", "tokens"]
 
 SHELL_TOOL = "run_shell_command"
 
@@ -34,6 +34,20 @@ _CATEGORIES: dict[str, Category] = {
     "enter_plan_mode": "think",
     "update_topic": "think",
 }
+
+
+def refused_by_rule(message: str) -> bool:
+    """Whether a failed call's error is Gemini CLI's own refusal by the user's rules (a
+    decision made without asking), in the words of each release: a policy rule's
+    ``Tool execution denied by policy.`` (0.38 on; 0.20: ``Tool execution for "Shell" denied
+    by policy.``), 0.11's ``tools.exclude``: ``Command '...' is blocked by configuration``,
+    or ``Shell tool is globally disabled in configuration``.  The stream also says it by the
+    error's type; the stored chat keeps these words only."""
+    return (
+        (message.startswith("Tool execution ") and message.endswith(" denied by policy."))
+        or message.endswith(" is blocked by configuration")
+        or message.startswith("Shell tool is globally disabled")
+    )
 
 
 def category_of(tool: str) -> Category:

@@ -55,12 +55,14 @@ from normalize import (
     MalformedMessage,
     ModeUpdate,
     Passthrough,
+    PermissionAuto,
     Reasoning,
     Sample,
     SessionCreated,
     SessionRecord,
     Source,
     ToolCall,
+    ToolCallRef,
     TurnComplete,
     TurnStart,
     Usage,
@@ -246,6 +248,10 @@ class GeminiChatAdapter(BuiltinAdapter):
             out.append(FileDiff(path=str(path), diff=display["fileDiff"], call_id=call.id, change_kind=kind))
             display = display.get("fileDiff")
         output: Any = {"error": display} if failed else display
+        if failed and isinstance(display, str) and gc.refused_by_rule(display):
+            # the user's rules refused it without asking: decided, as the stream says it
+            ref = ToolCallRef(call_id=call.id, tool=call.name, title=title, category=category)
+            out.append(PermissionAuto(tool_call=ref, option_id="deny", reason=display))
         phase: Literal["completed", "failed"] = "failed" if failed else "completed"
         out.append(
             ToolCall(call_id=call.id, tool=call.name, phase=phase, title=title, category=category, output=output)

@@ -88,20 +88,14 @@ LINE_TYPES = frozenset({"init", "message", "tool_use", "tool_result", "error", "
 def _refused(error: _ErrorInfo) -> bool:
     """Whether a failed call was refused by the user's rules: a decision made without asking.
 
-    0.38 on say it by the type, ``policy_violation``.  0.20 ends a call a policy rule denies
-    as ``unhandled_exception``, ``Tool execution for "Shell" denied by policy.``; 0.11 (no
-    policies) refuses a command ``tools.exclude`` names as ``invalid_tool_params``,
-    ``Command 'rm -f x' is blocked by configuration`` (the whole shell tool excluded:
-    ``Shell tool is globally disabled in configuration``).
+    0.38 on say it by the type, ``policy_violation``; 0.20 ends a call a policy rule denies
+    as ``unhandled_exception``, 0.11 (no policies) one ``tools.exclude`` names as
+    ``invalid_tool_params``, each in the words :func:`~._gemini_common.refused_by_rule` knows.
     """
-    kind, message = error.type, error.message
+    kind = error.type
     if kind == "policy_violation":
         return True
-    if kind == "unhandled_exception":
-        return message.startswith("Tool execution ") and message.endswith(" denied by policy.")
-    if kind == "invalid_tool_params":
-        return message.endswith(" is blocked by configuration") or message.startswith("Shell tool is globally disabled")
-    return False
+    return kind in ("unhandled_exception", "invalid_tool_params") and gc.refused_by_rule(error.message)
 
 
 class GeminiStreamJsonAdapter(BuiltinAdapter):
