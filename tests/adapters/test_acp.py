@@ -355,13 +355,41 @@ def test_session_record_names_the_native_session_and_agent(capture: Path) -> Non
         "@agentclientprotocol/codex-acp": "codex",
         "codex-acp": "codex",  # @zed-industries/codex-acp 0.x names itself so
     }
-    if info is None:  # claude-code-acp 0.4.5 sends no agentInfo: nothing names the agent
-        assert all(r.agent == "unknown" and r.via is None and r.agent_version is None for r in records)
+    auth = next((m["result"].get("authMethods") for d, m in lines if d == "agent" and m.get("id") == 0), None)
+    if info is None:
+        # claude-code-acp 0.4.5 sends no agentInfo: Claude Code's login names the agent, nothing the bridge
+        claude = any(a.get("id") == "claude-login" for a in auth or ())
+        agent = "claude-code" if claude else "unknown"
+        assert all(r.agent == agent and r.via is None and r.agent_version is None for r in records)
     elif info["name"] in bridged:  # a bridge: the agent is named as over its own protocol, the package kept as via
         assert all(r.agent == bridged[info["name"]] and r.agent_version is None for r in records)
         assert all(r.via == info["name"] and r.via_version == info["version"] for r in records)
     else:
         assert all(r.agent == info["name"] and r.agent_version == info["version"] and r.via is None for r in records)
+
+
+def test_an_agent_without_agent_info_is_named_only_by_claude_code_s_login() -> None:
+    """No agentInfo (claude-code-acp 0.4.5): ``authMethods`` offering ``claude-login`` name
+    Claude Code; any other login, or none, names nobody (never a guess from a near match)."""
+
+    def agent_of(result: dict[str, object]) -> set[str]:
+        out = run(
+            req("client", 0, "initialize", {"protocolVersion": 1}),
+            res("agent", 0, {"protocolVersion": 1, **result}),
+            req("client", 1, "session/new", {"cwd": "/p", "mcpServers": []}),
+            res("agent", 1, {"sessionId": "S"}),
+            prompt(2),
+            res("agent", 2, {"stopReason": "end_turn"}),
+        )
+        return {e.event.agent for e in session_events(out)}
+
+    login = {"id": "claude-login", "name": "Log in with Claude Code"}
+    assert agent_of({"authMethods": [login]}) == {"claude-code"}
+    assert agent_of({"authMethods": [{"id": "oauth-personal"}]}) == {"unknown"}
+    assert agent_of({"authMethods": "claude-login"}) == {"unknown"}  # not a list of methods
+    assert agent_of({}) == {"unknown"}
+    # agentInfo, when sent, decides alone
+    assert agent_of({"agentInfo": {"name": "other-agent", "version": "1"}, "authMethods": [login]}) == {"other-agent"}
 
 
 # --------------------------------------------------------------------------

@@ -90,6 +90,7 @@ class _InitializeParams(_View, frozen=True):
 class _InitializeResult(_View, frozen=True):
     agent_capabilities: Raw = _NONE
     agent_info: _AgentInfo | None = None
+    auth_methods: Any = None  # read only without agentInfo: any shape is kept as sent
 
 
 class _SessionParams(_View, frozen=True):

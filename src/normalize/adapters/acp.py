@@ -39,7 +39,8 @@ claude-code-acp 0.4.5, codex-acp 0.7.4 and 1.0.0 as noted):
   ``_meta.claudeCode.kind: "informational"``.  Both become warnings.  codex-acp before
   1.1.0 (0.7.4, 1.0.0) and claude-code-acp 0.4.5 send no ``messageId`` at all: there a
   chunk without one is model text.
-* claude-code-acp 0.4.5 sends no ``agentInfo`` and no ``_meta.claudeCode``; its errors
+* claude-code-acp 0.4.5 sends no ``agentInfo`` (its ``authMethods`` offer ``claude-login``:
+  the agent is ``claude-code``, no ``via``) and no ``_meta.claudeCode``; its errors
   carry the reason in ``data.details`` (the TypeScript SDK's shape, also Gemini CLI's).
 * ``session/new`` of codex-acp 2.6.0 still returns the removed ``models`` field;
   ``session/set_mode`` is echoed only as ``config_option_update``.
@@ -311,6 +312,14 @@ _ACP_METHODS = {
 
 def _rpc_error_type(code: int) -> str:
     return _RPC_ERROR_TYPE.get(code, f"jsonrpc:{code}")
+
+
+def _offers_claude_login(methods: Any) -> bool:
+    """Whether an ``initialize`` result's ``authMethods`` offer Claude Code's own login
+    (``claude-login``, "Run `claude /login`"): the agent is Claude Code.  Read only when the
+    agent sends no ``agentInfo`` (claude-code-acp 0.4.5); the bridge's package and version
+    are then unknown (no ``via``)."""
+    return isinstance(methods, list) and any(isinstance(m, dict) and m.get("id") == "claude-login" for m in methods)
 
 
 def _rpc_error_message(err: _RpcError) -> str:
@@ -707,6 +716,8 @@ class AcpAdapter(BuiltinAdapter):
                 if name:
                     self.agent = sys.intern(name)
                 self._agent_version = _one(version)
+        elif _offers_claude_login(result.auth_methods):
+            self.agent = "claude-code"  # an older claude-code-acp: no agentInfo, Claude Code's login
         caps = result.agent_capabilities if _given(result.agent_capabilities) else None
         return [SessionInfo(capabilities=caps)] if caps is not None else [Passthrough()]
 
