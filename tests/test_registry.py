@@ -196,3 +196,23 @@ def test_a_pool_of_workers_finds_the_sessions_one_process_finds(monkeypatch: pyt
     folder = _convert._Folder(files)
     assert here and all(folder.may_be_companion(f) for f in here)
     assert len(here) < sessions / 10
+
+
+# ------------------------------------------------------------ every kit's edge cases are found by detection
+
+EDGE_CAPTURES = sorted(
+    p for p in (ROOT / "adapters").glob("*/captures/edge-cases/*") if p.is_file() and p.stat().st_size
+)
+
+
+@pytest.mark.parametrize("capture", EDGE_CAPTURES, ids=lambda p: f"{p.parts[-4]}/{p.name}")
+def test_an_edge_case_is_detected_as_its_kit_s_protocol(capture: Path) -> None:
+    """A file with a bad line (not UTF-8, nested too deeply, cut, a BOM) is still found as its
+    agent's: ``stats`` or ``convert`` over a folder reads it without ``--protocol``."""
+    from normalize._convert import detect_file, is_store, store_inputs
+
+    protocol = capture.parts[-4]
+    if is_store(capture):
+        assert {i.protocol for i in store_inputs(capture)} == {protocol}
+    else:
+        assert detect_file(capture) == protocol
