@@ -33,6 +33,7 @@ Facts (OpenCode 1.18.33, captures in adapters/opencode-db/captures/opencode-1.18
 from __future__ import annotations
 
 import contextlib
+import glob
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -230,7 +231,9 @@ def _stored(path: Path, ids: tuple[str, ...]) -> tuple[dict[str, Any] | None, st
 
 def storage_session_rows(root: Path, session_id: str) -> Iterator[bytes]:
     """One session of a ``storage/`` folder as the row records its database would give."""
-    session_file = _session_files(root).get(session_id)
+    # its own file, found by its name (listing every session's file for each would be quadratic)
+    files = [f for f in sorted((root / "session").glob(f"*/{glob.escape(session_id)}.json")) if f.is_file()]
+    session_file = files[-1] if files else None  # as _session_files keeps it
     info = (_json_object(session_file) if session_file is not None else None) or {}
     yield _row(
         "session",
