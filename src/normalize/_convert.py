@@ -364,11 +364,47 @@ def store_records(path: Path, key: str) -> Iterator[Message]:
         yield Message(data=data, from_="agent", line=n)
 
 
-def stores_in(root: Path) -> list[Path]:
-    """The stores under a folder: databases first, then ``storage/`` folders."""
-    dbs = sorted(p for p in root.rglob("*.db") if is_store(p))
-    folders = sorted({p.parent for p in root.rglob("session") if p.is_dir() and is_store(p.parent)})
-    return [*dbs, *folders]
+class FolderFiles:
+    """What a folder holds that may be sessions, found in one walk of it."""
+
+    __slots__ = ("documents", "files", "stores")
+
+    def __init__(self, stores: list[Path], files: list[Path], documents: list[Path]) -> None:
+        #: OpenCode's databases, then its ``storage/`` folders (each read as a whole)
+        self.stores = stores
+        #: the ``*.jsonl`` files outside those folders
+        self.files = files
+        #: the ``*.json`` files outside them holding one JSON document (:func:`is_document`)
+        self.documents = documents
+
+
+def folder_files(root: Path) -> FolderFiles:
+    """The stores, JSONL files and JSON documents under ``root``; raises ``OSError`` when it
+    cannot be listed.  A ``storage/`` folder's own files are its sessions', not listed apart."""
+    dbs: list[Path] = []
+    marks: list[Path] = []  # ``session`` entries: a storage/ folder holds one
+    jsonl: list[Path] = []
+    objects: list[Path] = []
+    for p in root.rglob("*"):
+        name = p.name
+        if name.endswith(".jsonl"):
+            jsonl.append(p)
+        elif name.endswith(".json"):
+            objects.append(p)
+        elif name.endswith(".db"):
+            dbs.append(p)
+        elif name == "session":
+            marks.append(p)
+    storage = tuple(sorted({m.parent for m in marks if m.is_dir() and is_store(m.parent)}))
+    return FolderFiles(
+        [*sorted(p for p in dbs if is_store(p)), *storage],
+        sorted(p for p in jsonl if p.is_file() and not _under_any(p, storage)),
+        sorted(p for p in objects if not _under_any(p, storage) and is_document(p)),
+    )
+
+
+def _under_any(path: Path, folders: tuple[Path, ...]) -> bool:
+    return any(path.is_relative_to(f) for f in folders)
 
 
 def new_stored(path: Path, seen: set[str]) -> Iterator[SessionInput]:
@@ -614,10 +650,6 @@ def is_document(path: Path) -> bool:
     return len(first) == 2 and first[0].rstrip(b" \t\r") == b"{"
 
 
-def under_any(path: Path, folders: tuple[Path, ...]) -> bool:
-    return any(path.is_relative_to(f) for f in folders)
-
-
 def _find_in_folder(
     root: Path,
     protocol: str | None,
@@ -627,17 +659,14 @@ def _find_in_folder(
 ) -> Iterator[SessionInput | DetectionError]:
     seen = set() if seen is None else seen
     try:
-        stores = stores_in(root)
-        for store in stores:
-            yield from new_stored(store, seen)
-        # the files of a storage/ folder are read with their session, not on their own
-        folders = tuple(s for s in stores if s.is_dir())
-        files = sorted(p for p in root.rglob("*.jsonl") if p.is_file() and not under_any(p, folders))
-        documents = {p for p in root.rglob("*.json") if not under_any(p, folders) and is_document(p)}
+        listing = folder_files(root)
     except OSError as exc:  # a folder that cannot be listed
         yield UnreadableInput(f"{exc.filename or root}: {exc.strerror or exc}")
         return
-    files = sorted([*files, *documents])
+    for store in listing.stores:
+        yield from new_stored(store, seen)
+    documents = set(listing.documents)
+    files = sorted([*listing.files, *documents])
     folder = _Folder(files)
     candidates = [f for f in files if not is_agent_file(f)]  # the agents' prompt history and indexes: not sessions
     early: set[Path] = set()

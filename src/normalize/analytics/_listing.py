@@ -36,13 +36,11 @@ from normalize import (
 )
 from normalize._convert import (
     detects,
-    is_document,
+    folder_files,
     is_store,
     merge_records,
     new_stored,
     sample_records,
-    stores_in,
-    under_any,
 )
 from normalize._model import _Core
 from normalize._places import is_agent_file
@@ -193,16 +191,12 @@ def list_inputs(source: str | Path, *, protocol: str | None = None) -> list[List
         root = Path(source)
         if root.is_dir():
             # the agents' prompt history and indexes are not sessions, as for local discovery
-            found = stores_in(root)  # OpenCode's databases and storage/ folders, whose files are read as sessions
-            folders = tuple(f for f in found if f.is_dir())
-            files = sorted(
-                p for p in root.rglob("*.jsonl") if p.is_file() and not is_agent_file(p) and not under_any(p, folders)
-            )
+            found = folder_files(root)  # as local discovery finds them
+            files = [p for p in found.files if not is_agent_file(p)]
             # a stored session written as one JSON document (Gemini CLI before 0.39), when an adapter reads it
-            documents = (p for p in root.rglob("*.json") if not under_any(p, folders) and is_document(p))
-            files += sorted(p for p in documents if detects(p))
+            files += [p for p in found.documents if detects(p)]
             seen: set[str] = set()  # a session two stores hold is listed once, as find_inputs gives it
-            stores = [i for db in found for i in _store_inputs(db, seen)]
+            stores = [i for db in found.stores for i in _store_inputs(db, seen)]
             return stores + _group({p.as_posix(): _listed(p.stat()) for p in files}, protocol, str)
         if is_store(root):
             return _store_inputs(root)

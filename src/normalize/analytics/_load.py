@@ -32,7 +32,7 @@ from normalize import (
     find_inputs,
     read_records,
 )
-from normalize._convert import detect_file, folder_pool, is_document
+from normalize._convert import detect_file, folder_files, folder_pool
 from normalize._model import _Core
 from normalize._outputs import is_normalized_file
 
@@ -85,12 +85,11 @@ def discover(
     With ``pool`` (a process pool), a folder's files are detected by its workers."""
     for root in paths:
         if root.is_dir():
-            files = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
-            normalized = {p for p in files if is_normalized(p)}
+            found = folder_files(root)
+            normalized = {p for p in found.files if is_normalized(p)}
             for p in sorted(normalized):
                 yield InputSpec("normalized", str(p))
-            only_normalized = len(normalized) == len(files) and not any(root.rglob("*.db"))
-            if only_normalized and not any(is_document(p) for p in root.rglob("*.json")):
+            if len(normalized) == len(found.files) and not found.stores and not found.documents:
                 continue
             for inp in find_inputs([root], protocol=protocol, pool=pool):
                 if isinstance(inp, DetectionError):
