@@ -44,6 +44,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from normalize import InputError, UsageError
 from normalize._places import inputs_or_defaults
 
@@ -69,6 +71,9 @@ __all__ = [
 TASK_BYTES = 16 << 20
 
 Progress = Callable[[int, int], None]
+
+#: A future's states that are final: any other ("lost", "pending") is a result being computed again.
+_SETTLED = frozenset({"finished", "error", "cancelled"})
 
 
 @dataclass(frozen=True)
@@ -120,21 +125,47 @@ class TaskResult:
     read: list[tuple[str, str | None]] = field(default_factory=list)
 
 
+#: How much of each session the dataset holds, (turns, events) by session key: the file the client writes.
+_Stored = dict[str, tuple[int, int]]
+_stored_decoder = msgspec.json.Decoder(_Stored)
+#: The last file read by this worker process, and what it holds: every task of a run reads the same one.
+_stored_cache: tuple[str, _Stored] | None = None
+
+
+def write_stored(path: Path, stored: _Stored) -> str:
+    """Write what the dataset holds where every worker reads it; the file's path, for :func:`convert_task`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(msgspec.json.encode(stored))
+    return str(path)
+
+
+def _read_stored(path: str) -> _Stored:
+    global _stored_cache
+    cached = _stored_cache
+    if cached is not None and cached[0] == path:
+        return cached[1]
+    stored = _stored_decoder.decode(Path(path).read_bytes())
+    _stored_cache = (path, stored)
+    return stored
+
+
 def convert_task(
     index: int,
     specs: Sequence[ListedInput],
     base: str,
     staging: str,
-    stored: dict[str, tuple[int, int]],
+    stored: str,
     redact: bool = False,
 ) -> TaskResult:
     """Convert some inputs and stage the rows of the sessions the dataset lacks (runs on a worker).
 
-    ``stored`` is how much of each session the dataset holds (turns, events).  With
-    ``redact``, every text cell's secrets are replaced here, on the worker, before any
-    row is written.  The staging folder is emptied first, so running the task again
-    gives the same files.
+    ``stored`` is the file (:func:`write_stored`) saying how much of each session the
+    dataset holds (turns, events): read from the shared file system, not held by a
+    worker, so no worker's death can lose it.  With ``redact``, every text cell's
+    secrets are replaced here, on the worker, before any row is written.  The staging
+    folder is emptied first, so running the task again gives the same files.
     """
+    known = _read_stored(stored)
     folder = Path(staging)
     if folder.exists():
         shutil.rmtree(folder)
@@ -160,7 +191,7 @@ def convert_task(
     write: list[SessionRows] = []
     for key in sorted(kept.sessions):
         session = kept.sessions[key]
-        have = stored.get(key)
+        have = known.get(key)
         if have is not None and session.richness <= have:
             result.skipped += 1
             continue
@@ -201,10 +232,11 @@ def export_on(
     listed = [spec for source in paths for spec in list_inputs(source, protocol=protocol)]
     specs = listed if reread or redact else [s for s in listed if not store.unchanged_listed(s)]
     tasks = plan(specs, [s.size for s in specs], task_bytes)
-    run = root / "_staging" / uuid.uuid4().hex
+    run = root.absolute() / "_staging" / uuid.uuid4().hex  # the workers' working folder may be another
     base = os.getcwd()
-    # one copy on every worker, not one per task (a list: a dict would be scattered item by item)
-    [stored] = client.scatter([{k: v[0] for k, v in store.known.items()}], broadcast=True, hash=False)
+    # one file every worker reads once, not one copy per task: data scattered to the workers would be
+    # lost with the worker holding it (the scheduler keeps one replica), and every task with it
+    stored = write_stored(run / "stored.json", {k: v[0] for k, v in store.known.items()})
     by_key: dict[str, Task] = {}
 
     def submit(task: Task) -> Any:
@@ -232,6 +264,10 @@ def export_on(
         pending = distributed.as_completed([submit(t) for t in tasks])
         for fut in pending:
             task = by_key[fut.key]
+            if fut.status not in _SETTLED:
+                # it finished, but its result was lost with its worker before it was fetched: the
+                # scheduler computes it again, and a result is only committed once it is in hand
+                distributed.wait([fut])
             if fut.status == "finished":
                 results.append(fut.result())
             elif len(task.specs) > 1:
