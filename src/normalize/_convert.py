@@ -643,9 +643,18 @@ def is_document(path: Path) -> bool:
         return False
     try:
         with path.open("rb") as f:
-            head = f.read(256)
+            head = f.read(DOCUMENT_HEAD)
     except OSError:
         return path.is_file()  # reported when read
+    return is_document_head(head)
+
+
+#: The bytes of a file :func:`is_document_head` needs.
+DOCUMENT_HEAD = 256
+
+
+def is_document_head(head: bytes) -> bool:
+    """Whether a file's first bytes begin a JSON document over several lines: a lone ``{`` first."""
     first = head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)
     return len(first) == 2 and first[0].rstrip(b" \t\r") == b"{"
 

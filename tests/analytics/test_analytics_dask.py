@@ -207,6 +207,35 @@ def test_inputs_named_by_url_are_listed_by_the_client_and_read_by_the_workers(cl
         assert got == expected, table
 
 
+def test_a_url_listing_reads_json_session_documents_and_passes_over_other_json(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Gemini CLI's chats before 0.39 (one JSON document each) below a URL are exported as from a local folder.
+
+    The client lists every ``*.json`` unread; the worker reads the documents an adapter
+    reads, and passes over the rest without a report, as a local listing does."""
+    folder = tmp_path / "chats"
+    shutil.copytree(ADAPTERS / "gemini-chat" / "captures" / "gemini-cli-0.38.2", folder)
+    chats = sorted(folder.glob("*.json"))
+    assert chats and all(c.read_bytes().startswith(b"{\n") for c in chats)
+    (folder / "settings.json").write_text('{\n  "theme": "dark",\n  "model": {"name": "gemini-2.5-pro"}\n}\n')
+    (folder / "projects.json").write_text('{"projects": {}}\n')
+    (folder / "notes.json").write_text("not JSON at all\n")
+    want = tmp_path / "local"
+    counts = export([folder], want, jobs=1).as_json()
+    assert counts["sessions"] == len(chats) and not counts["problems"]
+    listed = list_inputs(folder.as_uri())
+    assert len(listed) == len(chats) + 3  # listed unread: the worker tells
+    with cluster.client(2) as client:
+        report = export([folder.as_uri()], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
+    _same_report(report, counts, name=lambda p: Path(p).as_uri())
+    sessions = _rows(tmp_path / "dataset", "sessions")
+    assert sorted(r["source"] for r in sessions) == sorted(c.as_uri() for c in chats)
+    for table in TABLES:
+        if table != "sessions":
+            assert _rows(tmp_path / "dataset", table) == _rows(want, table), table
+
+
 def test_listing_joins_companions_as_local_discovery_does() -> None:
     """The client groups a Claude transcript with its sub-agent files from the names alone, paths or URLs."""
     kit = ADAPTERS / "claude-transcript" / "captures" / "claude-code-2.1.332"  # subagents/ folders: named by path
@@ -215,7 +244,13 @@ def test_listing_joins_companions_as_local_discovery_does() -> None:
     assert any(c for _, c in want)
     assert sorted((r.main, r.companions) for r in list_inputs(kit)) == want
     as_url = sorted((r.main, r.companions) for r in list_inputs(kit.as_uri()))
-    assert as_url == sorted((Path(m).as_uri(), tuple(Path(c).as_uri() for c in cs)) for m, cs in want)
+    # and, listed unread, the *.json files (here the sub-agents' .meta.json) a worker tells from sessions
+    json_files = sorted((p.as_uri(), ()) for p in kit.rglob("*.json"))
+    assert json_files and all(m.endswith(".meta.json") for m, _ in json_files)
+    assert [i for i in as_url if i not in json_files] == sorted(
+        (Path(m).as_uri(), tuple(Path(c).as_uri() for c in cs)) for m, cs in want
+    )
+    assert set(json_files) <= set(as_url)
     sizes = {s.main: sum(Path(p).stat().st_size for p in [s.main, *s.companions]) for s in local}
     assert {r.main: r.size for r in list_inputs(kit)} == sizes
     # a session file named alone brings its companions, as discover does

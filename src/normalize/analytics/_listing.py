@@ -6,7 +6,10 @@ sub-agents) with their session by the registered adapters' ``companions``
 patterns, from the names alone.  The worker that converts an input opens it,
 decides whether it is a normalized stream or a native session, and detects the
 protocol from its first messages, as :func:`discover` does for a local export:
-the client reads no file, so listing a million files costs a listing.  fsspec
+the client reads no file, so listing a million files costs a listing.  A URL's
+``*.json`` files are listed too, unread: the worker reads one as a session when it
+holds a JSON document an adapter reads (Gemini CLI's chats before 0.39), and passes
+over any other (settings, indexes) without a report, as a local listing does.  fsspec
 comes with dask; the file system of a URL's scheme needs its package (``s3fs``,
 ``gcsfs``, ``adlfs``).
 """
@@ -35,8 +38,10 @@ from normalize import (
     iter_records,
 )
 from normalize._convert import (
+    DOCUMENT_HEAD,
     detects,
     folder_files,
+    is_document_head,
     is_store,
     merge_records,
     new_stored,
@@ -94,7 +99,8 @@ def _import_fsspec() -> Any:
 
 def _companions(name: str, by_dir: dict[str, list[str]], patterns: list[str]) -> list[str]:
     parent = posixpath.dirname(name)
-    stem = posixpath.basename(name)[: -len(".jsonl")]
+    base = posixpath.basename(name)
+    stem = base[: -len(".jsonl")] if base.endswith(".jsonl") else posixpath.splitext(base)[0]
     found: set[str] = set()
     for pattern in patterns:
         rel = pattern.format(stem=glob.escape(stem))  # the session's name matches itself only
@@ -185,8 +191,9 @@ def _group(sizes: dict[str, Listed], protocol: str | None, name: Callable[[str],
 
 
 def list_inputs(source: str | Path, *, protocol: str | None = None) -> list[ListedInput]:
-    """The session inputs at a path or URL: the file itself, or every ``*.jsonl`` below the folder
-    (and, in a local folder, every ``*.json`` session document, :func:`~normalize._convert.is_document`)."""
+    """The session inputs at a path or URL: the file itself, or every ``*.jsonl`` below the folder,
+    and the ``*.json`` session documents (:func:`~normalize._convert.is_document`): in a local
+    folder those an adapter reads, below a URL every ``*.json`` file (the worker tells)."""
     if not is_url(source):
         root = Path(source)
         if root.is_dir():
@@ -222,7 +229,7 @@ def list_inputs(source: str | Path, *, protocol: str | None = None) -> list[List
         sizes = {
             f: _from_info(info)
             for f, info in listing.items()
-            if f.endswith(".jsonl") and info.get("type") == "file" and not is_agent_file(Path(f))
+            if f.endswith((".jsonl", ".json")) and info.get("type") == "file" and not is_agent_file(Path(f))
         }
     elif fs.isfile(path):
         sizes = {path: _from_info(fs.info(path))}
@@ -247,6 +254,22 @@ def _store_inputs(db: Path, seen: set[str] | None = None) -> list[ListedInput]:
     return [ListedInput(db.as_posix(), (), s.protocol, size, s.key, (listed,)) for s in sessions]
 
 
+def _session_document(spec: ListedInput, base: str) -> bool:
+    """Whether a listed ``*.json`` file is a session document an adapter reads: a JSON document
+    over several lines whose protocol is given or detected."""
+    with _open(spec.main, base) as f:
+        if not is_document_head(f.read(DOCUMENT_HEAD)):
+            return False
+    if spec.protocol is not None:
+        return True
+    with _open(spec.main, base) as f:
+        try:
+            detect_protocol(sample_records(iter_records(f))[1])
+        except DetectionError:
+            return False
+    return True
+
+
 def listed_events(spec: ListedInput, base: str = "") -> Iterator[_Core | StreamHeader]:
     """The normalized events of a listed input, streamed from its file system (on a worker).
 
@@ -257,6 +280,8 @@ def listed_events(spec: ListedInput, base: str = "") -> Iterator[_Core | StreamH
         session = SessionInput(main, spec.protocol or "", key=spec.key)
         yield from events(session.records(), protocol=spec.protocol, clock=unknown_clock)
         return
+    if spec.main.endswith(".json") and not _session_document(spec, base):
+        return  # a JSON file that holds no session (settings, an index): passed over, as a local listing does
     with _open(spec.main, base) as f:
         head = f.readline(1 << 16)
     if is_normalized_head(head):
