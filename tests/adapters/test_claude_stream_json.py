@@ -427,6 +427,17 @@ def test_system_lines_map_to_their_bodies() -> None:
     assert [(t.task_id, t.phase) for t in bodies if isinstance(t, Task)] == [("h1", "started"), ("h1", "failed")]
 
 
+def test_a_retry_delay_in_fractional_milliseconds_is_a_warning() -> None:
+    # Claude Code 2.1.142 writes the delay it draws as a float (2.1.332: an int)
+    retry = {"type": "system", "subtype": "api_retry", "attempt": 1, "max_retries": 2,
+             "retry_delay_ms": 596.0304919459031, "error_status": 529, "error": "rate_limit",
+             "session_id": "n1"}  # fmt: skip
+    bodies = _b(_run(INIT, retry, RESULT))
+    assert [b for b in bodies if isinstance(b, Error)] == []
+    (warn,) = [b for b in bodies if isinstance(b, WarningBody)]
+    assert (warn.message, warn.source) == ("API error 529 (rate_limit); retry 1/2 in 596 ms", "api_retry")
+
+
 def test_clear_reports_a_conversation_reset_with_the_new_session_id() -> None:
     reset = {"type": "conversation_reset", "new_conversation_id": "c2", "session_id": "n1"}
     result = {**RESULT, "session_id": "n2"}

@@ -157,7 +157,7 @@ class _System(Struct, frozen=True, kw_only=True, gc=False, rename={"permission_m
     compact_metadata: Raw = NULL
     attempt: int | None = None
     max_retries: int | None = None
-    retry_delay_ms: int | None = None
+    retry_delay_ms: float | None = None  # a float in 2.1.142 (596.03...), an int in 2.1.332
     error_status: int | None = None
     error: str | None = None
     hook_id: str | None = None

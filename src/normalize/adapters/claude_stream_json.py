@@ -837,10 +837,8 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
 
     def _api_retry(self, line: _System) -> list[Item]:
         status = f"{line.error_status} " if line.error_status is not None else ""
-        msg = (
-            f"API error {status}({line.error or 'unknown'}); retry {line.attempt}/{line.max_retries}"
-            f" in {line.retry_delay_ms} ms"
-        )
+        delay = round(line.retry_delay_ms) if line.retry_delay_ms is not None else None
+        msg = f"API error {status}({line.error or 'unknown'}); retry {line.attempt}/{line.max_retries} in {delay} ms"
         return [WarningBody(message=msg, source="api_retry")]
 
     def _hook_started(self, line: _System) -> list[Item]:
