@@ -454,6 +454,21 @@ def test_max_turns_and_api_errors_complete_the_message_with_an_error() -> None:
     assert done.result.error is not None and done.result.error.message == "Reached maximum"
 
 
+@pytest.mark.parametrize("terminal_reason", ["api_error", "completed"])
+def test_an_api_error_result_names_the_api_error_whatever_the_terminal_reason(terminal_reason: str) -> None:
+    # the same HTTP 400: 2.1.332 ends it with terminal_reason "api_error", 2.1.142 with
+    # "completed" (only api_error_status says the call failed)
+    failed = {**RESULT, "is_error": True, "api_error_status": 400, "terminal_reason": terminal_reason,
+              "result": "API Error: 400 fake server: scripted error", "stop_reason": "stop_sequence"}  # fmt: skip
+    (done,) = [e for e in _run(INIT, failed) if isinstance(e, MessageCompleted)]
+    assert done.result.stop_reason == "error"
+    assert done.result.error is not None
+    assert (done.result.error.message, done.result.error.error_type) == (
+        "API Error: 400 fake server: scripted error",
+        "api_error",
+    )
+
+
 def test_a_cut_off_stream_reports_the_open_call_and_the_cut() -> None:
     out = _run(INIT, _assistant({"type": "tool_use", "id": "t9", "name": "Bash", "input": {"command": "ls"}}))
     bodies = _b(out)

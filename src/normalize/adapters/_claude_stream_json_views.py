@@ -138,6 +138,7 @@ class _Result(Struct, frozen=True, kw_only=True, gc=False, rename={"model_usage"
     errors: list[str] = []
     stop_reason: str | None = None
     terminal_reason: str | None = None
+    api_error_status: Raw = NULL  # the HTTP status of a failed API call (read only as present or not)
     total_cost_usd: float | None = None
     usage: Usage | None = None
     model_usage: dict[str, _ModelUsage] | None = None

@@ -1252,4 +1252,11 @@ def _stop_reason(
 
 def _error_info(r: _Result) -> ErrorInfo:
     message = "; ".join(r.errors) or r.result or r.subtype
-    return ErrorInfo(message=message, error_type=r.terminal_reason if r.subtype == "success" else r.subtype)
+    if r.subtype != "success":
+        return ErrorInfo(message=message, error_type=r.subtype)
+    # a ``success`` that is an error: the terminal reason names it (``api_error`` in 2.1.332);
+    # 2.1.142 says ``completed`` there, and only ``api_error_status`` tells the API failed
+    reason = r.terminal_reason if r.terminal_reason != "completed" else None
+    if reason is None and present(r.api_error_status) is not None:
+        reason = "api_error"
+    return ErrorInfo(message=message, error_type=reason)
