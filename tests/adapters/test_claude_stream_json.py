@@ -33,6 +33,7 @@ from normalize import (
     SessionCreated,
     SessionEvent,
     SessionUpdate,
+    Subagent,
     Task,
     ToolCall,
     ToolChangeApplied,
@@ -475,6 +476,29 @@ def test_a_cut_off_stream_reports_the_open_call_and_the_cut() -> None:
     assert any(isinstance(b, WarningBody) and "t9" in b.message for b in bodies)
     assert any(isinstance(b, Error) and b.error_type == "cut-off" for b in bodies)
     assert isinstance(bodies[-1], TurnComplete) and bodies[-1].reason == "interrupt"
+
+
+def test_a_foreground_agents_summary_that_only_repeats_its_description_is_not_its_result() -> None:
+    # Claude Code 2.1.142: the task_notification of a foreground agent says the task's
+    # description as its summary; the agent's answer is in the Agent call's result
+    task = {"description": "Say hi", "prompt": "SUBTASK: say hi", "subagent_type": "general-purpose"}
+    spawn = {"type": "tool_use", "id": "t1", "name": "Agent", "input": task}
+    started = {"type": "system", "subtype": "task_started", "task_id": "a1", "tool_use_id": "t1",
+               "description": "Say hi", "task_type": "local_agent", "session_id": "n1"}  # fmt: skip
+    notified = {"type": "system", "subtype": "task_notification", "task_id": "a1", "tool_use_id": "t1",
+                "status": "completed", "summary": "Say hi", "usage": {"total_tokens": 121},
+                "session_id": "n1"}  # fmt: skip
+    answer = [{"type": "text", "text": "hi"}]
+    result = _tool_result("t1", answer, {"status": "completed", "agentId": "a1", "content": answer, "totalTokens": 144})
+    subs = [b for b in _b(_run(INIT, _assistant(spawn), started, notified, result, RESULT)) if isinstance(b, Subagent)]
+    assert [(s.phase, s.result) for s in subs if s.phase != "progress"] == [("started", None), ("completed", "hi")]
+    # a summary that is the agent's report still ends it, with that report (2.1.332)
+    reported = {**notified, "summary": "hi from the report"}
+    subs = [b for b in _b(_run(INIT, _assistant(spawn), started, reported, result, RESULT)) if isinstance(b, Subagent)]
+    assert [(s.phase, s.result) for s in subs if s.phase != "progress"] == [
+        ("started", None),
+        ("completed", "hi from the report"),
+    ]
 
 
 def test_a_sub_agents_call_denied_by_a_rule_is_named_as_it_started() -> None:

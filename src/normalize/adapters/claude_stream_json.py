@@ -915,6 +915,18 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
         return self._task_end(line, status)
 
     def _task_notification(self, line: _System) -> list[Item]:
+        call_id = self._task_call.get(line.task_id or "")
+        call = self.calls.get(call_id) if call_id is not None else None
+        if call is not None and line.summary is not None and line.summary == call.title:
+            # 2.1.142: a foreground agent's summary is only its task's description (the
+            # Agent call's title), not its answer; the Agent call's result, still to come,
+            # has the answer and ends the sub-agent
+            sub = call.call_id
+            return [
+                Subagent(
+                    subagent_id=sub, phase="progress", activity=line.status, stats=present(line.usage), call_id=sub
+                )
+            ]
         return self._task_end(line, line.status, result=line.summary)
 
     def _permission_denied(self, line: _System) -> list[Item]:
