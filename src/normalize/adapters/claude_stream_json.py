@@ -31,6 +31,10 @@ Facts (Claude Code 2.1.332 unless said otherwise; docs in adapters/claude-stream
   synthetic ``assistant`` line (``model: "<synthetic>"``,
   ``is_api_error_message: true``, ``error``); the error subtypes
   (``error_max_turns``, ``error_during_execution``, ...) carry ``errors[]``.
+  The ``result`` says ``terminal_reason: "api_error"``; 2.1.142 says
+  ``"completed"`` there, and only ``api_error_status`` tells the call failed.
+* ``system/api_retry``'s ``retry_delay_ms`` is a float in 2.1.142 (an int in
+  2.1.332).
 * An interrupt (client ``control_request`` ``interrupt``) leaves the partial
   ``assistant`` line with ``aborted: true``, a ``user`` text line
   ``[Request interrupted by user]``, and ``result/error_during_execution`` with
@@ -42,7 +46,9 @@ Facts (Claude Code 2.1.332 unless said otherwise; docs in adapters/claude-stream
 * Sub-agent lines carry ``parent_tool_use_id`` (the spawning ``Agent`` call) and
   ``agent_id`` (= ``task_id`` of the ``system/task_*`` lines); a foreground
   sub-agent's text is not printed unless ``--forward-subagent-text``.  The tool is
-  ``Agent`` in ``tool_use`` blocks but ``Task`` in ``init.tools``.
+  ``Agent`` in ``tool_use`` blocks but ``Task`` in ``init.tools``.  A foreground
+  agent's ``task_notification.summary`` is its answer; in 2.1.142 it is the task's
+  description, and only the ``Agent`` call's result has the answer.
 * ``--replay-user-messages`` echoes each stdin prompt back as a ``user`` line with
   ``isReplay: true`` after that turn's ``init``.
 * Control request ids: the client's are its own strings, the CLI's are UUIDs;
