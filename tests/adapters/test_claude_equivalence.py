@@ -13,10 +13,19 @@ from typing import Any
 import pytest
 
 from helpers import ADAPTERS, convert_records, records_of
-from normalize import EventEnvelope, SessionEvent, SessionInput, find_inputs
+from normalize import AssistantMessage, EventEnvelope, SessionEvent, SessionInput, Subagent, find_inputs
 
-STREAM = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.332"
-TRANSCRIPT = ADAPTERS / "claude-transcript" / "captures" / "claude-code-2.1.332"
+#: the Claude Code versions recorded both ways by the same runs, and how many cases each shares
+VERSIONS = {"2.1.142": 15, "2.1.332": 26}
+
+
+def _stream_dir(version: str) -> Path:
+    return ADAPTERS / "claude-stream-json" / "captures" / f"claude-code-{version}"
+
+
+def _transcript_dir(version: str) -> Path:
+    return ADAPTERS / "claude-transcript" / "captures" / f"claude-code-{version}"
+
 
 #: body kinds only one of the two formats carries, and why
 ONLY_ONE_SIDE = {
@@ -43,6 +52,13 @@ CASE_EXCEPTIONS: dict[tuple[str, str], str] = {
     "so the turn boundaries move; the transcript ends turn 1 before the task notification",
     ("20-output-format-json", "everything"): "--output-format json prints only the result line",
     ("28-resume", "first-run"): "the session file holds both runs; stdout of 28-resume only the resumed one",
+}
+
+#: what one version's case lacks on one side, and why: (version, case, what) -> reason
+VERSION_EXCEPTIONS: dict[tuple[str, str, str], str] = {
+    ("2.1.142", "15-permission-stdio-deny", "refusal-as-output"): "2.1.142's session file does not say the "
+    "call was refused (no toolDenialKind, no permissionDecision): the refusal is written as a failed "
+    "command's output, as before 2.1; stdout has the control protocol's answer",
 }
 
 
@@ -98,34 +114,48 @@ def _events(paths: list[Path], protocol: str) -> list[EventEnvelope]:
     return [e.event for e in convert_records(records_of(paths), protocol) if isinstance(e, SessionEvent)]
 
 
-def _cases() -> list[str]:
-    if not STREAM.is_dir():
+def _cases(version: str) -> list[str]:
+    stream, transcript = _stream_dir(version), _transcript_dir(version)
+    if not stream.is_dir():
         return []
-    names = sorted(p.name for p in TRANSCRIPT.iterdir())
-    return [c for c in names if (STREAM / f"{c}.jsonl").exists() or (STREAM / f"{c}.tap.jsonl").exists()]
+    names = sorted(p.name for p in transcript.iterdir())
+    return [c for c in names if (stream / f"{c}.jsonl").exists() or (stream / f"{c}.tap.jsonl").exists()]
 
 
-CASES = _cases()
+CASES = [(v, c) for v in VERSIONS for c in _cases(v)]
 
 
-def _pair(case: str) -> tuple[dict[str | None, list[tuple[Any, ...]]], dict[str | None, list[tuple[Any, ...]]]]:
-    stream = STREAM / f"{case}.jsonl"
+CASE_IDS = [f"{v}/{c}" for v, c in CASES]
+
+
+def _files(version: str, case: str) -> tuple[Path, SessionInput]:
+    """The case's stdout capture, and its session files as one input."""
+    stream = _stream_dir(version) / f"{case}.jsonl"
     if not stream.exists():
-        stream = STREAM / f"{case}.tap.jsonl"
-    (main,) = sorted((TRANSCRIPT / case).glob("*.jsonl"))
+        stream = _stream_dir(version) / f"{case}.tap.jsonl"
+    (main,) = sorted((_transcript_dir(version) / case).glob("*.jsonl"))
     (inp,) = [i for i in find_inputs([main], protocol="claude-transcript") if isinstance(i, SessionInput)]
+    return stream, inp
+
+
+def _pair(
+    version: str, case: str
+) -> tuple[dict[str | None, list[tuple[Any, ...]]], dict[str | None, list[tuple[Any, ...]]]]:
+    stream, inp = _files(version, case)
     live = _threads(_events([stream], "claude-stream-json"))
     stored = _threads(_events(inp.paths, "claude-transcript"))
     return live, stored
 
 
 def test_every_shared_scenario_is_compared() -> None:
-    assert len(CASES) == 26
+    assert {v: len(_cases(v)) for v in VERSIONS} == VERSIONS
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_live_and_stored_give_the_same_bodies(case: str) -> None:
-    live, stored = _pair(case)
+@pytest.mark.parametrize(("version", "case"), CASES, ids=CASE_IDS)
+def test_live_and_stored_give_the_same_bodies(version: str, case: str) -> None:
+    live, stored = _pair(version, case)
+    if (version, case, "refusal-as-output") in VERSION_EXCEPTIONS:
+        stored[None] = [k for k in stored[None] if k[0] != "command-output"]
     if (case, "everything") in CASE_EXCEPTIONS:
         assert live.get(None, []) == [k for k in stored.get(None, []) if k[0] in ("turn-start", "turn-complete")]
         return
@@ -144,14 +174,32 @@ def test_live_and_stored_give_the_same_bodies(case: str) -> None:
         assert theirs == mine, f"thread {thread}"
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_live_and_stored_give_the_same_session_id(case: str) -> None:
-    stream = STREAM / f"{case}.jsonl"
-    if not stream.exists():
-        stream = STREAM / f"{case}.tap.jsonl"
-    (main,) = sorted((TRANSCRIPT / case).glob("*.jsonl"))
-    (inp,) = [i for i in find_inputs([main], protocol="claude-transcript") if isinstance(i, SessionInput)]
+@pytest.mark.parametrize(("version", "case"), CASES, ids=CASE_IDS)
+def test_live_and_stored_give_the_same_session_id(version: str, case: str) -> None:
+    stream, inp = _files(version, case)
     live = {e.session_id for e in _events([stream], "claude-stream-json")}
     stored = {e.session_id for e in _events(inp.paths, "claude-transcript")}
     assert live & stored, (live, stored)  # the session the transcript stores is the one streamed
     assert {e.agent for e in _events([stream], "claude-stream-json")} == {"claude-code"}
+
+
+def _subagent_ends(events: list[EventEnvelope]) -> list[tuple[str | None, str, str | None]]:
+    return [
+        (e.body.subagent_id, e.body.phase, e.body.result)
+        for e in events
+        if isinstance(e.body, Subagent) and e.body.phase not in ("started", "progress")
+    ]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_foreground_sub_agent_ends_once_with_its_answer_live_and_stored(version: str) -> None:
+    """What the sub-agent answered is its result, read from stdout or from its files (2.1.142's
+    task_notification summarizes the task by its description: that is not the answer)."""
+    stream, inp = _files(version, "12-subagent-task")
+    stored_events = _events(inp.paths, "claude-transcript")
+    live = _subagent_ends(_events([stream], "claude-stream-json"))
+    stored = _subagent_ends(stored_events)
+    assert live == stored
+    ((sub, phase, result),) = live
+    answers = [e.body.text for e in stored_events if isinstance(e.body, AssistantMessage) and e.subagent_id == sub]
+    assert (phase, result) == ("completed", answers[-1])

@@ -208,7 +208,9 @@ def test_turn_usage_excludes_subagents_and_session_usage_is_cumulative() -> None
     assert [u.cost.amount for u in multi if u.scope == "turn"] == [0.050588, 0.051528]
 
 
-@pytest.mark.parametrize(("version", "exit_code"), [("1.0.98", None), ("2.0.0", None), ("2.0.76", 2), ("2.1.332", 2)])
+@pytest.mark.parametrize(
+    ("version", "exit_code"), [("1.0.98", None), ("2.0.0", None), ("2.0.76", 2), ("2.1.142", 2), ("2.1.332", 2)]
+)
 def test_bash_error_has_exit_code_and_output(version: str, exit_code: int | None) -> None:
     """The same failed command, every version: what it printed; its exit code where Claude
     Code says it (up to 2.0.0 it writes only what the command printed to stderr)."""
@@ -223,6 +225,21 @@ def test_bash_error_has_exit_code_and_output(version: str, exit_code: int | None
     )
 
 
+@pytest.mark.parametrize("version", ["2.1.142", "2.1.332"])
+def test_api_retries_are_warnings_and_a_failed_call_ends_with_an_api_error(version: str) -> None:
+    """The same HTTP 529 retried twice, then given up, and an HTTP 400: each 2.1 release says it
+    in its own words (2.1.142: fractional retry delays, terminal_reason "completed")."""
+    kit = ADAPTERS / "claude-stream-json" / "captures" / f"claude-code-{version}"
+    events = _events(kit / "18-api-error-529-retries.jsonl")
+    assert [e.error_type for e in _bodies(events, Error)] == ["server_error"]
+    retries = [w.message for w in _bodies(events, WarningBody) if w.source == "api_retry"]
+    assert [m.split("; ")[1].split(" in ")[0] for m in retries] == ["retry 1/2", "retry 2/2"]
+    for case in ("17-api-error-400.jsonl", "18-api-error-529-retries.jsonl"):
+        (done,) = [e for e in convert_capture(kit / case) if isinstance(e, MessageCompleted)]
+        assert done.result.stop_reason == "error"
+        assert done.result.error is not None and done.result.error.error_type == "api_error"
+
+
 def test_refused_command_has_no_command_output() -> None:
     for case in ("14-permission-denied-print.jsonl", "15-permission-stdio-deny.tap.jsonl"):
         events = _events(KIT / case)
@@ -230,7 +247,7 @@ def test_refused_command_has_no_command_output() -> None:
         assert [b.phase for b in _bodies(events, ToolCall)][-1] == "failed"
 
 
-@pytest.mark.parametrize("version", ["1.0.98", "2.0.0", "2.0.76", "2.1.332"])
+@pytest.mark.parametrize("version", ["1.0.98", "2.0.0", "2.0.76", "2.1.142", "2.1.332"])
 @pytest.mark.parametrize("case", ["15-permission-stdio-deny", "16-permission-stdio-allow"])
 def test_a_permission_request_names_its_call_and_a_denied_call_did_not_run(version: str, case: str) -> None:
     """Before 2.0.76 ``can_use_tool`` does not say which call it asks for, and no
