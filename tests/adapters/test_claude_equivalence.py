@@ -133,8 +133,10 @@ def _files(version: str, case: str) -> tuple[Path, SessionInput]:
     stream = _stream_dir(version) / f"{case}.jsonl"
     if not stream.exists():
         stream = _stream_dir(version) / f"{case}.tap.jsonl"
-    (main,) = sorted((_transcript_dir(version) / case).glob("*.jsonl"))
-    (inp,) = [i for i in find_inputs([main], protocol="claude-transcript") if isinstance(i, SessionInput)]
+    # the folder, as a user names it: the session's file with its sub-agents' (beside it up to
+    # 2.0.x, in subagents/ since 2.1)
+    folder = _transcript_dir(version) / case
+    (inp,) = [i for i in find_inputs([folder], protocol="claude-transcript") if isinstance(i, SessionInput)]
     return stream, inp
 
 
@@ -191,10 +193,28 @@ def _subagent_ends(events: list[EventEnvelope]) -> list[tuple[str | None, str, s
     ]
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+#: every version whose sub-agent case was recorded both ways (before 2.1.142 only that case is compared)
+SUBAGENT_VERSIONS = sorted(
+    {
+        p.parent.name.removeprefix("claude-code-")
+        for p in ADAPTERS.glob("claude-stream-json/captures/*/12-subagent-task.*")
+    }
+    & {
+        p.parent.name.removeprefix("claude-code-")
+        for p in ADAPTERS.glob("claude-transcript/captures/*/12-subagent-task")
+    }
+)
+
+
+def test_the_sub_agent_case_is_compared_for_every_version_recorded_both_ways() -> None:
+    assert {"1.0.98", "2.0.0", "2.0.76", *VERSIONS} <= set(SUBAGENT_VERSIONS)
+
+
+@pytest.mark.parametrize("version", SUBAGENT_VERSIONS)
 def test_a_foreground_sub_agent_ends_once_with_its_answer_live_and_stored(version: str) -> None:
     """What the sub-agent answered is its result, read from stdout or from its files (2.1.142's
-    task_notification summarizes the task by its description: that is not the answer)."""
+    task_notification summarizes the task by its description: that is not the answer; before
+    2.0.76 stdout's tool result carries no ``tool_use_result``: the call's result is the answer)."""
     stream, inp = _files(version, "12-subagent-task")
     stored_events = _events(inp.paths, "claude-transcript")
     live = _subagent_ends(_events([stream], "claude-stream-json"))

@@ -380,6 +380,7 @@ def call_finished(
     *,
     subagent_done: bool = False,
     executed: bool = True,
+    unreported: bool = False,
 ) -> list[Body]:
     """Bodies for a ``tool_result`` block: outputs first, then the terminal ``tool-call``.
 
@@ -391,7 +392,9 @@ def call_finished(
     ``subagent_done`` is False, i.e. no task line ended it before).
     ``executed=False`` (a call refused or cancelled before it ran, e.g.
     ``non_execution_kind`` in stream-json's ``tool_result_meta``) gives no output
-    and no exit code: only the terminal bodies.
+    and no exit code: only the terminal bodies.  ``unreported``: the line carries no
+    ``tool_use_result`` at all (stream-json before 2.0.76): a sub-agent's successful
+    result is then its answer, and ends it.
     """
     content = present(content) if content is not None else None
     category = tool_category(tool)
@@ -452,6 +455,8 @@ def call_finished(
                     call_id=call_id,
                 )
             )
+        elif unreported:
+            out.append(Subagent(subagent_id=call_id, phase="completed", result=text, call_id=call_id))
     out.append(
         ToolCall(
             call_id=call_id,

@@ -1075,6 +1075,7 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
                 decode_tool_result(line.tool_use_result) if single and reads_result(tool) else None,
                 subagent_done=call_id in self._subagent_done,
                 executed=(meta is None or meta.non_execution_kind is None) and call_id not in self._denied,
+                unreported=present(line.tool_use_result) is None,
             )
             self._subagent_done.discard(call_id)
             self._denied.discard(call_id)
