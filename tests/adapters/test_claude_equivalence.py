@@ -223,3 +223,13 @@ def test_a_foreground_sub_agent_ends_once_with_its_answer_live_and_stored(versio
     ((sub, phase, result),) = live
     answers = [e.body.text for e in stored_events if isinstance(e.body, AssistantMessage) and e.subagent_id == sub]
     assert (phase, result) == ("completed", answers[-1])
+
+
+@pytest.mark.parametrize(("version", "case"), CASES, ids=CASE_IDS)
+def test_every_sub_agent_ends_with_the_same_result_live_and_stored(version: str, case: str) -> None:
+    """How each sub-agent ended and what it answered, read live or stored: the same words (2.1.332
+    puts a note of the tools the sub-agent used before its report in the stored result: no answer)."""
+    stream, inp = _files(version, case)
+    assert _subagent_ends(_events([stream], "claude-stream-json")) == _subagent_ends(
+        _events(inp.paths, "claude-transcript")
+    )

@@ -213,6 +213,26 @@ def text_of(content: Raw | None) -> str:
     return content_text(value)
 
 
+#: a text block Claude Code (2.1.3xx) puts before a sub-agent's report, for the parent model: the
+#: tools the sub-agent used, no part of its answer (stdout's task_notification leaves it out)
+_HARNESS_NOTE = re.compile(r"\s*<tools-used-before-summary>[^<]*</tools-used-before-summary>\s*")
+
+
+def _answer_of(content: Raw | None) -> str:
+    """A sub-agent's answer in its result's ``content``: the text blocks, less Claude Code's notes."""
+    if content is None or present(content) is None:
+        return ""
+    try:
+        value = _TEXT_CONTENT.decode(content)
+    except msgspec.ValidationError:
+        return ""
+    if value is None or isinstance(value, str):
+        return value or ""
+    return "".join(
+        b.text for b in value if b.type == "text" and b.text is not None and _HARNESS_NOTE.fullmatch(b.text) is None
+    )
+
+
 def content_text(content: str | Sequence[ContentBlock | _TextBlock] | None) -> str:
     """The text of a ``content`` already decoded: a string, or its text blocks joined."""
     if content is None:
@@ -449,7 +469,7 @@ def call_finished(
                 Subagent(
                     subagent_id=call_id,
                     phase="completed",
-                    result=text_of(view.content) or text,
+                    result=_answer_of(view.content) or text,
                     stats={k: v for k, v in stats.items() if v is not None} or None,
                     model=view.resolved_model,
                     call_id=call_id,
