@@ -358,6 +358,9 @@ def _offered_codex_tools(step: Step, tools: Any) -> Step:
     current Codex offers them.  Older versions offer ``shell {command: argv, workdir}``
     and ``apply_patch`` as a function with ``{input}``, or no ``apply_patch`` at all (the
     patch then goes through ``shell`` as ``["apply_patch", patch]``, which Codex runs itself).
+    A tool the scripts call inside a namespace (``collaboration``, as 0.171 offers it) goes
+    without one to a Codex that offers it as a plain function (0.142's ``spawn_agent``): a
+    namespaced call it does not know is refused ("unsupported call").
     """
     offered = {(t.get("type"), t.get("name")) for t in tools or () if isinstance(t, dict)}
     names = {name for _, name in offered}
@@ -370,6 +373,13 @@ def _offered_codex_tools(step: Step, tools: Any) -> Step:
             if "workdir" in b.input:
                 args["workdir"] = b.input["workdir"]
             b = Tool("shell", args)
+        elif (
+            isinstance(b, Tool)
+            and b.namespace is not None
+            and ("namespace", b.namespace) not in offered
+            and ("function", b.name) in offered
+        ):
+            b = replace(b, namespace=None)
         elif isinstance(b, Tool) and b.name == "apply_patch" and b.custom and ("custom", "apply_patch") not in offered:
             if "apply_patch" in names:
                 b = Tool("apply_patch", {"input": b.input["input"]})
