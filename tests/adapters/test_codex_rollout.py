@@ -620,6 +620,36 @@ def test_an_aborted_turn_closes_its_open_calls_as_failed() -> None:
     assert (out[5]["server"], out[5]["tool"]) == ("docs", "search_docs")
 
 
+META_142 = env("2026-12-04T19:00:00.000Z", "session_meta", id="s1", cwd="/w", cli_version="0.142.2")
+
+
+def test_a_patch_whose_end_alone_carries_its_changes_gives_their_diffs() -> None:
+    """0.142 writes no patch_apply_begin: patch_apply_end's changes are the diffs, in the
+    order of the patch (an update's unified diff, an added file's content as a hunk)."""
+    t = "2026-12-04T19:00:00.000Z"
+    patch = "*** Begin Patch\n*** Update File: a.txt\n-a\n+b\n*** Add File: notes.txt\n+some notes\n*** End Patch\n"
+    changes = {
+        "/w/notes.txt": {"type": "add", "content": "some notes\n"},
+        "/w/a.txt": {"type": "update", "unified_diff": "@@ -1 +1 @@\n-a\n+b\n", "move_path": None},
+    }
+    out = convert_lines(
+        META_142,
+        env(t, "event_msg", type="task_started", turn_id="t1"),
+        env(t, "response_item", type="custom_tool_call", name="apply_patch", input=patch, call_id="p1"),
+        env(t, "event_msg", type="patch_apply_end", call_id="p1", turn_id="t1", success=True, changes=changes),
+        env(t, "event_msg", type="task_complete", turn_id="t1"),
+    )
+    diffs = [(b["path"], b["changeKind"], b["diff"]) for b in out if b["kind"] == "file-diff"]
+    assert diffs == [
+        ("/w/a.txt", "update", "@@ -1 +1 @@\n-a\n+b\n"),
+        ("/w/notes.txt", "add", "@@ -0,0 +1,1 @@\n+some notes\n"),
+    ]
+    assert [(b["phase"], b["callId"]) for b in out if b["kind"] == "tool-call"] == [
+        ("started", "p1"),
+        ("completed", "p1"),
+    ]
+
+
 def test_detection_tells_rollouts_from_other_codex_streams() -> None:
     rollout = ADAPTERS / "codex-rollout/captures/codex-0.169.0/exec-mixed_items.jsonl"
     sample = [(line, "agent") for line in rollout.read_bytes().splitlines()[:20]]

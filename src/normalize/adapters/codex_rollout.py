@@ -894,6 +894,11 @@ class CodexRolloutAdapter(BuiltinAdapter):
         note = _note(self.calls.get(call_id))
         if not isinstance(note, _Patch):
             return [Passthrough()]
+        if event.changes:
+            # 0.142 writes no patch_apply_begin: the end's changes are the first to carry
+            # the diffs (the call's start read only the paths of the patch's headers)
+            ended = [_change(path, _patch_change_decoder.decode(raw)) for path, raw in event.changes.items()]
+            note.changes = _merged_changes(note.changes, ended)
         status = "completed" if event.success else "failed"
         return list(ci.file_change_finished(call_id, note.changes, status, note.seen))
 
@@ -1062,6 +1067,14 @@ def _patch_changes(patch: str, cwd: str | None) -> list[ci.Change]:
         if line.startswith("*** Move to: ") and changes:
             changes[-1] = structs.replace(changes[-1], move_path=line[len("*** Move to: ") :].strip())
     return changes
+
+
+def _merged_changes(known: list[ci.Change], told: list[ci.Change]) -> list[ci.Change]:
+    """``known`` (in its order) with each file ``told`` about replaced by what it says,
+    then the files only ``told`` names."""
+    by_path = {c.path: c for c in told}
+    merged = [by_path.pop(c.path, c) for c in known]
+    return merged + list(by_path.values())
 
 
 def _change(path: str, change: _PathChange) -> ci.Change:
