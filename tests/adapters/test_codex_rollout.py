@@ -650,6 +650,31 @@ def test_a_patch_whose_end_alone_carries_its_changes_gives_their_diffs() -> None
     ]
 
 
+def test_a_sub_agent_activity_event_starts_the_sub_agent_the_call_spawned() -> None:
+    """0.142 stores a spawn as an event_msg ``sub_agent_activity`` (0.171: an item_completed
+    SubAgentActivity item), whose ``event_id`` is the spawning call's id."""
+    t = "2026-12-04T19:00:00.000Z"
+    args = '{"task_name": "lister", "message": "SUBTASK", "fork_turns": "none"}'
+    activity = {
+        "type": "sub_agent_activity",
+        "event_id": "c1",
+        "occurred_at_ms": 1,
+        "agent_thread_id": "th2",
+        "agent_path": "/root/lister",
+        "kind": "started",
+    }
+    out = convert_lines(
+        META_142,
+        env(t, "event_msg", type="task_started", turn_id="t1"),
+        env(t, "response_item", type="function_call", name="spawn_agent", arguments=args, call_id="c1"),
+        {"timestamp": t, "type": "event_msg", "payload": activity},
+    )
+    subs = [b for b in out if b["kind"] in ("subagent", "task")]
+    assert [(b["kind"], b["phase"]) for b in subs] == [("subagent", "started"), ("task", "started")]
+    assert (subs[0]["subagentId"], subs[0]["callId"], subs[0]["name"]) == ("th2", "c1", "/root/lister")
+    assert (subs[1]["taskId"], subs[1]["parentCallId"], subs[1]["taskKind"]) == ("th2", "c1", "collab")
+
+
 def test_detection_tells_rollouts_from_other_codex_streams() -> None:
     rollout = ADAPTERS / "codex-rollout/captures/codex-0.169.0/exec-mixed_items.jsonl"
     sample = [(line, "agent") for line in rollout.read_bytes().splitlines()[:20]]

@@ -165,6 +165,11 @@ class _Event(Struct, frozen=True, gc=False):
     invocation: _Invocation | None = None
     result: Raw = ci.NULL
     query: str | None = None
+    # ``sub_agent_activity`` (0.142; 0.171 stores a ``SubAgentActivity`` item instead)
+    event_id: str | None = None
+    kind: str | None = None
+    agent_thread_id: str | None = None
+    agent_path: str | None = None
     # ``token_count`` up to about 0.2x: the last request's usage, flat
     input_tokens: int | None = None
     cached_input_tokens: int = 0

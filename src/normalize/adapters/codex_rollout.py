@@ -356,6 +356,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
             "agent_reasoning": self._agent_reasoning,
             "token_count": self._token_count,
             "item_completed": self._item_completed,
+            "sub_agent_activity": self._sub_agent_activity,
             "exec_command_begin": self._exec_begin,
             "exec_command_end": self._exec_end,
             "patch_apply_begin": self._patch_begin,
@@ -937,6 +938,18 @@ class CodexRolloutAdapter(BuiltinAdapter):
         if handler is None:
             return [Passthrough(method=f"event_msg:item_completed:{item.type}")]
         return handler(item)
+
+    def _sub_agent_activity(self, event: _Event) -> list[Item]:
+        """0.142's event of what 0.171 stores as a ``SubAgentActivity`` item (id: the
+        spawning call's, ``event_id``)."""
+        item = _CoreItem(
+            type="SubAgentActivity",
+            id=event.event_id or "",
+            kind=event.kind,
+            agent_thread_id=event.agent_thread_id,
+            agent_path=event.agent_path,
+        )
+        return self._core_subagent(item)
 
     def _core_subagent(self, item: _CoreItem) -> list[Item]:
         """A sub-agent thread started or ended (its events are in its own rollout file,
