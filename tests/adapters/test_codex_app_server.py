@@ -31,6 +31,8 @@ from normalize import (
     SessionEvent,
     SessionResumed,
     SessionUpdate,
+    Subagent,
+    Task,
     ToolCall,
     TurnComplete,
     TurnStart,
@@ -462,6 +464,32 @@ def test_calls_in_flight_at_an_interrupt_end_failed_with_what_their_start_said()
     # the streamed output is not repeated, and no call was left for the core to settle
     assert [e.body.delta for e in events if isinstance(e.body, CommandOutput)] == ["cc -c a.c\n"]
     assert not [e for e in events if isinstance(e.body, WarningBody)]
+
+
+def test_a_spawn_said_only_at_its_end_starts_the_sub_agent_and_ends_it_when_told() -> None:
+    """0.142 sends a ``subAgentActivity`` only as ``item/completed``: the spawn's call and
+    the sub-agent start there, and a later ``completed`` notice ends the sub-agent."""
+    spawn = {"type": "subAgentActivity", "id": "s", "kind": "started", "agentThreadId": "th2", "agentPath": "/a"}
+    done = {**spawn, "id": "subagent-completed-1", "kind": "completed"}
+    events = converse(
+        ("agent", {"method": "turn/started", "params": {"threadId": "th", "turn": TURN}}),
+        *[("agent", {"method": "item/completed", "params": {"item": i, "turnId": "u"}}) for i in (spawn, done)],
+    )
+    said = [
+        (type(e.body).__name__, e.body.phase)
+        for e in events
+        if isinstance(e.body, (ToolCall, Subagent, Task)) and e.native.protocol != "core"
+    ]
+    assert said == [
+        ("ToolCall", "started"),
+        ("Subagent", "started"),
+        ("Task", "started"),
+        ("ToolCall", "completed"),
+        ("Subagent", "completed"),
+        ("Task", "completed"),
+    ]
+    subs = [e.body for e in events if isinstance(e.body, Subagent)]
+    assert {(b.subagent_id, b.call_id, b.name) for b in subs} == {("th2", "s", "/a")}
 
 
 def test_a_dynamic_tool_call_answered_by_the_client_ends_named_by_its_start() -> None:

@@ -680,10 +680,18 @@ class CodexAppServerAdapter(BuiltinAdapter):
         return out
 
     def _completed_subagent(self, raw: Raw, note: _Note | None) -> list[Body]:
+        """The end of a ``subAgentActivity`` item: a spawn's call ends; another notice was
+        said at its start.  0.142 sends only ``item/completed`` (and thread/resume history
+        has no starts): a spawn not started yet starts with its end, a sub-agent still running
+        ends."""
         v = _SUB_AGENT.decode(raw)
         if v.kind != "started":
-            return []  # the notice was said at its start
-        return [ToolCall(call_id=v.id, tool="spawnAgent", phase="completed", category="other", title=v.agent_path)]
+            running = v.kind in ("completed", "interrupted") and v.agent_thread_id in self._subagents
+            return self._started_subagent(raw, None) if running else []
+        end = ToolCall(call_id=v.id, tool="spawnAgent", phase="completed", category="other", title=v.agent_path)
+        if note is None and v.agent_thread_id not in self._subagents:
+            return [*self._started_subagent(raw, None), end]
+        return [end]
 
     def _started_compaction(self, raw: Raw, note: _Note | None) -> list[Body]:
         return [ci.compaction(_ITEM_HEAD.decode(raw).id, "in_progress")]
