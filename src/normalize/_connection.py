@@ -26,7 +26,9 @@ Rules (docs/adapters.md, "Several sessions on one connection"):
 * A session that another one says it spawned (``Routing.spawned_in``: a Codex
   sub-agent's thread, named in its parent's ``item/started``) is a new Session
   when its first message comes, linked to the spawning one (``parentId``) and
-  announced at once (:meth:`Session.spawned_by`).
+  announced at once (:meth:`Session.spawned_by`).  One that spoke first (Codex 0.142
+  says a spawn after the sub-agent's first notifications) is linked when its parent
+  says so, unless it was announced already (its record is out).
 * Memory: the requests awaiting a response are bounded (:data:`PENDING`, the
   oldest forgotten in O(1); its response then goes to the last Session), and so
   is the handshake (:data:`HANDSHAKE` messages).
@@ -180,7 +182,7 @@ class Connection:
         target = self._route(view, message, from_, out)
         mark = self._spawn_marks.get(view.method) if view.method is not None else None
         if mark is not None and message.find(mark) >= 0:
-            self._note_spawn(view.method, message, target)
+            out += self._note_spawn(view.method, message, target)
         if self._in_handshake and len(self._handshake) < HANDSHAKE:
             self._handshake.append((message, from_, t))
         self._last = target
@@ -284,14 +286,19 @@ class Connection:
                 self._requests.popitem(last=False)
         return session
 
-    def _note_spawn(self, method: str, message: bytes, parent: Session) -> None:
-        """A session says it spawned another one: remember which, until that one is named."""
+    def _note_spawn(self, method: str, message: bytes, parent: Session) -> list[_Core]:
+        """A session says it spawned another one: remember which, until that one is named;
+        one named already is linked now (what it held comes out first)."""
         child = _at(message, ("params", *self._routing.spawned_in[method]))
-        if child is None or child in self._by_key or child in self._spawned:
-            return
+        if child is None or child in self._spawned:
+            return []
+        named = self._by_key.get(child)
+        if named is not None:  # it spoke before its parent said it spawned it
+            return named.spawned_by(parent.session_id, child) if named is not parent else []
         self._spawned[child] = parent
         if len(self._spawned) > PENDING:
             self._spawned.popitem(last=False)
+        return []
 
     def _unbound(self, out: list[_Core], *, opener: bool, key: str | None = None) -> Session:
         """The first Session while it is free, else a new one fed the handshake.

@@ -457,12 +457,19 @@ class Session:
         self._set_state(out, "failed" if self._failed else "ended")
         return out
 
-    def spawned_by(self, parent_id: str | None, native_id: str) -> None:
+    def spawned_by(self, parent_id: str | None, native_id: str) -> list[_Core]:
         """This session is a sub-agent's (its native id ``native_id``, the id the parent's
         ``subagent`` events give it) that session ``parent_id`` spawned: its record says
-        ``parentId``, and it is announced at once (its own messages may never name it)."""
+        ``parentId``, and it is announced at once (its own messages may never name it):
+        at its first message, or now, with the events it held, when it was fed already.
+        A session already announced stays as it is: its record is out."""
+        if self._created or self._closed:
+            return []
         record = SessionRecord(id="", agent="", protocol="", native_session_id=native_id, parent_id=parent_id)
         self._spawned = _SessionCreated(session_id="", record=record)
+        if self._first is None:
+            return []
+        return self._dispatch([], None, None)
 
     # ----------------------------------------------------------------- private
 

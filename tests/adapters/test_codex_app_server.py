@@ -492,6 +492,40 @@ def test_a_spawn_said_only_at_its_end_starts_the_sub_agent_and_ends_it_when_told
     assert {(b.subagent_id, b.call_id, b.name) for b in subs} == {("th2", "s", "/a")}
 
 
+def _notice(method: str, thread: str, **params: Any) -> bytes:
+    return json.dumps({"method": method, "params": {"threadId": thread, **params}}).encode()
+
+
+def test_a_sub_agent_thread_heard_before_its_spawn_is_linked_to_its_parent() -> None:
+    """0.142 sends a sub-agent thread's first notifications before the parent's
+    ``item/completed`` that names it: that thread is still linked to its parent (the same
+    session id as its own rollout), and what it said first comes out first."""
+    conn = Connection(CodexAppServerAdapter, clock=fixed_clock)
+    thread = {"id": "th", "cwd": "/p", "cliVersion": "0.142.2"}
+    spawn = {"type": "subAgentActivity", "id": "s", "kind": "started", "agentThreadId": "th2", "agentPath": "/a"}
+    out: list[_Core] = []
+    for msg in (
+        json.dumps({"method": "thread/started", "params": {"thread": thread}}).encode(),
+        _notice("turn/started", "th", turn=TURN),
+        _notice("warning", "th2", message="sub-agent heard first"),
+        _notice("item/completed", "th", item=spawn, turnId="u"),
+        _notice("turn/started", "th2", turn={**TURN, "id": "u2"}),
+    ):
+        out += conn.feed(msg)
+    out += conn.close()
+    created = [e for e in out if isinstance(e, SessionCreated)]
+    parent, child = (c.record for c in created)
+    assert (child.native_session_id, child.parent_id) == ("th2", parent.id)
+    assert child.id == normalize.session_id_for("codex", "th2")
+    mine = [e.event for e in out if isinstance(e, SessionEvent) and e.session_id == child.id]
+    assert [type(e.body).__name__ for e in mine][:2] == ["Warning", "TurnStart"]
+    first_warning = next(i for i, e in enumerate(out) if isinstance(e, SessionEvent) and e.session_id == child.id)
+    spawn_start = next(
+        i for i, e in enumerate(out) if isinstance(e, SessionEvent) and isinstance(e.event.body, Subagent)
+    )
+    assert first_warning < spawn_start, "the thread's first words come out in the order they were said"
+
+
 def test_a_dynamic_tool_call_answered_by_the_client_ends_named_by_its_start() -> None:
     params = {"threadId": "th", "turnId": "u", "callId": "d1", "tool": "lookup", "arguments": {"q": "x"}}
     events = converse(

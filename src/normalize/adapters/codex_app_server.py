@@ -320,7 +320,8 @@ class CodexAppServerAdapter(BuiltinAdapter):
         key="threadId",
         opened_by={"thread/start": ("thread", "id"), "thread/fork": ("thread", "id")},
         named_in={"thread/started": ("thread", "id")},
-        spawned_in={"item/started": ("item", "agentThreadId")},
+        # 0.142 says a spawn only in item/completed, after the sub-agent's thread spoke
+        spawned_in={"item/started": ("item", "agentThreadId"), "item/completed": ("item", "agentThreadId")},
     )
     announces_session = True
     agent = "codex"
