@@ -576,6 +576,17 @@ def test_resumed_history_is_replayed() -> None:
     assert replayed[-1].body == TurnComplete(reason="ok", stop_reason="completed", native_turn_id="turn-a")
 
 
+def test_a_resumed_thread_without_a_model_takes_the_one_its_response_names() -> None:
+    """Up to 0.142 the thread object has no ``model``; the thread/resume response does."""
+    thread = {"id": "th", "cwd": "/p", "cliVersion": "0.142.2", "turns": []}
+    items = translate(
+        ("client", {"method": "thread/resume", "id": 1, "params": {"threadId": "th"}}),
+        ("agent", {"id": 1, "result": {"thread": thread, "model": "gpt-5.5", "approvalPolicy": "never"}}),
+    )
+    (resumed,) = [i for i in items if isinstance(i, SessionResumed)]
+    assert resumed.record.model == "gpt-5.5"
+
+
 def test_a_retry_notice_is_a_warning_and_a_terminal_error_an_error() -> None:
     err = {"message": "Reconnecting... 1/1", "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": None}}}
     (body,) = bodies_of(translate(("agent", {"method": "error", "params": {"error": err, "willRetry": True}})))

@@ -446,7 +446,9 @@ class CodexAppServerAdapter(BuiltinAdapter):
 
     # ------------------------------------------------------------ session, threads
 
-    def _record(self, thread: _Thread) -> SessionRecord:
+    def _record(self, thread: _Thread, model: str | None = None) -> SessionRecord:
+        """The thread's record; ``model``: the one its opener's response names, for a
+        thread object that does not (0.142's)."""
         return SessionRecord(
             id="",
             agent="",
@@ -454,7 +456,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
             native_session_id=thread.id,
             title=thread.name,
             cwd=thread.cwd,
-            model=thread.model,
+            model=thread.model or model,
             created_at=s_time(thread.created_at) if thread.created_at is not None else None,
             agent_version=thread.cli_version or self._version,
         )
@@ -490,7 +492,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
         if result.thread is not None:
             thread = result.thread
             self._threads.add(thread.id)
-            out.append(SessionResumed(session_id="", record=self._record(thread)))
+            out.append(SessionResumed(session_id="", record=self._record(thread, result.model)))
             for turn_raw in thread.turns:
                 out.extend(self._replay_turn(_TURN.decode(turn_raw)))
         out.extend(self._permissions(result))
