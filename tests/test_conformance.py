@@ -418,10 +418,11 @@ SUBAGENT_EVENTS = [
     "claude-transcript/captures/claude-code-2.1.332/24-subagent-with-tool",
     "acp/captures/claude-agent-acp-0.101.0/claude-h-subagent.tap.jsonl",
     "codex-app-server/captures/codex-0.171.0/i_collab_agent.tap.jsonl",
+    "codex-app-server/captures/codex-0.142.2/i_collab_agent.tap.jsonl",  # the spawn said only at its end
 ]
 
 
-@pytest.mark.parametrize("rel", SUBAGENT_EVENTS, ids=[r.split("/")[0] for r in SUBAGENT_EVENTS])
+@pytest.mark.parametrize("rel", SUBAGENT_EVENTS, ids=[f"{r.split('/')[0]}:{r.split('/')[2]}" for r in SUBAGENT_EVENTS])
 def test_a_sub_agents_calls_are_told_apart_whatever_the_agent(rel: str) -> None:
     """Inside the parent's session with its subagentId (Claude), or in its own session linked to
     the parent (a Codex thread): either way a consumer finds the sub-agent's own calls."""
@@ -435,9 +436,10 @@ def test_a_sub_agents_calls_are_told_apart_whatever_the_agent(rel: str) -> None:
     assert {e.body.phase for e in calls if isinstance(e.body, ToolCall)} >= {"started", "completed"}
 
 
-def test_a_codex_sub_agent_thread_is_the_same_session_live_and_stored() -> None:
-    live = _facts("codex-app-server/captures/codex-0.171.0/i_collab_agent.tap.jsonl")
-    stored = _facts("codex-rollout/captures/codex-0.171.0/app-server-i_collab_agent-2.jsonl")
+@pytest.mark.parametrize("version", ["0.171.0", "0.142.2"])  # 0.142: the thread speaks before its spawn is said
+def test_a_codex_sub_agent_thread_is_the_same_session_live_and_stored(version: str) -> None:
+    live = _facts(f"codex-app-server/captures/codex-{version}/i_collab_agent.tap.jsonl")
+    stored = _facts(f"codex-rollout/captures/codex-{version}/app-server-i_collab_agent-2.jsonl")
     (child,) = [r for r in live.records.values() if r.parent_id is not None]
     (alone,) = stored.records.values()
     assert (alone.id, alone.parent_id) == (child.id, child.parent_id)

@@ -46,11 +46,11 @@ from normalize._model import _Core
 from normalize.adapters.codex_app_server import CodexAppServerAdapter
 
 KIT = ADAPTERS / "codex-app-server" / "captures"
-#: the versions whose facts these tests state (0.77, 0.120: tests/test_history.py and the goldens)
-CAPTURES = sorted(c for c in KIT.rglob("*.jsonl") if c.relative_to(KIT).parts[0] in ("codex-0.169.0", "codex-0.171.0"))
+#: Captures per recorded Codex version (the folder names the version): the versions whose
+#: facts these tests state (0.77, 0.120: tests/test_history.py and the goldens)
+RECORDED = {"codex-0.142.2": 10, "codex-0.169.0": 7, "codex-0.171.0": 10}
+CAPTURES = sorted(c for c in KIT.rglob("*.jsonl") if c.relative_to(KIT).parts[0] in RECORDED)
 VERSION = "0.169.0"  # of the hand-built messages below
-#: Captures per recorded Codex version (the folder names the version).
-RECORDED = {"codex-0.169.0": 7, "codex-0.171.0": 10}
 
 
 def version_of(capture: Path) -> str | None:

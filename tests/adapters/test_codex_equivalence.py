@@ -1,9 +1,10 @@
 """The same Codex session, read live and from its rollout file, gives the same bodies.
 
-Pairs (same run): rollout ``exec-<case>.jsonl`` with codex-exec-json ``<case>.jsonl``, and
-rollout ``app-server-<case>.jsonl`` with codex-app-server ``<case>.tap.jsonl``.  Each
-body is reduced to its kind and key fields; what a format really lacks is listed below
-with its reason and left out of both sides before comparing.
+Pairs (same run, for each version in ``VERSIONS``): rollout ``exec-<case>.jsonl`` with
+codex-exec-json ``<case>.jsonl``, and rollout ``app-server-<case>.jsonl`` with
+codex-app-server ``<case>.tap.jsonl``.  Each body is reduced to its kind and key fields;
+what a format really lacks is listed below with its reason and left out of both sides
+before comparing (``NOT_STORED``: the runs whose rollout cannot say it at all).
 """
 
 from __future__ import annotations
@@ -18,9 +19,32 @@ import pytest
 from helpers import ADAPTERS, convert_capture, convert_records, records_of
 from normalize import SessionEvent, encode
 
-ROLLOUTS = ADAPTERS / "codex-rollout/captures/codex-0.169.0"
-EXEC = ADAPTERS / "codex-exec-json/captures/codex-0.169.0"
-APP = ADAPTERS / "codex-app-server/captures/codex-0.169.0"
+#: The versions recorded in all three kits, each with whether its rollout keeps Codex's
+#: message ids (0.169's items do; 0.142's messages are event_msg lines with none: the
+#: adapter numbers them, ``user@N``, ``msg@N``).
+VERSIONS = {"0.169.0": True, "0.142.2": False}
+#: Runs whose stored side cannot say what the live one does, and why.
+NOT_STORED = {
+    ("0.142.2", "failed_turn"): "0.142 stores a failed turn's task_complete without its error: it reads completed",
+    ("0.142.2", "http_500"): "the same",
+    ("0.142.2", "h_api_error"): "the same",
+    ("0.142.2", "g_resume"): "thread/resume's history has no usage; the rollout keeps the first process's",
+    ("0.142.2", "i_collab_agent"): "live, the sub-agent's thread is on the same stream (its own session; the "
+    "rollout keeps it in its own file) and the spawn is an item (spawnAgent; stored: the spawn_agent call)",
+}
+
+
+def rollouts(version: str) -> Path:
+    return ADAPTERS / f"codex-rollout/captures/codex-{version}"
+
+
+def exec_json(version: str) -> Path:
+    return ADAPTERS / f"codex-exec-json/captures/codex-{version}"
+
+
+def app_server(version: str) -> Path:
+    return ADAPTERS / f"codex-app-server/captures/codex-{version}"
+
 
 Key = tuple[Any, ...]
 
@@ -29,10 +53,12 @@ def bodies(capture: Path) -> list[dict[str, Any]]:
     return [json.loads(encode(e))["event"] for e in convert_capture(capture) if isinstance(e, SessionEvent)]
 
 
-def key(b: dict[str, Any], *, ids: bool) -> Key | None:
-    """The fields both formats must agree on (None: not compared)."""
+def key(b: dict[str, Any], *, ids: bool, message_ids: bool = True) -> Key | None:
+    """The fields both formats must agree on (None: not compared); ``ids``: call ids (and
+    message ids, unless ``message_ids`` is false)."""
     kind = b["kind"]
     cid = b.get("callId") if ids else None
+    mids = ids and message_ids
     match kind:
         case "turn-start":
             return (kind,)
@@ -40,9 +66,9 @@ def key(b: dict[str, Any], *, ids: bool) -> Key | None:
             # a failed turn is reason "interrupt" with stopReason "failed" in every format
             return (kind, b["reason"], b.get("stopReason"))
         case "user-message" | "assistant-message":
-            return (kind, b["text"], b["messageId"] if ids else None)
+            return (kind, b["text"], b["messageId"] if mids else None)
         case "reasoning":
-            return (kind, b.get("summary"), b["reasoningId"] if ids else None)
+            return (kind, b.get("summary"), b["reasoningId"] if mids else None)
         case "tool-call":
             return (kind, cid, b["tool"], b["category"], b["phase"])
         case "mcp-tool":
@@ -63,8 +89,10 @@ def key(b: dict[str, Any], *, ids: bool) -> Key | None:
             return None
 
 
-def project(out: list[dict[str, Any]], *, ids: bool, drop: Callable[[dict[str, Any]], bool]) -> list[Key]:
-    keys = [key(b, ids=ids) for b in out if not drop(b)]
+def project(
+    out: list[dict[str, Any]], *, ids: bool, drop: Callable[[dict[str, Any]], bool], message_ids: bool = True
+) -> list[Key]:
+    keys = [key(b, ids=ids, message_ids=message_ids) for b in out if not drop(b)]
     return [k for k in keys if k is not None]
 
 
@@ -88,14 +116,23 @@ def exec_plan(k: Key) -> Key:
     return ("plan", tuple((c, "pending" if s == "in_progress" else s) for c, s in k[1]))
 
 
-@pytest.mark.parametrize("case", ["mixed_items", "failed_turn"])
-def test_exec_json_and_its_rollout_give_the_same_bodies(case: str) -> None:
+#: (version, case) of every exec run whose rollout was recorded with it
+EXEC_RUNS = [
+    (v, p.stem)
+    for v in VERSIONS
+    for p in sorted(exec_json(v).glob("*.jsonl"))
+    if (rollouts(v) / f"exec-{p.name}").exists()
+]
+
+
+@pytest.mark.parametrize(("version", "case"), [r for r in EXEC_RUNS if r not in NOT_STORED])
+def test_exec_json_and_its_rollout_give_the_same_bodies(version: str, case: str) -> None:
     def drop(b: dict[str, Any]) -> bool:
         return any(f(b) for f in EXEC_LACKS.values())
 
     # item ids differ by design: exec numbers items (item_0, ...), the rollout keeps call ids
-    live = [exec_plan(k) for k in project(bodies(EXEC / f"{case}.jsonl"), ids=False, drop=drop)]
-    stored = [exec_plan(k) for k in project(bodies(ROLLOUTS / f"exec-{case}.jsonl"), ids=False, drop=drop)]
+    live = [exec_plan(k) for k in project(bodies(exec_json(version) / f"{case}.jsonl"), ids=False, drop=drop)]
+    stored = [exec_plan(k) for k in project(bodies(rollouts(version) / f"exec-{case}.jsonl"), ids=False, drop=drop)]
     assert live == stored
     assert len(live) >= 3
 
@@ -124,22 +161,24 @@ APP_LACKS: dict[str, Callable[[dict[str, Any]], bool]] = {
     "cut off": lambda b: b["native"]["protocol"] == "core",
 }
 
-APP_CASES = sorted(
-    p.name[len("app-server-") : -len(".jsonl")]
-    for p in ROLLOUTS.glob("app-server-*.jsonl")
-    if (APP / (p.name[len("app-server-") : -len(".jsonl")] + ".tap.jsonl")).exists()
-)
+#: (version, case) of every app-server run whose rollout was recorded with it
+APP_RUNS = [
+    (v, p.name[len("app-server-") : -len(".jsonl")])
+    for v in VERSIONS
+    for p in sorted(rollouts(v).glob("app-server-*.jsonl"))
+    if (app_server(v) / (p.name[len("app-server-") : -len(".jsonl")] + ".tap.jsonl")).exists()
+]
 
 
-@pytest.mark.parametrize("case", APP_CASES)
-def test_app_server_and_its_rollout_give_the_same_bodies(case: str) -> None:
+@pytest.mark.parametrize(("version", "case"), [r for r in APP_RUNS if r not in NOT_STORED])
+def test_app_server_and_its_rollout_give_the_same_bodies(version: str, case: str) -> None:
     def drop(b: dict[str, Any]) -> bool:
         return any(f(b) for f in APP_LACKS.values())
 
-    live_out = bodies(APP / f"{case}.tap.jsonl")
-    stored_out = bodies(ROLLOUTS / f"app-server-{case}.jsonl")
-    live = project(live_out, ids=True, drop=drop)
-    stored = project(stored_out, ids=True, drop=drop)
+    live_out = bodies(app_server(version) / f"{case}.tap.jsonl")
+    stored_out = bodies(rollouts(version) / f"app-server-{case}.jsonl")
+    live = project(live_out, ids=True, drop=drop, message_ids=VERSIONS[version])
+    stored = project(stored_out, ids=True, drop=drop, message_ids=VERSIONS[version])
     if case.endswith("_PARTIAL"):
         # the wire capture was cut off mid-turn; the rollout ran to the end of the process
         stored = stored[: len(live)]
@@ -153,15 +192,19 @@ def _session_ids(capture: Path, protocol: str) -> set[str]:
     return {e.session_id for e in convert_records(records_of([capture]), protocol) if isinstance(e, SessionEvent)}
 
 
-@pytest.mark.parametrize("case", APP_CASES)
-def test_a_thread_and_its_rollout_give_the_same_session_id(case: str) -> None:
-    live = _session_ids(APP / f"{case}.tap.jsonl", "codex-app-server")
-    stored = _session_ids(ROLLOUTS / f"app-server-{case}.jsonl", "codex-rollout")
+@pytest.mark.parametrize(("version", "case"), APP_RUNS)
+def test_a_thread_and_its_rollout_give_the_same_session_id(version: str, case: str) -> None:
+    """Every thread of the run, a sub-agent's too (live on the same stream; stored in a
+    rollout of its own, ``app-server-<case>-2.jsonl``)."""
+    live = _session_ids(app_server(version) / f"{case}.tap.jsonl", "codex-app-server")
+    stored = _session_ids(rollouts(version) / f"app-server-{case}.jsonl", "codex-rollout")
+    for other in sorted(rollouts(version).glob(f"app-server-{case}-[0-9].jsonl")):
+        stored |= _session_ids(other, "codex-rollout")
     assert live == stored
 
 
-@pytest.mark.parametrize("case", ["mixed_items", "failed_turn"])
-def test_exec_json_and_its_rollout_give_the_same_session_id(case: str) -> None:
-    assert _session_ids(EXEC / f"{case}.jsonl", "codex-exec-json") == _session_ids(
-        ROLLOUTS / f"exec-{case}.jsonl", "codex-rollout"
+@pytest.mark.parametrize(("version", "case"), EXEC_RUNS)
+def test_exec_json_and_its_rollout_give_the_same_session_id(version: str, case: str) -> None:
+    assert _session_ids(exec_json(version) / f"{case}.jsonl", "codex-exec-json") == _session_ids(
+        rollouts(version) / f"exec-{case}.jsonl", "codex-rollout"
     )
