@@ -317,7 +317,10 @@ def test_the_session_record_names_the_thread(run: tuple[Path, list[Fed], list[_C
     assert isinstance(created, SessionResumed) == (f.method != "thread/started")
     assert created.record.native_session_id == thread["id"]
     assert created.record.cwd == thread["cwd"]
-    assert created.record.model == (thread.get("model") or (f.msg.get("result") or {}).get("model"))
+    # a thread object without one (up to 0.169): the model its opener's response names
+    opened = [g.msg["result"] for g in fed if g.method is None and (g.msg.get("result") or {}).get("thread")]
+    named = next((r.get("model") for r in opened if r["thread"]["id"] == thread["id"]), None)
+    assert created.record.model == (thread.get("model") or named)
     assert created.record.agent_version == version_of(capture)
     assert created.record.agent == "codex"
 
@@ -574,6 +577,28 @@ def test_resumed_history_is_replayed() -> None:
     assert [i.origin for i in replayed] == ["replay"] * 4
     assert [type(i.body) for i in replayed] == [TurnStart, UserMessage, AssistantMessage, TurnComplete]
     assert replayed[-1].body == TurnComplete(reason="ok", stop_reason="completed", native_turn_id="turn-a")
+
+
+def test_every_started_thread_has_the_model_its_start_response_names(
+    run: tuple[Path, list[Fed], list[_Core]],
+) -> None:
+    """Up to 0.169 the thread object has no ``model``; thread/start's response (before thread/started) does."""
+    _, fed, tail = run
+    asked = {f.msg["id"] for f in fed if f.from_ == "client" and f.method == "thread/start"}
+    if not asked:
+        pytest.skip("no thread/start: a resumed thread (its own test below)")
+    said = {
+        f.msg["result"]["thread"]["id"]: f.msg["result"].get("model") or f.msg["result"]["thread"].get("model")
+        for f in fed
+        if f.from_ == "agent" and f.method is None and f.msg.get("id") in asked and "result" in f.msg
+    }
+    created = {
+        c.record.native_session_id: c.record.model
+        for f in fed
+        for c in [*f.out, *tail]
+        if isinstance(c, SessionCreated) and c.record.native_session_id in said
+    }
+    assert said and created == said
 
 
 def test_a_resumed_thread_without_a_model_takes_the_one_its_response_names() -> None:

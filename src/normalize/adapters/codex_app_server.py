@@ -338,6 +338,9 @@ class CodexAppServerAdapter(BuiltinAdapter):
         #: items completed ``declined`` (0.77 completes a declined command a second time)
         self._declined: Recent[str] = Recent()
         self._version: str | None = None
+        #: the model ``thread/start``'s response names, for the ``thread/started`` after it (its
+        #: thread names none up to 0.169)
+        self._start_model: str | None = None
         # the running turn
         self._turn_id: str | None = None
         self._turn_error = False
@@ -448,7 +451,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
 
     def _record(self, thread: _Thread, model: str | None = None) -> SessionRecord:
         """The thread's record; ``model``: the one its opener's response names, for a
-        thread object that does not (0.142's)."""
+        thread object that does not (up to 0.169)."""
         return SessionRecord(
             id="",
             agent="",
@@ -466,7 +469,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
         if thread.id in self._threads:
             return [SessionInfo(title=thread.name, cwd=thread.cwd, model=thread.model)]
         self._threads.add(thread.id)
-        return [SessionCreated(session_id="", record=self._record(thread))]
+        return [SessionCreated(session_id="", record=self._record(thread, self._start_model))]
 
     def _on_initialize(self, pending: _Pending, raw: Raw) -> list[Item]:
         ua = _INITIALIZE.decode(raw).user_agent or ""
@@ -483,7 +486,9 @@ class CodexAppServerAdapter(BuiltinAdapter):
         return [PermissionsUpdate(spec=spec, applied="now")]
 
     def _on_thread_start(self, pending: _Pending, raw: Raw) -> list[Item]:
-        out = self._permissions(_THREAD_RESULT.decode(raw))
+        result = _THREAD_RESULT.decode(raw)
+        self._start_model = result.model
+        out = self._permissions(result)
         return out or [Passthrough()]
 
     def _on_thread_resume(self, pending: _Pending, raw: Raw) -> list[Item]:
