@@ -214,6 +214,11 @@ def _user_text(content: Any) -> str:
 #: Tools renamed between Claude Code versions: the script's name, then the older one.
 _RENAMED = {"Agent": "Task"}
 
+#: Inputs a bridge's tool requires that the scripts leave out, and the value a model would give:
+#: claude-code-acp 0.16's ``mcp__acp__Bash`` requires ``timeout`` (its description says
+#: "Optional timeout in milliseconds (max 120000)") and refuses a call without one.
+_REQUIRED_INPUTS = {"timeout": 120000}
+
 
 def _offered_names(step: Step, tools: Any) -> Step:
     """The step with a tool the agent does not offer renamed to the name it does offer.
@@ -223,7 +228,7 @@ def _offered_names(step: Step, tools: Any) -> Step:
     ACP bridge (``@zed-industries/claude-code-acp``) turns the built-in ``Read``, ``Edit``, ``Bash``
     off and offers its own MCP tools instead (``mcp__acp__read`` taking ``abs_path``, later
     ``mcp__acp__Read`` taking ``file_path``): a call goes to that tool, its input fitted to the
-    tool's schema.
+    tool's schema (a required input the script leaves out gets the value of ``_REQUIRED_INPUTS``).
     """
     schemas = {t.get("name"): t.get("input_schema") or {} for t in tools or () if isinstance(t, dict)}
     blocks = tuple(_offered(b, schemas) if isinstance(b, Tool) and b.name not in schemas else b for b in step.blocks)
@@ -241,6 +246,9 @@ def _offered(b: Tool, schemas: dict[Any, Any]) -> Tool:
                 args["abs_path"] = args.pop("file_path")
             if props and schemas[name].get("additionalProperties") is False:
                 args = {k: v for k, v in args.items() if k in props}
+            for key in schemas[name].get("required") or ():
+                if key not in args and key in _REQUIRED_INPUTS:
+                    args[key] = _REQUIRED_INPUTS[key]
             return replace(b, name=name, input=args)
     return b
 
