@@ -154,12 +154,13 @@ def test_every_capture_set_is_here() -> None:
         "acp-handwritten",
         "claude-agent-acp-0.101.0",
         "claude-code-acp-0.4.5",
+        "claude-code-acp-0.16.2",
         "codex-acp-0.7.4",
         "codex-acp-1.0.0",
         "codex-acp-2.6.0",
         "gemini-cli-0.61.0",
     }
-    assert len(CAPTURES) == 58
+    assert len(CAPTURES) == 67
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
@@ -352,6 +353,7 @@ def test_session_record_names_the_native_session_and_agent(capture: Path) -> Non
     assert {r.native_session_id for r in records} == native
     bridged = {
         "@agentclientprotocol/claude-agent-acp": "claude-code",
+        "@zed-industries/claude-code-acp": "claude-code",  # 0.16.2: the same bridge under its earlier name
         "@agentclientprotocol/codex-acp": "codex",
         "codex-acp": "codex",  # @zed-industries/codex-acp 0.x names itself so
     }
