@@ -594,6 +594,31 @@ def test_diff_content_gives_one_file_diff_per_change() -> None:
     assert "-a\n+b\n" in fd.diff
 
 
+def test_claude_code_acp_s_copies_of_claude_code_tools_are_named_as_claude_code_s() -> None:
+    """claude-code-acp 0.16.2 runs Claude Code's Bash, Read, Edit... as its own MCP tools
+    ``mcp__acp__Bash``...: the tool is named ``Bash`` as over claude-agent-acp 0.101.0; another
+    MCP server's tools keep their names."""
+
+    def tool_of(name: str) -> set[str]:
+        call = {"toolCallId": "c", "_meta": {"claudeCode": {"toolName": name}}}
+        perm = {"sessionId": "S", "toolCall": {"toolCallId": "c"}, "options": []}
+        out = run(
+            prompt(3),
+            upd({**call, "sessionUpdate": "tool_call", "title": "Terminal", "kind": "execute"}),
+            req("agent", 0, "session/request_permission", perm),
+            upd({**call, "sessionUpdate": "tool_call_update", "status": "completed"}),
+            res("agent", 3, {"stopReason": "end_turn"}),
+        )
+        tools = {b.tool for b in bodies(out) if isinstance(b, ToolCall)}
+        return tools | {b.tool_call.tool for b in bodies(out) if isinstance(b, PermissionRequest)}
+
+    for name in ("Read", "Write", "Edit", "Bash", "BashOutput", "KillShell"):
+        assert tool_of(f"mcp__acp__{name}") == {name}
+    assert tool_of("Bash") == {"Bash"}
+    assert tool_of("mcp__acp__Other") == {"mcp__acp__Other"}
+    assert tool_of("mcp__github__Bash") == {"mcp__github__Bash"}
+
+
 def test_client_terminal_output_snapshots_become_deltas_on_the_linked_call() -> None:
     term = {"sessionId": "S", "terminalId": "T1"}
     events = run(

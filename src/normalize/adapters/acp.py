@@ -2,7 +2,7 @@
 
 Facts (ACP v1, protocolVersion 1; schema 1.19-1.21; seen in claude-agent-acp 0.101.0,
 codex-acp 2.6.0 and the hand-written schema-checked set; the older releases
-claude-code-acp 0.4.5, codex-acp 0.7.4 and 1.0.0 as noted):
+claude-code-acp 0.4.5 and 0.16.2, codex-acp 0.7.4 and 1.0.0 as noted):
 
 * Both sides send requests and number them independently from 0, so ids collide
   all the time: a response is matched to ``(the other side, id)``.  Every message
@@ -42,6 +42,9 @@ claude-code-acp 0.4.5, codex-acp 0.7.4 and 1.0.0 as noted):
 * claude-code-acp 0.4.5 sends no ``agentInfo`` (its ``authMethods`` offer ``claude-login``:
   the agent is ``claude-code``, no ``via``) and no ``_meta.claudeCode``; its errors
   carry the reason in ``data.details`` (the TypeScript SDK's shape, also Gemini CLI's).
+* claude-code-acp 0.16.2 runs copies of Claude Code's Read, Write, Edit, Bash, BashOutput and
+  KillShell as its own MCP tools, named ``mcp__acp__Bash``... in ``_meta.claudeCode.toolName``:
+  read as Claude Code's names (``Bash``), as claude-agent-acp 0.101.0 sends them.
 * ``session/new`` of codex-acp 2.6.0 still returns the removed ``models`` field;
   ``session/set_mode`` is echoed only as ``config_option_update``.
 * Prompt responses carry the unstable ``usage`` (per turn); ``usage_update.cost``
@@ -295,6 +298,12 @@ _BRIDGES = {
     "@zed-industries/codex-acp": "codex",
     "codex-acp": "codex",
 }
+
+#: claude-code-acp (0.16.2) turns Claude Code's own ``Read``, ``Write``, ``Edit``, ``Bash``,
+#: ``BashOutput`` and ``KillShell`` off and serves copies of them (the same inputs) through the
+#: client as its MCP tools ``mcp__acp__<name>``, the name ``_meta.claudeCode.toolName`` gives:
+#: the tool is Claude Code's, named as claude-agent-acp 0.101.0 and stream-json name it.
+_BRIDGE_TOOLS = {f"mcp__acp__{name}": name for name in ("Read", "Write", "Edit", "Bash", "BashOutput", "KillShell")}
 
 #: The ACP session methods that mark a stream as ACP (detection).
 _ACP_METHODS = {
@@ -1070,7 +1079,9 @@ class AcpAdapter(BuiltinAdapter):
         changed = False
         extra: list[Item] = []
         meta = view.meta
-        name = view.name or (meta.claude_code.tool_name if meta is not None and meta.claude_code is not None else None)
+        name = view.name
+        if not name and meta is not None and meta.claude_code is not None and meta.claude_code.tool_name:
+            name = _BRIDGE_TOOLS.get(meta.claude_code.tool_name, meta.claude_code.tool_name)
         if name and call.name is None:  # the first name sticks: one tool per call
             call.name = sys.intern(name)  # tool names repeat from call to call, session to session
         if view.title is not None:
