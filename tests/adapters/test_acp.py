@@ -271,6 +271,14 @@ def test_every_permission_request_is_resolved_with_the_option_kind(capture: Path
     assert asked == {}
 
 
+@pytest.mark.parametrize("capture", CAPTURES, ids=_id)
+def test_a_change_to_a_file_is_reported_once(capture: Path) -> None:
+    """An agent that repeats a call's diff, or writes it through the client, reports no new
+    change: the same diff of the same call is one ``file-diff``."""
+    diffs = Counter((b.call_id, b.path, b.diff) for b in bodies(events_of(capture)) if isinstance(b, FileDiff))
+    assert [d for d, n in diffs.items() if n > 1] == []
+
+
 @pytest.mark.parametrize("capture", LOADS, ids=_id)
 def test_load_history_is_replay_and_the_prompt_after_it_is_live(capture: Path) -> None:
     lines = wire(capture)
@@ -592,6 +600,42 @@ def test_diff_content_gives_one_file_diff_per_change() -> None:
     (fd,) = [b for b in bodies(events) if isinstance(b, FileDiff)]
     assert (fd.call_id, fd.path, fd.change_kind) == ("e", "/p/a.txt", "update")
     assert "-a\n+b\n" in fd.diff
+
+
+def _edit_then_write(read: Wire, written: str) -> list[Any]:
+    """claude-code-acp 0.16.2's Edit, as recorded: a diff of the changed text only, the file read
+    and written through the client, then the completion repeating the diff."""
+    diff = {"type": "diff", "path": "/p/a.txt", "oldText": "hello world", "newText": "hello, world"}
+    call = {"toolCallId": "e", "_meta": {"claudeCode": {"toolName": "mcp__acp__Edit"}}}
+    return bodies(
+        run(
+            prompt(9),
+            upd({**call, "sessionUpdate": "tool_call", "title": "Edit", "kind": "edit", "content": [diff]}),
+            req("agent", 0, "fs/read_text_file", {"sessionId": "S", "path": "/p/a.txt", **read}),
+            res("client", 0, {"content": "hello world\nbye\n"}),
+            req("agent", 1, "fs/write_text_file", {"sessionId": "S", "path": "/p/a.txt", "content": written}),
+            res("client", 1, {}),
+            upd({**call, "sessionUpdate": "tool_call_update", "status": "completed", "content": [diff]}),
+            res("agent", 9, {"stopReason": "end_turn"}),
+        )
+    )
+
+
+def test_the_write_of_an_edit_reported_as_its_changed_text_is_no_new_diff() -> None:
+    out = _edit_then_write({}, "hello, world\nbye\n")
+    (fd,) = [b for b in out if isinstance(b, FileDiff)]
+    no_eol = "\\ No newline at end of file\n"
+    assert fd.diff.endswith(f"@@ -1 +1 @@\n-hello world\n{no_eol}+hello, world\n{no_eol}")  # the call's own diff
+    assert [b.phase for b in out if isinstance(b, ToolCall)] == ["started", "updated", "updated", "completed"]
+
+
+def test_a_write_other_than_the_reported_edit_is_diffed_against_the_file_as_read() -> None:
+    written = [b for b in _edit_then_write({}, "hello, world\nBYE\n") if isinstance(b, FileDiff)][1]
+    assert (written.call_id, written.change_kind) == ("e", "update")
+    assert written.diff.endswith("@@ -1,2 +1,2 @@\n-hello world\n-bye\n+hello, world\n+BYE\n")
+    # a part of the file read is not the file: the write is diffed against the call's diff, as before
+    part = [b for b in _edit_then_write({"line": 1, "limit": 1}, "hello, world\nBYE\n") if isinstance(b, FileDiff)]
+    assert "-bye" not in part[1].diff
 
 
 def test_claude_code_acp_s_copies_of_claude_code_tools_are_named_as_claude_code_s() -> None:

@@ -411,6 +411,12 @@ class _FsParams(_View, frozen=True):
     path: str = ""
     content: str | None = None
     session_id: str | None = None
+    line: int | None = None  # fs/read_text_file: the first line read (1-based) and how many
+    limit: int | None = None
+
+
+class _FsReadResult(_View, frozen=True):
+    content: str | None = None
 
 
 class _TermCreateResult(_View, frozen=True):
@@ -467,6 +473,7 @@ _PERM_PARAMS = _decoder(_PermParams)
 _PERM_RESULT = _decoder(_PermResult)
 _COMMAND_INPUT = _decoder(_CommandView)
 _FS_PARAMS = _decoder(_FsParams)
+_FS_READ_RESULT = _decoder(_FsReadResult)
 _TERM_CREATE_RESULT = _decoder(_TermCreateResult)
 _TERM_PARAMS = _decoder(_TermParams)
 _TERM_OUTPUT_RESULT = _decoder(_TermOutputResult)

@@ -44,7 +44,9 @@ claude-code-acp 0.4.5 and 0.16.2, codex-acp 0.7.4 and 1.0.0 as noted):
   carry the reason in ``data.details`` (the TypeScript SDK's shape, also Gemini CLI's).
 * claude-code-acp 0.16.2 runs copies of Claude Code's Read, Write, Edit, Bash, BashOutput and
   KillShell as its own MCP tools, named ``mcp__acp__Bash``... in ``_meta.claudeCode.toolName``:
-  read as Claude Code's names (``Bash``), as claude-agent-acp 0.101.0 sends them.
+  read as Claude Code's names (``Bash``), as claude-agent-acp 0.101.0 sends them.  Its Edit's
+  ``diff`` holds the changed text only; the whole file is then read (``fs/read_text_file``)
+  and written (``fs/write_text_file``) through the client.
 * ``session/new`` of codex-acp 2.6.0 still returns the removed ``models`` field;
   ``session/set_mode`` is echoed only as ``config_option_update``.
 * Prompt responses carry the unstable ``usage`` (per turn); ``usage_update.cost``
@@ -143,6 +145,7 @@ from ._acp_views import (
     _ELICITATION_RESULT,
     _EXIT_STATUS,
     _FS_PARAMS,
+    _FS_READ_RESULT,
     _INFO,
     _INIT_PARAMS,
     _INIT_RESULT,
@@ -519,6 +522,9 @@ class AcpAdapter(BuiltinAdapter):
         self._model: str | None = None
         self._cost: float | None = None
         self._cost_currency: str | None = None
+        # the path and text of the last whole file the client read for the agent: what a write
+        # of that path that follows replaces
+        self._read: tuple[str, str] | None = None
 
     # ------------------------------------------------------------------ detection
 
@@ -1291,18 +1297,34 @@ class AcpAdapter(BuiltinAdapter):
 
     def _req_fs_read(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
         view = _FS_PARAMS.decode(params)
+        if view.line in (None, 1) and view.limit is None:
+            pending.extra = view.path  # the whole file: its text is kept from the answer
         call = self._linked(view.path)
         return [call.body("updated")] if call is not None else [Passthrough()]
+
+    def _res_fs_read(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
+        if msg.error is not None:
+            return self._rpc_error(pending.method, msg.error)
+        if isinstance(pending.extra, str):
+            content = _FS_READ_RESULT.decode(msg.result).content
+            self._read = (pending.extra, content) if content is not None else None
+        return [Passthrough()]
 
     def _req_fs_write(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
         view = _FS_PARAMS.decode(params)
         call = self._linked(view.path)
         content = view.content or ""
+        read, self._read = self._read, None  # a read is what the next write replaces, once
+        base = read[1] if read is not None and read[0] == view.path else None
         if call is not None:
             old, new = call.diffs.get(view.path, (None, None))
-            if new == content:
-                return [call.body("updated")]  # the write of a diff already reported
+            if new == content or (base is not None and _applied(base, old, new, content)):
+                # the write of a diff already reported: the whole file, or only the text it
+                # changes (claude-code-acp 0.16.2's Edit) applied to the file as the client read it
+                return [call.body("updated")]
             if view.path in call.diffs:
+                if base is not None:
+                    old = base  # the file as read, not the diff's excerpt of it
                 call.diffs[view.path] = (old, content)
                 return [
                     FileDiff(
@@ -1468,6 +1490,14 @@ class AcpAdapter(BuiltinAdapter):
         return [Emit(body=WarningBody(message=text, source="agent"), origin="live")]
 
 
+def _applied(text: str, old: str | None, new: str | None, written: str) -> bool:
+    """Whether ``written`` is ``text`` with a diff's ``old`` text replaced by its ``new`` (once,
+    or everywhere: an edit may replace all)."""
+    if not old or new is None or old not in text:
+        return False
+    return written in (text.replace(old, new, 1), text.replace(old, new))
+
+
 def _choices(f: _SchemaField) -> list[QuestionOption]:
     """A field's choices: ``oneOf`` consts with titles, or ``enum`` values (of the items, for an array)."""
     src: _SchemaField | _SchemaChoices = f.items if f.type == "array" and f.items is not None else f
@@ -1508,6 +1538,7 @@ _RESPONSES: dict[str, _ResponseHandler] = {
     "session/prompt": AcpAdapter._res_prompt,
     "session/request_permission": AcpAdapter._res_permission,
     "elicitation/create": AcpAdapter._res_elicitation,
+    "fs/read_text_file": AcpAdapter._res_fs_read,
     "terminal/create": AcpAdapter._res_terminal_create,
     "terminal/output": AcpAdapter._res_terminal_output,
     "terminal/wait_for_exit": AcpAdapter._res_terminal_exit,
