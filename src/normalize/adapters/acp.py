@@ -1297,9 +1297,11 @@ class AcpAdapter(BuiltinAdapter):
 
     def _req_fs_read(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
         view = _FS_PARAMS.decode(params)
-        if view.line in (None, 1) and view.limit is None:
-            pending.extra = view.path  # the whole file: its text is kept from the answer
         call = self._linked(view.path)
+        if call is not None and view.path in call.diffs and view.line in (None, 1) and view.limit is None:
+            # the whole file, read for a call that reported a diff of it: its text is kept from
+            # the answer, for the write that follows (no other read's text is kept)
+            pending.extra = view.path
         return [call.body("updated")] if call is not None else [Passthrough()]
 
     def _res_fs_read(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
