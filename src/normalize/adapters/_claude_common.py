@@ -202,15 +202,19 @@ def decode_tool_result(raw: Raw | None) -> ToolResult:
         return None
 
 
+def _text_content(content: Raw | None) -> str | list[_TextBlock] | None:
+    """A string-or-blocks ``content`` decoded; None when absent or of another shape."""
+    if content is None or present(content) is None:
+        return None
+    try:
+        return _TEXT_CONTENT.decode(content)
+    except msgspec.ValidationError:
+        return None
+
+
 def text_of(content: Raw | None) -> str:
     """The text of a string-or-blocks ``content`` (non-text blocks are skipped)."""
-    if content is None or present(content) is None:
-        return ""
-    try:
-        value = _TEXT_CONTENT.decode(content)
-    except msgspec.ValidationError:
-        return ""
-    return content_text(value)
+    return content_text(_text_content(content))
 
 
 #: a text block Claude Code (2.1.3xx) puts before a sub-agent's report, for the parent model: the
@@ -220,12 +224,7 @@ _HARNESS_NOTE = re.compile(r"\s*<tools-used-before-summary>[^<]*</tools-used-bef
 
 def _answer_of(content: Raw | None) -> str:
     """A sub-agent's answer in its result's ``content``: the text blocks, less Claude Code's notes."""
-    if content is None or present(content) is None:
-        return ""
-    try:
-        value = _TEXT_CONTENT.decode(content)
-    except msgspec.ValidationError:
-        return ""
+    value = _text_content(content)
     if value is None or isinstance(value, str):
         return value or ""
     return "".join(
