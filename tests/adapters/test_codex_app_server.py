@@ -601,6 +601,23 @@ def test_every_started_thread_has_the_model_its_start_response_names(
     assert said and created == said
 
 
+RESUMED = sorted(KIT.glob("codex-*/g_resume.tap.jsonl"))
+
+
+@pytest.mark.parametrize("capture", RESUMED, ids=[c.parent.name for c in RESUMED])
+def test_a_resumed_turn_counts_only_its_own_requests(capture: Path) -> None:
+    """After thread/resume, Codex says the thread's totals again: 0.142 and later before the
+    turn, 0.120 inside it before the model answers, 0.77 not at all (its totals start over).
+    The resumed turn's usage is what its own model request used (its last update's ``last``:
+    one request), never the turns of the process before."""
+    assert {c.parent.name for c in RESUMED} >= {"codex-0.77.0", "codex-0.120.0", "codex-0.142.2", "codex-0.171.0"}
+    fed, tail = feed_capture(capture)
+    updates = [f.params["tokenUsage"] for f in fed if f.method == "thread/tokenUsage/updated"]
+    turns = [b for e in envelopes(fed, tail) if isinstance(b := e.body, Usage) and b.scope == "turn"]
+    (turn,) = turns
+    assert turn.tokens is not None and turn.tokens.total == updates[-1]["last"]["totalTokens"]
+
+
 def test_a_resumed_thread_without_a_model_takes_the_one_its_response_names() -> None:
     """Up to 0.142 the thread object has no ``model``; the thread/resume response does."""
     thread = {"id": "th", "cwd": "/p", "cliVersion": "0.142.2", "turns": []}

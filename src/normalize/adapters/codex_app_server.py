@@ -346,6 +346,11 @@ class CodexAppServerAdapter(BuiltinAdapter):
         self._turn_error = False
         self._turn_text: str | None = None
         self._turn_base: _Breakdown | None = None
+        #: an item other than the prompt completed in the running turn (the model answered)
+        self._turn_answered = False
+        #: a resumed thread whose totals were not said yet: 0.120 says them again in the first
+        #: turn, before the model answers (0.142 and later before the turn starts)
+        self._restoring = False
         self._diffs: dict[str, str] = {}
         # cumulative snapshots, to report changes only
         self._totals: _Breakdown | None = None
@@ -497,6 +502,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
         if result.thread is not None:
             thread = result.thread
             self._threads.add(thread.id)
+            self._restoring = bool(thread.turns)
             out.append(SessionResumed(session_id="", record=self._record(thread, result.model)))
             for turn_raw in thread.turns:
                 out.extend(self._replay_turn(_TURN.decode(turn_raw)))
@@ -527,6 +533,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
         self._turn_error = False
         self._turn_text = None
         self._turn_base = self._totals
+        self._turn_answered = False
         self._diffs = {}
         return [TurnStart(), MessageStarted(session_id="", message_id=turn.id)]
 
@@ -592,6 +599,8 @@ class CodexAppServerAdapter(BuiltinAdapter):
         p = _ITEM_PARAMS.decode(params)
         head = _ITEM_HEAD.decode(p.item)
         completed = _ITEM_COMPLETED.get(head.type)
+        if head.type != "userMessage":
+            self._turn_answered = True
         self._open.pop(head.id, None)
         note = self._note(head.id)
         if note is None and head.id in self._declined:
@@ -897,6 +906,11 @@ class CodexAppServerAdapter(BuiltinAdapter):
         if _is_overflow_marker(u):
             used = u.total.total_tokens or 0
             return [Usage(context=ContextWindow(used=used, size=window))]
+        if self._restoring and self._totals is None and not self._turn_answered:
+            # the resumed thread's totals said again before the model answered (0.120): what
+            # the turn used is counted from them, not from 0 (its earlier turns counted twice)
+            self._turn_base = u.total
+        self._restoring = False
         self._totals = u.total
         last = u.last.total_tokens if u.last is not None else None
         context = ContextWindow(used=last, size=window) if last is not None else None
