@@ -194,7 +194,7 @@ OPENCODE_LACKS: dict[str, Drop] = {
 
 
 def test_opencode_is_compared_on_every_version_recorded_both_ways() -> None:
-    assert {"1.0.185", "1.1.56", "1.2.12", "1.2.27", "1.3.2", "1.14.34", "1.18.33"} <= set(OPENCODE_VERSIONS)
+    assert {"1.0.185", "1.1.56", "1.2.12", "1.2.27", "1.3.2", "1.14.34", "1.17.11", "1.18.33"} <= set(OPENCODE_VERSIONS)
 
 
 @pytest.mark.parametrize("version", OPENCODE_VERSIONS)

@@ -214,7 +214,16 @@ def test_each_step_of_a_recording_counts_reasoning_once(capture: Path) -> None:
 
 @pytest.mark.parametrize(
     ("version", "native_output"),
-    [("1.0.185", 40), ("1.1.56", 40), ("1.2.12", 40), ("1.2.27", 40), ("1.3.2", 40), ("1.14.34", 32), ("1.18.33", 32)],
+    [
+        ("1.0.185", 40),
+        ("1.1.56", 40),
+        ("1.2.12", 40),
+        ("1.2.27", 40),
+        ("1.3.2", 40),
+        ("1.14.34", 32),
+        ("1.17.11", 32),
+        ("1.18.33", 32),
+    ],
 )
 def test_the_fake_servers_40_output_tokens_8_of_them_reasoning_read_40_in_every_version(
     version: str, native_output: int
@@ -229,7 +238,7 @@ def test_the_fake_servers_40_output_tokens_8_of_them_reasoning_read_40_in_every_
 
 
 #: the versions whose stream prints a call a rule refused (1.0 and 1.1 leave it out)
-REFUSED_IN_STREAM = ["1.2.12", "1.2.27", "1.3.2", "1.14.34", "1.18.33"]
+REFUSED_IN_STREAM = ["1.2.12", "1.2.27", "1.3.2", "1.14.34", "1.17.11", "1.18.33"]
 
 
 @pytest.mark.parametrize(
