@@ -21,6 +21,9 @@ from normalize import SessionCreated, SessionEvent, encode
 
 GEMINI_LIVE = ADAPTERS / "gemini-stream-json/captures/gemini-cli-0.61.0"
 GEMINI_STORED = ADAPTERS / "gemini-chat/captures/gemini-cli-0.61.0"
+#: Every release whose chats are ``.jsonl`` (0.39 on), and whether its chat keeps the prompt of a
+#: failed request (0.51 does, unanswered; 0.61 withdraws it with a ``$set.messages``).
+GEMINI_JSONL: dict[str, bool] = {"0.61.0": False, "0.51.0": True}
 #: Older releases, and the cases each could not run: their chats are one ``.json`` document each
 #: (before 0.39); 0.11 has no ``--resume``.
 GEMINI_OLD: dict[str, frozenset[str]] = {
@@ -129,12 +132,34 @@ GEMINI_LACKS: dict[str, Drop] = {
 }
 
 
+@pytest.mark.parametrize("version", list(GEMINI_JSONL))
 @pytest.mark.parametrize("case", CASES)
-def test_gemini_stream_json_and_its_chat_give_the_same_session_and_bodies(case: str) -> None:
+def test_gemini_stream_json_and_its_chat_give_the_same_session_and_bodies(version: str, case: str) -> None:
+    live = ADAPTERS / f"gemini-stream-json/captures/gemini-cli-{version}"
+    stored = ADAPTERS / f"gemini-chat/captures/gemini-cli-{version}/{case}.jsonl"
+    drops = dict(GEMINI_LACKS)
+    prompt_kept = case == "api_error" and GEMINI_JSONL[version]
+    if prompt_kept:
+        # the failed prompt stays in the chat, unanswered, and the file ends: its turn ends ok
+        # there, where the stream says error (as in the .json chats, below)
+        drops["turn-complete"] = lambda b: b["kind"] == "turn-complete"
     # message ids: stream-json has none (normalize numbers them), the chat keeps its records' ids
-    keys = compare(live_runs(GEMINI_LIVE, case), GEMINI_STORED / f"{case}.jsonl", GEMINI_LACKS, ids=False)
+    keys = compare(live_runs(live, case), stored, drops, ids=False)
     assert ("turn-start",) in keys
-    assert keys[-1][0] == "turn-complete"
+    if not prompt_kept:
+        assert keys[-1][0] == "turn-complete"
+
+
+@pytest.mark.parametrize("version", list(GEMINI_JSONL))
+def test_a_jsonl_api_error_ends_its_turn_as_each_side_says(version: str) -> None:
+    """0.61 withdraws the failed prompt (interrupt, ``withdrawn``); 0.51 leaves it unanswered (ok)."""
+    live = ADAPTERS / f"gemini-stream-json/captures/gemini-cli-{version}/api_error.jsonl"
+    stored = ADAPTERS / f"gemini-chat/captures/gemini-cli-{version}/api_error.jsonl"
+    (_, out) = converted(live)
+    (_, chat) = converted(stored)
+    assert [(b["reason"], b.get("stopReason")) for b in out if b["kind"] == "turn-complete"] == [("interrupt", "error")]
+    ends = [(b["reason"], b.get("stopReason")) for b in chat if b["kind"] == "turn-complete"]
+    assert ends == ([("ok", None)] if GEMINI_JSONL[version] else [("interrupt", "withdrawn")])
 
 
 def old_cases() -> list[tuple[str, str]]:

@@ -22,7 +22,8 @@ Facts (Gemini CLI 0.61.0, captures in adapters/gemini-chat/captures/gemini-cli-0
   the user was shown: a shell's output, a denial's message, an edit's ``{fileDiff,
   filePath, isNewFile, ...}``.
 * No record ends a turn, and an API error is never stored: the failed prompt's record
-  is withdrawn by a ``$set.messages`` that leaves it out.
+  is withdrawn by a ``$set.messages`` that leaves it out.  0.51.0 (same layout otherwise)
+  does not withdraw it: the prompt stays unanswered, as in the ``.json`` chats below.
 * ``--resume`` appends to the same file: a second header (same ``sessionId``), then
   ``$set`` lines restating the conversation so far.
 
