@@ -77,7 +77,7 @@ def wire(capture: Path) -> list[tuple[str, Wire]]:
 
 def _loaded(capture: Path) -> bool:
     """Whether the capture has a ``session/load`` the agent answered with a result (Gemini CLI
-    0.61.0 answered its load with an error: no history to replay there)."""
+    0.61.0 and 0.51.0 answered their load with an error: no history to replay there)."""
     lines = wire(capture)
     ids = {m["id"] for d, m in lines if d == "client" and m.get("method") == "session/load"}
     return any(d == "agent" and m.get("id") in ids and "result" in m for d, m in lines)
@@ -158,9 +158,10 @@ def test_every_capture_set_is_here() -> None:
         "codex-acp-0.7.4",
         "codex-acp-1.0.0",
         "codex-acp-2.6.0",
+        "gemini-cli-0.51.0",
         "gemini-cli-0.61.0",
     }
-    assert len(CAPTURES) == 67
+    assert len(CAPTURES) == 75
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
