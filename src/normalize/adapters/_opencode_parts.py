@@ -196,16 +196,15 @@ def part_bodies(part_id: str, part: Part) -> list[Body] | None:
     return None
 
 
-#: How OpenCode's error for a call a permission rule (``"deny"``) refused begins, in every
-#: wording it had: 1.3.2 and later; 1.1 and 1.2.12 (``Error: `` before it); 1.2.27
-#: (the error object printed, ``PermissionDeniedError({"ruleset":[...]})``); 1.0, a
-#: ``bash`` rule (``Error: The user has specifically restricted access to this command``).
+#: How OpenCode's error for a call a permission rule (``"deny"``) refused begins, after an
+#: ``Error: `` some releases put first, in every wording it had: 1.3.2 and later; 1.1 and
+#: 1.2.12 (``Error: `` first); 1.2.27 (the error object printed,
+#: ``PermissionDeniedError({"ruleset":[...]})``); 1.0, a ``bash`` rule (``Error: The user
+#: has specifically restricted access to this command``).
 _RULE_REFUSED = (
     "The user has specified a rule which prevents you from using this specific tool call",
-    "Error: The user has specified a rule which prevents you from using this specific tool call",
     "PermissionDeniedError(",
     "The user has specifically restricted access to this command",
-    "Error: The user has specifically restricted access to this command",
 )
 
 
@@ -217,7 +216,8 @@ def _tool(part: Part) -> list[Body] | None:
     started = ToolCall(call_id=call_id, tool=tool, phase="started", title=title, category=category, input=state.input)
     out: list[Body] = [started]
     if state.status == "error":
-        if (state.error or "").startswith(_RULE_REFUSED):  # a permission rule refused it without asking
+        # a permission rule refused it without asking
+        if (state.error or "").removeprefix("Error: ").startswith(_RULE_REFUSED):
             ref = ToolCallRef(call_id=call_id, tool=tool, title=title, category=category)
             out.append(PermissionAuto(tool_call=ref, option_id="deny", reason=state.error))
         out.append(
