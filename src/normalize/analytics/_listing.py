@@ -254,20 +254,19 @@ def _store_inputs(db: Path, seen: set[str] | None = None) -> list[ListedInput]:
     return [ListedInput(db.as_posix(), (), s.protocol, size, s.key, (listed,)) for s in sessions]
 
 
-def _session_document(spec: ListedInput, base: str) -> bool:
-    """Whether a listed ``*.json`` file is a session document an adapter reads: a JSON document
-    over several lines whose protocol is given or detected."""
+def _document_protocol(spec: ListedInput, base: str) -> str | None:
+    """The protocol of a listed ``*.json`` file that is a session document an adapter reads (a
+    JSON document over several lines, its protocol given or detected); None for any other."""
     with _open(spec.main, base) as f:
         if not is_document_head(f.read(DOCUMENT_HEAD)):
-            return False
-    if spec.protocol is not None:
-        return True
-    with _open(spec.main, base) as f:
+            return None
+        if spec.protocol is not None:
+            return spec.protocol
+        f.seek(0)
         try:
-            detect_protocol(sample_records(iter_records(f))[1])
+            return detect_protocol(sample_records(iter_records(f))[1])
         except DetectionError:
-            return False
-    return True
+            return None
 
 
 def listed_events(spec: ListedInput, base: str = "") -> Iterator[_Core | StreamHeader]:
@@ -280,20 +279,23 @@ def listed_events(spec: ListedInput, base: str = "") -> Iterator[_Core | StreamH
         session = SessionInput(main, spec.protocol or "", key=spec.key)
         yield from events(session.records(), protocol=spec.protocol, clock=unknown_clock)
         return
-    if spec.main.endswith(".json") and not _session_document(spec, base):
-        return  # a JSON file that holds no session (settings, an index): passed over, as a local listing does
-    with _open(spec.main, base) as f:
-        head = f.readline(1 << 16)
-    if is_normalized_head(head):
+    protocol = spec.protocol
+    if spec.main.endswith(".json"):
+        protocol = _document_protocol(spec, base)
+        if protocol is None:
+            return  # a JSON file that holds no session (settings, an index): passed over, as a local listing does
+    else:
         with _open(spec.main, base) as f:
-            yield from decode_lines(f, spec.main)
-        return
+            head = f.readline(1 << 16)
+        if is_normalized_head(head):
+            with _open(spec.main, base) as f:
+                yield from decode_lines(f, spec.main)
+            return
 
     def records(name: str) -> Iterator[Any]:
         with _open(name, base) as f:
             yield from iter_records(f)
 
-    protocol = spec.protocol
     if protocol is None and spec.companions:  # the protocol says how the session's files are read together
         try:
             protocol = detect_protocol(sample_records(records(spec.main))[1])
