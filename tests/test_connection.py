@@ -16,7 +16,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from helpers import ADAPTERS, convert_records, records_of
+from helpers import ADAPTERS, convert_records, fixed_clock, records_of
 from normalize import (
     CaptureParser,
     Connection,
@@ -262,3 +262,63 @@ def test_the_string_at_a_path_is_what_the_whole_decoded_value_holds_there(
     if cut:
         raw = raw[: len(raw) // 2]  # not JSON: nothing is read
     assert _at(raw, path) == _generic_at(raw, path)
+
+
+def _acp_connection_stream() -> list[Message]:
+    """Every ACP capture's messages one after another on one connection (a session per
+    capture, as the benchmark's generated stream has), as the agents wrote them (compact
+    JSON), with a few lines the adapter's one-pass view does not take."""
+    messages: list[Message] = []
+    for path in sorted((ADAPTERS / "acp" / "captures").rglob("*.tap.jsonl")):
+        messages += [r for r in records_of([path]) if isinstance(r, Message)]
+    update = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"%s","update":%s}}'
+    chunk = b'{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"%s"}}'
+    sid = next(
+        json.loads(m.data)["params"]["sessionId"] for m in messages if m.data.startswith(update[:42]) and m.from_ == "agent"
+    ).encode()
+    odd = [
+        # not UTF-8 in a member the view skips: peeked at, then reported by the Session, and
+        # the adapter not fed (its view is never used)
+        update % (sid, (chunk[:-1] + b',"extra":"\xff"}') % b"not UTF-8"),
+        update % (sid, b'{"sessionUpdate":"a_variant_not_known_yet"}'),  # not the one-pass view's
+        update % (sid, chunk % b"after the bad line"),
+        update.replace(b'"params"', b'"id":null,"params"') % (sid, chunk % b"an id"),
+        update % (b"no-such-session", chunk % b"a session named first here"),
+        update % (sid, chunk % b"and back"),
+    ]
+    return messages + [Message(data=line, from_="agent", t="2026-01-01T00:00:00.000Z") for line in odd]
+
+
+def test_a_notification_the_adapter_peeks_at_gives_what_one_decoded_twice_gives() -> None:
+    """A Connection routes an ACP ``session/update`` with the adapter's own decode (``peek``)
+    and hands the view to the session's adapter: the events are those of the Connection
+    that decodes every message itself, over every ACP capture on one connection."""
+    messages = _acp_connection_stream()
+    peeked: list[bytes] = []
+
+    def run(peek: bool) -> list[bytes]:
+        connection = Connection(adapter_class("acp"), clock=fixed_clock)
+        own = connection._peek
+        assert own is not None  # the ACP adapter peeks
+        if peek:
+
+            def counted(message: bytes) -> tuple[str, str | None, object] | None:
+                view = own(message)
+                if view is not None:
+                    peeked.append(message)
+                return view
+
+            connection._peek = counted
+        else:
+            connection._peek = None
+        out: list[Any] = []
+        for m in messages:
+            out += connection.feed(m.data, m.from_, t=m.t)
+        out += connection.close()
+        assert len(connection.sessions) > 20
+        return [encode(e) for e in out]
+
+    assert run(peek=True) == run(peek=False)
+    updates = [m.data for m in messages if m.data.startswith(b'{"jsonrpc":"2.0","method":"session/update"')]
+    assert len(peeked) > len(updates) // 2  # most of them, once the connection holds several sessions
+    assert b"\xff" in b"".join(peeked)  # the line the Session rejects was peeked at, its view never used

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import msgspec
 from msgspec import Raw
@@ -125,6 +125,10 @@ class Connection:
         self._factory = factory
         self._opts = (origin, clock, strict)
         self._decoder = _view(routing.key)
+        #: the adapter's own one-pass decode of its most frequent notifications, if it has one
+        self._peek: Callable[[bytes], tuple[str, str | None, object] | None] | None = (
+            adapter.peek if type(adapter).peek is not Adapter.peek else None
+        )
         first_session = Session(adapter, session_id=session_id, origin=origin, clock=clock, strict=strict)
         self.sessions: list[Session] = [first_session]
         self._by_key: dict[str, Session] = {}
@@ -174,23 +178,37 @@ class Connection:
         only = self._only
         if only is not None and self._stays_with_only(message, from_):
             return only.feed(message, from_, t=t)
-        try:
-            view = self._decoder.decode(message)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-            return self._last.feed(message, from_, t=t)  # the Session reports it
+        peeked = self._peek(message) if self._peek is not None else None
+        method: str | None
+        rid: int | str | None
+        key: str | None
+        if peeked is not None:  # a notification the adapter decoded: it is given the view
+            method, key, _ = peeked
+            rid = None
+        else:
+            try:
+                view = self._decoder.decode(message)
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                return self._last.feed(message, from_, t=t)  # the Session reports it
+            method, rid = view.method, view.id
+            key = getattr(view.params, self._routing.key) if view.params is not None else None
         out: list[_Core] = []
-        target = self._route(view, message, from_, out)
-        mark = self._spawn_marks.get(view.method) if view.method is not None else None
-        if mark is not None and message.find(mark) >= 0:
-            out += self._note_spawn(view.method, message, target)
+        target = self._route(method, rid, key, message, from_, out)
+        mark = self._spawn_marks.get(method) if method is not None else None
+        if mark is not None and method is not None and message.find(mark) >= 0:
+            out += self._note_spawn(method, message, target)
         if self._in_handshake and len(self._handshake) < HANDSHAKE:
             self._handshake.append((message, from_, t))
         self._last = target
         if self._changed:
             self._changed = False
             self._only = self._single()
-        out += target.feed(message, from_, t=t)
-        return out
+        if peeked is not None:
+            target.adapter.given(message, peeked[2])
+        if out:
+            out += target.feed(message, from_, t=t)
+            return out
+        return target.feed(message, from_, t=t)
 
     # The fast path: most connections carry one session.  While they do, a message goes
     # to it without being decoded here unless its bytes could open or name another
@@ -235,14 +253,22 @@ class Connection:
 
     # ----------------------------------------------------------------- private
 
-    def _route(self, view: Any, message: bytes, from_: Direction, out: list[_Core]) -> Session:
+    def _route(
+        self,
+        method: str | None,
+        rid: int | str | None,
+        key: str | None,
+        message: bytes,
+        from_: Direction,
+        out: list[_Core],
+    ) -> Session:
+        """The Session of a message: its method, id and the session its params name (``key``)."""
         routing = self._routing
-        method: str | None = view.method
         if method is None:
-            if view.id is None:
+            if rid is None:
                 return self._last
             other: Direction = "client" if from_ == "agent" else "agent"
-            sent = self._requests.pop((other, view.id), None)
+            sent = self._requests.pop((other, rid), None)
             if sent is None:  # unrecorded: sent while the first session was the only one
                 return self.sessions[0]
             session, req_method = sent
@@ -254,7 +280,6 @@ class Connection:
                 if key is not None and key not in self._by_key:
                     self._bind(session, key)  # also when named early by another member: both name it
             return session
-        key = cast(str | None, getattr(view.params, routing.key)) if view.params is not None else None
         if key is None and method in routing.named_in:
             key = _at(message, ("params", *routing.named_in[method]))
         if key is not None:
@@ -280,8 +305,8 @@ class Connection:
             session = self._unbound(out, opener=True)
         else:
             session = self._last
-        if view.id is not None:
-            self._requests[(from_, view.id)] = (session, method)
+        if rid is not None:
+            self._requests[(from_, rid)] = (session, method)
             if len(self._requests) > PENDING:
                 self._requests.popitem(last=False)
         return session

@@ -221,6 +221,26 @@ class Adapter:
         self._closed = True
         return []
 
+    # a connection of several sessions (``routing``) --------------------------
+
+    def peek(self, message: bytes) -> tuple[str, str | None, object] | None:
+        """Optional, for an adapter with a ``routing``: a message this adapter reads in one
+        decode, decoded ahead so that its Connection routes it without decoding it again.
+
+        Return ``(method, session key, view)`` for a notification (a message without an
+        ``id``) whose method and session key (the params' ``routing.key``, None if absent)
+        the view holds; None for any other message, which the Connection then decodes
+        itself.  The Connection hands ``view`` to the adapter of the session the message
+        goes to (:meth:`given`), right before that adapter is fed the same message.  Called
+        on one adapter of the connection for every message: it keeps no state.
+        """
+        return None
+
+    def given(self, message: bytes, view: object) -> None:
+        """The view :meth:`peek` made of ``message``: what :meth:`feed` of the same message
+        (the same object) may use instead of decoding it again; any other message is
+        decoded as usual."""
+
     # helpers for subclasses -------------------------------------------------
 
     def _check_open(self) -> None:

@@ -197,6 +197,7 @@ from ._acp_views import (
     _SessionResult,
     _ToolCallView,
     _TurnUsage,
+    _UpdateRpc,
     _UsageUpdate,
 )
 from ._base import BuiltinAdapter
@@ -525,6 +526,8 @@ class AcpAdapter(BuiltinAdapter):
         # the path and text of the last whole file the client read for the agent: what a write
         # of that path that follows replaces
         self._read: tuple[str, str] | None = None
+        #: a message its Connection decoded ahead (``peek``), and its view: for its feed
+        self._peeked: tuple[bytes, _UpdateRpc] | None = None
 
     # ------------------------------------------------------------------ detection
 
@@ -563,6 +566,11 @@ class AcpAdapter(BuiltinAdapter):
         # take, is decoded as any message (the envelope, then the params): bad input is
         # reported as before.  (A search of the whole line for the method costs more than the
         # second pass it saves.)
+        peeked = self._peeked
+        if peeked is not None:
+            self._peeked = None
+            if peeked[0] is message:  # decoded already, by its Connection (peek)
+                return self._one_pass(peeked[1])
         if message.startswith(_UPDATE_HEAD_BYTES):
             try:
                 update = _UPDATE_RPC.decode(message)
@@ -570,12 +578,7 @@ class AcpAdapter(BuiltinAdapter):
                 pass
             else:
                 if update.method == "session/update" and update.id is UNSET:
-                    try:
-                        out = self._on_update(update.params.update)
-                    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                        return [_UPDATE_SOURCE, Problem(error=MalformedMessage(f"session/update: {exc}"))]
-                    out.insert(0, _UPDATE_SOURCE)
-                    return out
+                    return self._one_pass(update)
         try:
             msg = _RPC.decode(message)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -583,6 +586,7 @@ class AcpAdapter(BuiltinAdapter):
                 f"not a JSON-RPC message: {exc}", kept=message[:1024].decode("utf-8", "replace")
             ) from None
         method = msg.method
+        out: list[Item]
         try:
             if type(method) is str:
                 if msg.id is UNSET:
@@ -603,6 +607,30 @@ class AcpAdapter(BuiltinAdapter):
                 error=ProtocolViolation("a JSON object that is neither a JSON-RPC request, notification nor response")
             )
         ]
+
+    def peek(self, message: bytes) -> tuple[str, str | None, object] | None:
+        # the session/update notifications feed decodes in one pass (most lines)
+        if message.startswith(_UPDATE_HEAD_BYTES):
+            try:
+                update = _UPDATE_RPC.decode(message)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                return None
+            if update.method == "session/update" and update.id is UNSET:
+                return "session/update", update.params.session_id, update
+        return None
+
+    def given(self, message: bytes, view: object) -> None:
+        if type(view) is _UpdateRpc:
+            self._peeked = (message, view)
+
+    def _one_pass(self, update: _UpdateRpc) -> list[Item]:
+        """A ``session/update`` notification decoded in one pass."""
+        try:
+            out = self._on_update(update.params.update)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            return [_UPDATE_SOURCE, Problem(error=MalformedMessage(f"session/update: {exc}"))]
+        out.insert(0, _UPDATE_SOURCE)
+        return out
 
     def close(self) -> list[Item]:
         self._closed = True
