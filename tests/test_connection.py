@@ -273,9 +273,8 @@ def _acp_connection_stream() -> list[Message]:
         messages += [r for r in records_of([path]) if isinstance(r, Message)]
     update = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"%s","update":%s}}'
     chunk = b'{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"%s"}}'
-    sid = next(
-        json.loads(m.data)["params"]["sessionId"] for m in messages if m.data.startswith(update[:42]) and m.from_ == "agent"
-    ).encode()
+    head = update[:42]  # {"jsonrpc":"2.0","method":"session/update"
+    sid = next(json.loads(m.data)["params"]["sessionId"] for m in messages if m.data.startswith(head)).encode()
     odd = [
         # not UTF-8 in a member the view skips: peeked at, then reported by the Session, and
         # the adapter not fed (its view is never used)
