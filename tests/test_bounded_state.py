@@ -464,5 +464,47 @@ def test_every_table_of_an_adapter_reports_to_its_session(protocol: str) -> None
     session = Session(adapter)
     held = [*gc.get_referents(adapter), *gc.get_referents(getattr(adapter, "__dict__", {}))]
     tables = [value for value in held if type(value) is _limits.Bounded]
-    assert tables or protocol in ("gemini-stream-json", "opencode-db", "opencode-json")  # they keep none
+    # they keep none, or make each at its first entry (below)
+    assert tables or protocol in ("gemini-stream-json", "opencode-db", "opencode-json", *_MADE_WHEN_NEEDED)
     assert all(table.outbox is session._forgotten for table in tables), protocol
+
+
+#: the adapters that hold ``NO_TABLE`` until a table gets its first entry, and put it back once
+#: the table is empty again (a connection keeps every session, most of them idle)
+_MADE_WHEN_NEEDED = {
+    "acp": "acp/captures/claude-agent-acp-0.101.0/claude-b-shell-allow.tap.jsonl",
+    "codex-app-server": "codex-app-server/captures/codex-0.171.0/b_command_approval_accept.tap.jsonl",
+}
+
+
+def _tables(adapter: object) -> list[_limits.Bounded[object, object]]:
+    held = [*gc.get_referents(adapter), *gc.get_referents(getattr(adapter, "__dict__", {}))]
+    return [value for value in held if isinstance(value, _limits.Bounded)]
+
+
+@pytest.mark.parametrize("protocol", sorted(_MADE_WHEN_NEEDED))
+def test_a_table_made_at_its_first_entry_reports_to_the_session_and_goes_when_empty(protocol: str) -> None:
+    """A table made while the session runs queues its evictions where the Session looks, as
+    one made with the adapter does; once empty it is given back for the shared NO_TABLE."""
+    adapter = normalize.adapter_class(protocol)()
+    session = Session(adapter)
+    made: set[int] = set()
+    for line in (ROOT / "adapters" / _MADE_WHEN_NEEDED[protocol]).read_bytes().splitlines():
+        record = msgspec.json.decode(line)
+        session.feed(msgspec.json.encode(record["msg"]), record["from"])
+        for table in _tables(adapter):
+            if table is not _limits.NO_TABLE:
+                assert type(table) is _limits.Bounded
+                assert table, "an empty table is given back"
+                assert table.outbox is session._forgotten
+                made.add(id(table))
+    assert made  # requests were pending, items open
+    assert all(table is _limits.NO_TABLE for table in _tables(adapter))  # all answered and ended
+
+
+def test_the_shared_empty_table_is_never_written() -> None:
+    with pytest.raises(TypeError, match="never written"):
+        _limits.NO_TABLE["key"] = "value"
+    with pytest.raises(TypeError, match="never written"):
+        _limits.NO_TABLE.setdefault("key", "value")
+    assert not _limits.NO_TABLE

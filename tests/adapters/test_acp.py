@@ -708,6 +708,22 @@ def test_terminals_past_the_bound_are_forgotten_with_a_warning(first: bool, monk
     ]
 
 
+@pytest.mark.parametrize("first", [True, False], ids=["in-the-first-message", "later"])
+def test_requests_past_the_bound_are_forgotten_with_a_warning(first: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the table of requests is made at the first request and given back once all are
+    # answered: a table made again later reports its evictions too
+    monkeypatch.setattr(acp, "PENDING_REQUESTS", 2)
+    lines = [] if first else [req("agent", 90, "fs/read_text_file", {"sessionId": "s1", "path": "/a"})]
+    lines += [] if first else [res("client", 90, {"content": "a"})]  # answered: the table goes
+    for n in range(4):
+        lines.append(req("agent", n, "fs/read_text_file", {"sessionId": "s1", "path": f"/f{n}"}))
+    warned = [b.message for b in bodies(run(*lines)) if isinstance(b, WarningBody) and "forgotten" in b.message]
+    assert warned == [
+        "request ('agent', 0) forgotten: more than 2 open at once; a later message about it is treated as unknown",
+        "request ('agent', 1) forgotten: more than 2 open at once; a later message about it is treated as unknown",
+    ]
+
+
 def test_agent_owned_terminal_output_in_meta() -> None:
     meta = {
         "terminal_output_delta": {"terminal_id": "c", "data": "hi\n"},

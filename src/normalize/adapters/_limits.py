@@ -39,6 +39,7 @@ __all__ = [
     "PARTIAL_INPUT",
     "PENDING_REQUESTS",
     "SEEN_IDS",
+    "NO_TABLE",
     "Bounded",
     "Recent",
     "buffer_warning",
@@ -46,6 +47,7 @@ __all__ = [
     "forgotten",
     "link",
     "outbox",
+    "table",
 ]
 
 #: A real session has a handful of calls open at once (parallel tool use reaches tens);
@@ -104,6 +106,35 @@ class Bounded(OrderedDict[K, V]):
         if key not in self:
             self[key] = default
         return self[key]
+
+
+class _Unmade(Bounded[Any, Any]):
+    """:data:`NO_TABLE`: read as an empty table; writing to it is a bug, and raises."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise TypeError(f"NO_TABLE is shared and never written: make the {self.what} table first (table())")
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        raise TypeError(f"NO_TABLE is shared and never written: make the {self.what} table first (table())")
+
+
+#: The one empty table an adapter holds in place of a :class:`Bounded` it has not needed yet,
+#: or no longer needs: a connection keeps every session it opened, idle or not, and an empty
+#: table still costs its object (about 150 bytes).  Read it like any table; write to the one
+#: :func:`table` makes, and put this back once that one is empty again.
+NO_TABLE: Bounded[Any, Any] = _Unmade("table", 0)
+
+
+def table(adapter: Adapter, what: str, limit: int) -> Bounded[Any, Any]:
+    """A new :class:`Bounded` for ``adapter``, its evictions queued where its other tables'
+    are (its Session's, once it has one: :func:`outbox`)."""
+    made: Bounded[Any, Any] = Bounded(what, limit)
+    box: list[tuple[Bounded[Any, Any], Any]] | None = getattr(adapter, "_evicted", None)
+    if box is not None:
+        made.outbox = box
+    return made
 
 
 _NO_KEYS: OrderedDict[Any, None] = OrderedDict()  # shared, never written

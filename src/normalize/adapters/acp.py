@@ -204,13 +204,14 @@ from ._base import BuiltinAdapter
 from ._claude_common import SUBAGENT_TOOLS, subagent_started
 from ._limits import (
     BUFFER_TEXT,
+    NO_TABLE,
     OPEN_CALLS,
     OPEN_ITEMS,
     PENDING_REQUESTS,
     Bounded,
     Recent,
     buffer_warning,
-    compact,
+    table,
 )
 
 __all__ = ["AcpAdapter"]
@@ -502,8 +503,10 @@ class AcpAdapter(BuiltinAdapter):
 
     def __init__(self) -> None:
         super().__init__()
-        self._pending: Bounded[tuple[Direction, int | str | None], _Pending] = Bounded("request", PENDING_REQUESTS)
-        self._prompts: Bounded[int | str | None, _Prompt] = Bounded("prompt", OPEN_ITEMS)  # open, oldest first
+        # the requests awaiting their response, and the prompts open (oldest first): made at
+        # their first entry, given back once empty (NO_TABLE: a connection keeps every session)
+        self._pending: Bounded[tuple[Direction, int | str | None], _Pending] = NO_TABLE
+        self._prompts: Bounded[int | str | None, _Prompt] = NO_TABLE
         self._current: _Prompt | None = None  # the prompt whose turn is open
         self._loads: Recent[int | str | None] = Recent(PENDING_REQUESTS)
         # terminal id -> call id, and -> output reported: made at the first terminal (most
@@ -641,6 +644,8 @@ class AcpAdapter(BuiltinAdapter):
 
     def _request(self, method: str, rid: int | str | None, params: Raw, from_: Direction) -> list[Item]:
         pending = _Pending(method)
+        if self._pending is NO_TABLE:
+            self._pending = table(self, "request", PENDING_REQUESTS)
         self._pending[(from_, rid)] = pending
         handler = _REQUESTS.get(method)
         return handler(self, rid, params, pending) if handler is not None else [Passthrough(method=method)]
@@ -649,7 +654,8 @@ class AcpAdapter(BuiltinAdapter):
         asker: Direction = "client" if from_ == "agent" else "agent"
         rid = msg.id if not isinstance(msg.id, UnsetType) else None
         pending = self._pending.pop((asker, rid), None)
-        compact(self._pending)  # answered: a session left waiting keeps no table of requests
+        if not self._pending:  # answered: a session left waiting keeps no table of requests
+            self._pending = NO_TABLE
         if pending is None:
             return [Passthrough()]  # answers nothing (late answer, duplicate error with id null)
         method = pending.method
@@ -878,6 +884,7 @@ class AcpAdapter(BuiltinAdapter):
         out: list[Item] = []
         if not self._prompts:
             out += self._flush_all()
+            self._prompts = table(self, "prompt", OPEN_ITEMS)
         self._prompts[rid] = prompt
         out.append(MessageAccepted(session_id="", message_id=prompt.message_id))
         if len(self._prompts) == 1:
@@ -921,7 +928,8 @@ class AcpAdapter(BuiltinAdapter):
             if not nxt.active:
                 out += self._start(nxt, queued=True)
             break
-        compact(self._prompts)  # the turn is over: most sessions now wait, many for good
+        if not self._prompts:  # the turn is over: most sessions now wait, many for good
+            self._prompts = NO_TABLE
         return out
 
     def _tokens(self, usage: _TurnUsage | None) -> Tokens | None:
@@ -985,6 +993,8 @@ class AcpAdapter(BuiltinAdapter):
                 continue
             if pending.method in ("session/request_permission", "elicitation/create"):
                 del self._pending[(side, view.request_id)]
+                if not self._pending:
+                    self._pending = NO_TABLE
                 return [RequestResolved(request_id=str(view.request_id), outcome="cancelled")]
             if pending.method == "session/prompt":
                 return self._note_cancel(params)
@@ -1379,11 +1389,10 @@ class AcpAdapter(BuiltinAdapter):
 
     def _terminal_tables(self) -> tuple[Bounded[str, str], Bounded[str, str]]:
         """The tables of terminals, made at first use; their evictions are reported with the
-        other tables' (the same outbox as the table of requests)."""
+        other tables' (:func:`~normalize.adapters._limits.table`)."""
         if self._terminals is None or self._terminal_seen is None:
-            self._terminals = Bounded("terminal", OPEN_CALLS)
-            self._terminal_seen = Bounded("client terminal", OPEN_CALLS)
-            self._terminals.outbox = self._terminal_seen.outbox = self._pending.outbox
+            self._terminals = table(self, "terminal", OPEN_CALLS)
+            self._terminal_seen = table(self, "client terminal", OPEN_CALLS)
         return self._terminals, self._terminal_seen
 
     def _res_terminal_create(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:

@@ -107,7 +107,7 @@ from normalize import (
     Warning as WarningBody,
 )
 from normalize.adapters import _codex_items as ci
-from normalize.adapters._limits import OPEN_CALLS, PENDING_REQUESTS, Bounded, Recent, compact
+from normalize.adapters._limits import NO_TABLE, OPEN_CALLS, PENDING_REQUESTS, Bounded, Recent, table
 from normalize.adapters._times import ms_time, s_time
 
 from ._base import BuiltinAdapter
@@ -328,12 +328,15 @@ class CodexAppServerAdapter(BuiltinAdapter):
 
     def __init__(self) -> None:
         super().__init__()
-        self._pending: Bounded[tuple[Direction, int | str], _Pending] = Bounded("request", PENDING_REQUESTS)
+        # The tables below are made at their first entry and given back once empty (NO_TABLE:
+        # a connection keeps every thread it opened, most of them idle).
+        #: the requests awaiting their response
+        self._pending: Bounded[tuple[Direction, int | str], _Pending] = NO_TABLE
         self._answered: Recent[str] = Recent()
         #: items that are not tool calls, while open (the tool calls are in ``self.calls``)
-        self._open: Bounded[str, _Open] = Bounded("item", OPEN_CALLS)
+        self._open: Bounded[str, _Open] = NO_TABLE
         #: sub-agent threads this thread spawned -> the spawning call, while they run
-        self._subagents: Bounded[str, str] = Bounded("sub-agent", OPEN_CALLS)
+        self._subagents: Bounded[str, str] = NO_TABLE
         self._threads: Recent[str] = Recent()
         #: items completed ``declined`` (0.77 completes a declined command a second time)
         self._declined: Recent[str] = Recent()
@@ -395,8 +398,8 @@ class CodexAppServerAdapter(BuiltinAdapter):
             if op.kind in _NOT_CALLS:
                 msg = f"codex {op.kind} {item_id} never completed: the stream ended first"
                 out.append(Emit(body=WarningBody(message=msg, source="normalize"), synthetic=True))
-        self._open.clear()
-        self._pending.clear()
+        self._open = NO_TABLE
+        self._pending = NO_TABLE
         return out
 
     # ------------------------------------------------------------ routing
@@ -410,12 +413,12 @@ class CodexAppServerAdapter(BuiltinAdapter):
         if method is not None:
             if from_ != "agent":
                 if rid is not None:
-                    self._pending[("client", rid)] = _Pending(method)
+                    self._pending_table()[("client", rid)] = _Pending(method)
                 out = [_PASS]  # the client's requests: their answers carry the meaning
             elif rid is not None:
                 handler = _SERVER_REQUESTS.get(method)
                 if handler is None:
-                    self._pending[("agent", rid)] = _Pending(method, str(rid))
+                    self._pending_table()[("agent", rid)] = _Pending(method, str(rid))
                     out = [_PASS]
                 else:
                     out = handler(self, env.params, rid)
@@ -430,7 +433,8 @@ class CodexAppServerAdapter(BuiltinAdapter):
         # A response: to the other side's request.
         asker: Direction = "client" if from_ == "agent" else "agent"
         pending = self._pending.pop((asker, rid), None)
-        compact(self._pending)  # answered: a thread left waiting keeps no table of requests
+        if not self._pending:  # answered: a thread left waiting keeps no table of requests
+            self._pending = NO_TABLE
         if pending is None:
             return [_PASS]
         if ci.present(env.error):
@@ -547,7 +551,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
                 out.extend(_CALL_CLOSE[known.note.kind](self, known.call_id, known.note))
         for item_id, op in self._open.items():
             out.extend(_ITEM_CLOSE[op.kind](self, item_id, op))
-        self._open.clear()
+        self._open = NO_TABLE
         reason, stop = _TERMINAL_STATUS.get(turn.status, ("interrupt", "cancelled"))
         error: ErrorInfo | None = None
         if turn.error is not None:
@@ -576,6 +580,8 @@ class CodexAppServerAdapter(BuiltinAdapter):
         head = _ITEM_HEAD.decode(p.item)
         started = _ITEM_STARTED.get(head.type)
         if head.type in _ITEM_CLOSE:
+            if self._open is NO_TABLE:
+                self._open = table(self, "item", OPEN_CALLS)
             self._open[head.id] = _Open(head.type, p.item)
         if started is None:
             return [Passthrough()]
@@ -601,7 +607,8 @@ class CodexAppServerAdapter(BuiltinAdapter):
         completed = _ITEM_COMPLETED.get(head.type)
         if head.type != "userMessage":
             self._turn_answered = True
-        self._open.pop(head.id, None)
+        if self._open.pop(head.id, None) is not None and not self._open:
+            self._open = NO_TABLE
         note = self._note(head.id)
         if note is None and head.id in self._declined:
             # 0.77: a declined command completes again, ``failed`` with "exec command rejected by
@@ -647,17 +654,17 @@ class CodexAppServerAdapter(BuiltinAdapter):
         v = _SUB_AGENT.decode(raw)
         thread, label = v.agent_thread_id, v.agent_path
         if v.kind == "started":
-            self._subagents[thread] = v.id
+            self._subagents_table()[thread] = v.id
             return [
                 ToolCall(call_id=v.id, tool="spawnAgent", phase="started", category="other", title=label),
                 *self._subagent_phase(thread, "started", v.id, label, model=v.model),
             ]
         call = self._subagents.get(thread)
         if v.kind == "completed":
-            self._subagents.pop(thread, None)
+            self._subagent_ended(thread)
             return self._subagent_phase(thread, "completed", call, label)
         if v.kind == "interrupted":
-            self._subagents.pop(thread, None)
+            self._subagent_ended(thread)
             return self._subagent_phase(thread, "cancelled", call, label)
         return [Subagent(subagent_id=thread, phase="progress", name=label, activity=v.kind, call_id=call)]
 
@@ -687,11 +694,11 @@ class CodexAppServerAdapter(BuiltinAdapter):
         if v.tool == "spawnAgent":
             for thread in v.receiver_thread_ids:
                 if thread not in self._subagents:
-                    self._subagents[thread] = v.id
+                    self._subagents_table()[thread] = v.id
                     out += self._subagent_phase(thread, "started", v.id, None, prompt=v.prompt, model=v.model)
         for thread, state in v.agents_states.items():
             phase = _AGENT_END.get(state.status or "")
-            call = self._subagents.pop(thread, None) if phase is not None else None
+            call = self._subagent_ended(thread) if phase is not None else None
             if phase is not None and call is not None:
                 out += self._subagent_phase(thread, phase, call, None)
         return out
@@ -988,6 +995,8 @@ class CodexAppServerAdapter(BuiltinAdapter):
             return [Passthrough()]  # the client's answer already resolved it
         # Resolved without an answer (the turn ended first): cancelled.
         pending = self._pending.pop(("agent", rid), None)
+        if not self._pending:
+            self._pending = NO_TABLE
         if pending is None or pending.method not in _CLIENT_RESPONSES:
             return [Passthrough()]
         return [RequestResolved(request_id=key, outcome="cancelled")]
@@ -996,8 +1005,27 @@ class CodexAppServerAdapter(BuiltinAdapter):
 
     def _ask(self, rid: int | str, method: str, **kw: str) -> str:
         key = str(rid)
-        self._pending[("agent", rid)] = _Pending(method, key, **kw)
+        self._pending_table()[("agent", rid)] = _Pending(method, key, **kw)
         return key
+
+    def _pending_table(self) -> Bounded[tuple[Direction, int | str], _Pending]:
+        """The table of requests awaiting a response, made at its first entry."""
+        if self._pending is NO_TABLE:
+            self._pending = table(self, "request", PENDING_REQUESTS)
+        return self._pending
+
+    def _subagents_table(self) -> Bounded[str, str]:
+        """The table of sub-agents running, made at its first entry."""
+        if self._subagents is NO_TABLE:
+            self._subagents = table(self, "sub-agent", OPEN_CALLS)
+        return self._subagents
+
+    def _subagent_ended(self, thread: str) -> str | None:
+        """The call that spawned ``thread`` (None: unknown), forgotten with it."""
+        call = self._subagents.pop(thread, None)
+        if not self._subagents:
+            self._subagents = NO_TABLE
+        return call
 
     def _on_command_approval(self, params: Raw, rid: int | str) -> list[Item]:
         p = _COMMAND_APPROVAL.decode(params)
