@@ -24,6 +24,7 @@ Defaults (docs/reliability.md):
 
 from __future__ import annotations
 
+import gc
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any, Generic, TypeVar
@@ -229,13 +230,18 @@ def link(adapter: Adapter, box: list[tuple[Bounded[Any, Any], Any]]) -> None:
 
 
 def _attributes(obj: object) -> Iterator[object]:
-    """The values of an object's attributes: its ``__dict__``'s, and those an instance of a
-    compiled class keeps apart from it (the compiled build: mypyc names them in the class's
-    ``__mypyc_attrs__``)."""
-    yield from getattr(obj, "__dict__", {}).values()
-    for name in getattr(type(obj), "__mypyc_attrs__", ()):
-        if name != "__dict__":
-            yield getattr(obj, name, None)
+    """The values of an object's attributes, and those of the plain dicts among them (its
+    ``__dict__``, once made).
+
+    The garbage collector's view of the object (``gc.get_referents``): it sees the attributes
+    of an instance whether they are kept in its ``__dict__``, in the instance itself (CPython
+    3.11 on makes the ``__dict__`` only when it is asked for: asking would add a dict to every
+    adapter, and a connection keeps every session's) or in a compiled class's own slots."""
+    for value in gc.get_referents(obj):
+        if type(value) is dict:
+            yield from value.values()
+        else:
+            yield value
 
 
 def outbox(adapter: Adapter) -> list[tuple[Bounded[Any, Any], Any]]:
