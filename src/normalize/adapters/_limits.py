@@ -187,14 +187,6 @@ class Recent(Generic[K]):
         return bool(self._keys)
 
 
-def compact(*tables: Bounded[Any, Any]) -> None:
-    """Give back the memory of the tables left empty: an OrderedDict keeps its size when its
-    entries are removed, and a connection keeps every session it opened, idle or not."""
-    for table in tables:
-        if not table:
-            table.clear()
-
-
 def forgotten(what: str, key: object, limit: int) -> str:
     """The warning's text for an entry a bounded table forgot (the core's table of calls too)."""
     return f"{what} {key} forgotten: more than {limit} open at once; a later message about it is treated as unknown"
