@@ -174,12 +174,18 @@ def test_every_protocol_with_captures_is_covered() -> None:
 #: model), which its session file neither holds nor totals (it writes no ``cost-state``)
 OWN_FIGURES_DIFFER = ("claude-code-1.", "claude-code-2.0.", "claude-code-2.1.142")
 
+#: single runs whose figures disagree so: 2.1.67's stream-json totals leave out the reply asked
+#: again without streaming after a cut stream (``result.usage`` zero, ``modelUsage`` empty),
+#: which its session file counts as the call it was
+OWN_FIGURES_DIFFER_RUNS = {("claude-code-2.1.67", "41-stream-cut-midway")}
+
 
 def test_a_live_stream_and_its_stored_file_share_keys_and_totals() -> None:
     """Claude stream-json runs and their transcripts, Codex app-server runs and their rollouts: one key each."""
     by_key: dict[str, list[dict[str, Any]]] = {}
     for capture in CAPTURES:
-        if capture.relative_to(ADAPTERS).parts[2].startswith(OWN_FIGURES_DIFFER):
+        parts = capture.relative_to(ADAPTERS).parts
+        if parts[2].startswith(OWN_FIGURES_DIFFER) or (parts[2], parts[3].split(".")[0]) in OWN_FIGURES_DIFFER_RUNS:
             continue
         for rows in native_rows(capture):
             if rows.session["native_session_id"] is not None:
