@@ -209,7 +209,8 @@ def test_turn_usage_excludes_subagents_and_session_usage_is_cumulative() -> None
 
 
 @pytest.mark.parametrize(
-    ("version", "exit_code"), [("1.0.98", None), ("2.0.0", None), ("2.0.76", 2), ("2.1.142", 2), ("2.1.332", 2)]
+    ("version", "exit_code"),
+    [("1.0.98", None), ("2.0.0", None), ("2.0.76", 2), ("2.1.67", 2), ("2.1.142", 2), ("2.1.332", 2)],
 )
 def test_bash_error_has_exit_code_and_output(version: str, exit_code: int | None) -> None:
     """The same failed command, every version: what it printed; its exit code where Claude
@@ -219,10 +220,10 @@ def test_bash_error_has_exit_code_and_output(version: str, exit_code: int | None
     assert call.exit_code == exit_code
     (out,) = _bodies(events, CommandOutput)
     # what ls printed; the "Exit code 2" line Claude Code puts first for the model is the exit code
-    assert (out.stream, out.delta) == (
-        "merged",
-        "ls: cannot access '/nonexistent-dir-for-test': No such file or directory",
-    )
+    printed = "ls: cannot access '/nonexistent-dir-for-test': No such file or directory"
+    if version == "2.1.67":  # it writes the command's stderr twice (in its session file too)
+        printed = f"{printed}\n\n{printed}"
+    assert (out.stream, out.delta) == ("merged", printed)
 
 
 @pytest.mark.parametrize("version", ["2.1.142", "2.1.332"])
@@ -240,6 +241,22 @@ def test_api_retries_are_warnings_and_a_failed_call_ends_with_an_api_error(versi
         assert done.result.error is not None and done.result.error.error_type == "api_error"
 
 
+@pytest.mark.parametrize("version", ["2.0.76", "2.1.67"])
+def test_an_api_error_without_a_terminal_reason_ends_the_turn_with_its_message(version: str) -> None:
+    """Before 2.1.142 the retries are not on stdout and the failed call's ``result`` names no
+    cause (no ``terminal_reason``, no ``api_error_status``): the turn still ends in error, with
+    the API's words, and the error line keeps the CLI's own type."""
+    kit = ADAPTERS / "claude-stream-json" / "captures" / f"claude-code-{version}"
+    for case in ("17-api-error-400.jsonl", "18-api-error-529-retries.jsonl"):
+        events = _events(kit / case)
+        assert [w for w in _bodies(events, WarningBody) if w.source == "api_retry"] == []
+        (err,) = _bodies(events, Error)
+        assert (err.error_type, err.message.startswith("API Error: ")) == ("unknown", True)
+        (done,) = [e for e in convert_capture(kit / case) if isinstance(e, MessageCompleted)]
+        assert done.result.stop_reason == "error"
+        assert done.result.error is not None and done.result.error.message == err.message
+
+
 def test_refused_command_has_no_command_output() -> None:
     for case in ("14-permission-denied-print.jsonl", "15-permission-stdio-deny.tap.jsonl"):
         events = _events(KIT / case)
@@ -247,7 +264,7 @@ def test_refused_command_has_no_command_output() -> None:
         assert [b.phase for b in _bodies(events, ToolCall)][-1] == "failed"
 
 
-@pytest.mark.parametrize("version", ["1.0.98", "2.0.0", "2.0.76", "2.1.142", "2.1.332"])
+@pytest.mark.parametrize("version", ["1.0.98", "2.0.0", "2.0.76", "2.1.67", "2.1.142", "2.1.332"])
 @pytest.mark.parametrize("case", ["15-permission-stdio-deny", "16-permission-stdio-allow"])
 def test_a_permission_request_names_its_call_and_a_denied_call_did_not_run(version: str, case: str) -> None:
     """Before 2.0.76 ``can_use_tool`` does not say which call it asks for, and no
