@@ -28,7 +28,8 @@ directory (holding one file, ``hello.txt``), against a fake model server on 127.
 
 Tap lines splice the wire line into ``{"t":…,"from":…,"msg":<line>}`` as is.
 The scratch paths are rewritten to ``/home/user/project`` and ``/home/user``
-(also in Claude's encoded project name); nothing else is edited.  A capture
+(also in Claude's encoded project name), and the scratch root (the runs' ``TMPDIR``)
+to ``/tmp``; nothing else is edited.  A capture
 folder that exists before the run is never written to (``--overwrite`` to do so).
 
 Only 127.0.0.1 is contacted, plus the npm registry with ``--install``.
@@ -102,6 +103,9 @@ class Scratch:
             (str(self.cwd).lstrip("/").encode(), PROJECT.lstrip(b"/")),
             (str(self.home).lstrip("/").encode(), HOME.lstrip(b"/")),
             (re.sub(r"[^A-Za-z0-9]", "-", str(self.cwd)).encode(), b"-home-user-project"),
+            # TMPDIR is the scratch root: what a CLI keeps there (Claude Code's task output
+            # files) is named as under /tmp
+            (str(self.root).encode(), b"/tmp"),
         ]
         for old, new in pairs:
             data = data.replace(old, new)
