@@ -123,6 +123,32 @@ def test_a_failed_command_reads_as_the_stream_json_of_its_run_says_it(version: s
     assert [f[0] for f in facts(main)] == ["output", "end"]
 
 
+@pytest.mark.parametrize(
+    ("version", "case"),
+    [
+        ("2.0.76", "18-api-error-529-retries"),
+        *((v, c) for v in ("2.1.142", "2.1.235") for c in ("17-api-error-400", "18-api-error-529-retries")),
+    ],
+)
+def test_an_api_error_without_api_error_type_has_the_type_the_stream_json_of_its_run_says(
+    version: str, case: str
+) -> None:
+    """Before ``apiErrorType`` (2.1.332) the error line's ``error`` is the CLI's category of the
+    failure (``server_error`` for a 529, ``unknown`` for a 400), the same on stdout."""
+    (main,) = [p for p in (KIT / f"claude-code-{version}" / case).glob("*.jsonl") if p.name[:6] != "agent-"]
+    stdout = ADAPTERS / "claude-stream-json" / "captures" / f"claude-code-{version}" / f"{case}.jsonl"
+
+    def types(capture: Path) -> list[str | None]:
+        return [
+            b.error_type
+            for b in (e.event.body for e in convert_capture(capture) if isinstance(e, SessionEvent))
+            if isinstance(b, Error)
+        ]
+
+    assert types(main) == types(stdout)
+    assert types(main) in (["server_error"], ["unknown"])
+
+
 @pytest.mark.parametrize("capture", CAPTURES, ids=_case)
 def test_every_tool_call_ends_once(capture: Path) -> None:
     phases: dict[str, list[str]] = {}

@@ -129,6 +129,10 @@ _USAGE = msgspec.json.Decoder(UsageView)
 _API_ERROR = msgspec.json.Decoder(_ApiError)
 
 
+#: an API error line's ``error`` category (a string there; an object on ``system/api_error``)
+_ERROR_KIND = msgspec.json.Decoder(str)
+
+
 _ATTACHMENT = msgspec.json.Decoder(_Attachment)
 
 

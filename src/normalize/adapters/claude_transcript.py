@@ -62,7 +62,9 @@ Facts (seen in Claude Code 2.1.332 files unless said otherwise):
   block; it starts a turn of its own.
 * API errors: retries are ``system/api_error`` lines; the final failure is an
   ``assistant`` line with ``isApiErrorMessage: true``, ``model: "<synthetic>"``
-  and the error text as its content.
+  and the error text as its content; its ``error`` is the CLI's category of the
+  failure (``server_error``, ``unknown``, as on stdout), ``apiErrorType`` (2.1.332)
+  the API's (``overloaded_error``).
 
 Older versions (1.0.x-2.0.x; real files in captures/claude-code-1.0.*, 2.0.* and
 external-*) write ``stop_reason: null`` on every assistant line and no turn end at all,
@@ -151,6 +153,7 @@ from ._base import BuiltinAdapter
 from ._claude_transcript_views import (
     _API_ERROR,
     _ATTACHMENT,
+    _ERROR_KIND,
     _LINE,
     _RAW_ATTACHMENT_LINE,
     _SNIFF,
@@ -687,7 +690,7 @@ class ClaudeTranscriptAdapter(BuiltinAdapter):
     ) -> None:
         if block.type == "text":
             if line.isApiErrorMessage:
-                err = Error(message=block.text or "", error_type=line.apiErrorType or "api_error", recoverable=False)
+                err = Error(message=block.text or "", error_type=self._api_error_type(line), recoverable=False)
                 self._put(items, err, thread)
                 return
             first = self._first_text.get(thread)
@@ -764,6 +767,22 @@ class ClaudeTranscriptAdapter(BuiltinAdapter):
             self._end_turn(items, synthetic=False)
         else:
             items.append(Passthrough(method=f"system/{sub}" if sub else "system"))
+
+    @staticmethod
+    def _api_error_type(line: _Line) -> str:
+        """``apiErrorType`` (2.1.332), else the line's ``error``: the CLI's category of the failure
+        (``server_error``, ``unknown``), as on the stdout line of the same error."""
+        if line.apiErrorType:
+            return line.apiErrorType
+        raw = present(line.error)
+        if raw is not None:
+            try:
+                kind = _ERROR_KIND.decode(raw)
+            except msgspec.ValidationError:
+                kind = ""
+            if kind:
+                return kind
+        return "api_error"
 
     @staticmethod
     def _api_error_text(line: _Line) -> str:
