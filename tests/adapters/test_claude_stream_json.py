@@ -257,6 +257,15 @@ def test_an_api_error_without_a_terminal_reason_ends_the_turn_with_its_message(v
         assert done.result.error is not None and done.result.error.message == err.message
 
 
+@pytest.mark.parametrize("version", ["2.0.0", "2.0.76", "2.1.142", "2.1.235"])
+def test_a_streamed_call_counts_the_input_its_message_start_counted(version: str) -> None:
+    """A ``message_delta`` whose usage gives only ``output_tokens`` (the API's shape, as the fake
+    server sends it) does not say the call read nothing: its input is the ``message_start``'s."""
+    kit = ADAPTERS / "claude-stream-json" / "captures" / f"claude-code-{version}"
+    calls = [u.tokens for u in _bodies(_events(kit / "27-interrupt.tap.jsonl"), Usage) if u.scope == "call"]
+    assert [(t.input, t.output, t.total) for t in calls] == [(120, 24, 144)]
+
+
 def test_refused_command_has_no_command_output() -> None:
     for case in ("14-permission-denied-print.jsonl", "15-permission-stdio-deny.tap.jsonl"):
         events = _events(KIT / case)

@@ -141,6 +141,7 @@ from ._claude_common import (
     tool_title,
     total_tokens,
 )
+from ._claude_common import Usage as UsageView
 from ._claude_stream_json_views import (
     _ASK_INPUT,
     _AUTH,
@@ -314,7 +315,7 @@ class _Block:
 class _Thread:
     """The API message currently arriving on one thread (main, or one sub-agent)."""
 
-    __slots__ = ("blocks", "first_text", "msg_id", "next_index")
+    __slots__ = ("blocks", "first_text", "msg_id", "next_index", "start_usage")
 
     def __init__(self, msg_id: str) -> None:
         self.restart(msg_id)
@@ -325,11 +326,31 @@ class _Thread:
         self.next_index = 0
         self.first_text: int | None = None
         self.blocks: dict[int, _Block] = {}
+        self.start_usage: UsageView | None = None  # what its message_start counted
 
     def text_id(self, index: int) -> str:
         if self.first_text is None:
             self.first_text = index
         return block_message_id(self.msg_id, index, self.first_text)
+
+
+def _with_start_input(delta: UsageView, start: UsageView | None) -> UsageView:
+    """A ``message_delta``'s usage, with the input counts of its ``message_start`` when it gives
+    none: the API's delta may count only ``output_tokens`` (the input is said once, at the
+    start), and a call does not read nothing."""
+    if start is None or (
+        delta.input_tokens is not None
+        or delta.cache_read_input_tokens is not None
+        or delta.cache_creation_input_tokens is not None
+    ):
+        return delta
+    return UsageView(
+        input_tokens=start.input_tokens,
+        output_tokens=delta.output_tokens,
+        cache_read_input_tokens=start.cache_read_input_tokens,
+        cache_creation_input_tokens=start.cache_creation_input_tokens,
+        output_tokens_details=delta.output_tokens_details,
+    )
 
 
 _SUBAGENT_PHASE: dict[str, Literal["progress", "completed", "failed", "cancelled"]] = {
@@ -1093,7 +1114,8 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
         sub = line.parent_tool_use_id
         out: list[Item] = self._session(line.session_id)
         if ev.type == "message_start" and ev.message is not None:
-            self._threads[sub] = _Thread(ev.message.id)
+            started = self._threads[sub] = _Thread(ev.message.id)
+            started.start_usage = ev.message.usage
             return out
         thread = self._threads.get(sub)
         if thread is None:
@@ -1104,7 +1126,7 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
         elif ev.type == "content_block_delta" and ev.delta is not None:
             body = self._block_delta(thread, ev.index, ev.delta)
         elif ev.type == "message_delta" and ev.usage is not None:
-            body = UsageBody(tokens=tokens_of(ev.usage), scope="call")
+            body = UsageBody(tokens=tokens_of(_with_start_input(ev.usage, thread.start_usage)), scope="call")
         if body is not None:
             out.append(on_thread(body, sub))
         return out
