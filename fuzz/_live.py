@@ -7,8 +7,8 @@ around a ``Wiretap``) as ``normalize tap`` passes them:
   normalizing made of it, and nothing raises;
 * normalizing reports nothing but a protocol it cannot detect (and only when none was given);
 * the recording gives the wire lines back: per side, one tap line per non-blank line, the
-  line spliced byte for byte, or (not JSON) a JSON string holding it, equal to the line when
-  it is UTF-8;
+  line spliced byte for byte (read back, without the JSON blanks around its value), or
+  (not JSON) a JSON string holding it, equal to the line when it is UTF-8;
 * every event encodes to valid JSON, and ``seq`` counts 1, 2, 3, ... without a gap.
 """
 
@@ -76,8 +76,8 @@ def check_relay(protocol: str | None, chunks: list[tuple[Direction, bytes]]) -> 
         want = wire_lines(b"".join(sent[from_]))
         assert len(got[from_]) == len(want), f"{len(want)} {from_} lines, {len(got[from_])} recorded"
         for line, msg in zip(want, got[from_], strict=True):
-            if msg == line:
-                continue  # spliced byte for byte
+            if msg == line.strip(b" \t\r"):
+                continue  # spliced byte for byte (a reader's Raw holds the value without the blanks around it)
             text = msgspec.json.decode(msg)
             assert isinstance(text, str)
             assert text == line.decode("utf-8", errors="replace")

@@ -16,7 +16,7 @@ import anyio
 import msgspec
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from fakes.wire import NORMALIZE, agent_command, wire_lines, without_made_up_ts, without_ts
@@ -452,6 +452,9 @@ def test_the_relay_forwards_and_records_when_normalizing_raises() -> None:
         max_size=12,
     ),
 )
+# a JSON line with blanks around its value: spliced as it is, read back without them
+@example(protocol=None, chunks=[("agent", b"\t"), ("agent", b'{"":""}')])
+@example(protocol="acp", chunks=[("client", b'  {"jsonrpc":"2.0","id":1,"result":{}} \r\n')])
 def test_any_bytes_both_ways_cross_the_relay_unchanged_and_are_recorded(
     protocol: str | None, chunks: list[tuple[Direction, bytes]]
 ) -> None:
