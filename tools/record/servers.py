@@ -365,7 +365,9 @@ def _offered_codex_tools(step: Step, tools: Any) -> Step:
     The scripts call ``exec_command {cmd, workdir}`` and a freeform ``apply_patch``, as
     current Codex offers them.  Older versions offer ``shell {command: argv, workdir}``
     and ``apply_patch`` as a function with ``{input}``, or no ``apply_patch`` at all (the
-    patch then goes through ``shell`` as ``["apply_patch", patch]``, which Codex runs itself).
+    patch then goes through ``shell`` as ``["apply_patch", patch]``, or, to a Codex that
+    offers only ``exec_command`` (0.96, 0.120), as an ``apply_patch`` heredoc, which Codex
+    runs itself, as its instructions tell the model to).
     A tool the scripts call inside a namespace (``collaboration``, as 0.171 offers it) goes
     without one to a Codex that offers it as a plain function (0.142's ``spawn_agent``): a
     namespaced call it does not know is refused ("unsupported call").
@@ -393,6 +395,8 @@ def _offered_codex_tools(step: Step, tools: Any) -> Step:
                 b = Tool("apply_patch", {"input": b.input["input"]})
             elif "shell" in names:
                 b = Tool("shell", {"command": ["apply_patch", b.input["input"]]})
+            elif "exec_command" in names:
+                b = Tool("exec_command", {"cmd": f"apply_patch <<'PATCH'\n{b.input['input']}\nPATCH"})
         blocks.append(b)
     return replace(step, blocks=tuple(blocks))
 
