@@ -653,6 +653,69 @@ def test_a_patch_whose_end_alone_carries_its_changes_gives_their_diffs() -> None
     ]
 
 
+META_096 = env("2026-12-04T22:00:00.000Z", "session_meta", id="s1", cwd="/w", cli_version="0.96.0")
+_ADD = "*** Begin Patch\n*** Add File: notes.txt\n+some notes\n*** End Patch"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        # 0.96 offers exec_command only: the model writes the patch as a heredoc
+        ("exec_command", {"cmd": f"apply_patch <<'PATCH'\n{_ADD}\nPATCH"}),
+        # older Codex: shell with apply_patch and the patch as its argument
+        ("shell", {"command": ["apply_patch", _ADD]}),
+        # or the heredoc as bash's script, in a folder named by cd
+        ("shell", {"command": ["bash", "-lc", f"cd sub && apply_patch <<'EOF'\n{_ADD}\nEOF\n"], "workdir": "/w"}),
+    ],
+    ids=["exec_command heredoc", "shell argv", "bash -lc cd heredoc"],
+)
+def test_an_apply_patch_command_is_a_patch(tool: str, arguments: dict[str, Any]) -> None:
+    """Codex runs an apply_patch command itself, as a patch (live: a file change); the file
+    keeps only the command the model wrote.  Read as the patch it was, not a shell command."""
+    t = "2026-12-04T22:00:00.000Z"
+    output = '{"output":"Success. Updated the following files:\\nA notes.txt\\n","metadata":{"exit_code":0}}'
+    out = convert_lines(
+        META_096,
+        env(t, "event_msg", type="user_message", message="add notes"),
+        env(t, "response_item", type="function_call", name=tool, arguments=json.dumps(arguments), call_id="p1"),
+        env(t, "response_item", type="function_call_output", call_id="p1", output=output),
+    )
+    calls = [b for b in out if b["kind"] == "tool-call"]
+    path = "/w/sub/notes.txt" if "cd sub" in json.dumps(arguments) else "/w/notes.txt"
+    assert [(b["tool"], b["category"], b["phase"]) for b in calls] == [
+        ("apply_patch", "edit", "started"),
+        ("apply_patch", "edit", "completed"),
+    ]
+    assert calls[-1]["input"] == {"changes": [{"path": path, "kind": "add"}]}
+    assert not [b for b in out if b["kind"] == "command-output"]
+
+
+def test_a_command_that_only_names_apply_patch_stays_a_command() -> None:
+    t = "2026-12-04T22:00:00.000Z"
+    out = convert_lines(
+        META_096,
+        env(t, "event_msg", type="user_message", message="look"),
+        env(
+            t,
+            "response_item",
+            type="function_call",
+            name="exec_command",
+            arguments='{"cmd": "which apply_patch"}',
+            call_id="c1",
+        ),
+        env(
+            t,
+            "response_item",
+            type="function_call",
+            name="shell",
+            arguments='{"command": ["apply_patch"]}',
+            call_id="c2",
+        ),
+    )
+    started = [b for b in out if b["kind"] == "tool-call" and b["phase"] == "started"]
+    assert [(b["tool"], b["category"]) for b in started] == [("exec_command", "execute")] * 2
+
+
 def test_a_sub_agent_activity_event_starts_the_sub_agent_the_call_spawned() -> None:
     """0.142 stores a spawn as an event_msg ``sub_agent_activity`` (0.171: an item_completed
     SubAgentActivity item), whose ``event_id`` is the spawning call's id."""

@@ -51,10 +51,15 @@ shapes from 0.104.0-alpha.1 files and the protocol reference):
   ``response_item`` copy), then ``turn_context`` before every model request; only an
   interrupt is written (``turn_aborted``).  The turns such files never wrote are inferred
   by the rules of "Turn inference" below.
+* A command Codex runs as ``apply_patch`` itself (``shell ["apply_patch", patch]``, an
+  ``apply_patch`` heredoc through ``exec_command`` or ``bash -lc``: what older Codex asks
+  the model to write when it offers no ``apply_patch`` tool) is stored as that command
+  only; it is read as the patch it was (the live streams say a file change).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, get_args
 
@@ -560,6 +565,13 @@ class CodexRolloutAdapter(BuiltinAdapter):
             command = cmd if isinstance(cmd, str | list) else ""
             workdir = args.get("workdir") if isinstance(args, dict) else None
             cwd = workdir if isinstance(workdir, str) else None
+            patch = _patch_invocation(command)
+            if patch is not None:
+                # Codex runs an apply_patch command as a patch, not in a shell: the live
+                # streams say a file change, the file only the command the model wrote
+                text, cd = patch
+                changes = _patch_changes(text, _joined(cwd or self._cwd, cd))
+                return self._start(ci.patch_started(call_id, changes), _Patch(changes))
             return self._start(ci.command_started(call_id, command, cwd), _Command(command=command, cwd=cwd))
         body = ToolCall(call_id=call_id, tool=name, phase="started", title=name, category="other", input=args)
         return self._start(body, body)
@@ -1080,6 +1092,46 @@ def _patch_changes(patch: str, cwd: str | None) -> list[ci.Change]:
         if line.startswith("*** Move to: ") and changes:
             changes[-1] = structs.replace(changes[-1], move_path=line[len("*** Move to: ") :].strip())
     return changes
+
+
+_PATCH_COMMANDS = ("apply_patch", "applypatch")
+_SHELLS = ("bash", "sh", "zsh")
+#: ``[cd <dir> &&] apply_patch <<['"]EOF['"]``, the first line of a heredoc invocation
+_HEREDOC = re.compile(
+    r"""(?:cd\s+(?P<cd>\S+)\s+&&\s+)?(?:apply_patch|applypatch)\s+<<-?\s*(?P<q>['"]?)(?P<end>\w+)(?P=q)\s*"""
+)
+
+
+def _patch_invocation(command: str | list[Any]) -> tuple[str, str | None] | None:
+    """The patch (and the folder a ``cd`` names) of a command Codex runs as ``apply_patch``
+    itself: ``["apply_patch", patch]``, or an ``apply_patch`` heredoc, alone or as the
+    script of ``bash -lc`` (the shapes Codex recognizes; None for any other command)."""
+    if isinstance(command, list):
+        if len(command) == 2 and command[0] in _PATCH_COMMANDS and isinstance(command[1], str):
+            return command[1], None
+        shell = command[0].rsplit("/", 1)[-1] if command and isinstance(command[0], str) else ""
+        if len(command) == 3 and shell in _SHELLS and command[1] in ("-lc", "-c") and isinstance(command[2], str):
+            return _heredoc_patch(command[2])
+        return None
+    return _heredoc_patch(command)
+
+
+def _heredoc_patch(script: str) -> tuple[str, str | None] | None:
+    first, _, rest = script.strip().partition("\n")
+    m = _HEREDOC.fullmatch(first.strip())
+    if m is None:
+        return None
+    body = rest.split("\n")
+    stripped = [line.strip() for line in body]
+    if m["end"] not in stripped:
+        return None
+    return "\n".join(body[: stripped.index(m["end"])]), m["cd"]
+
+
+def _joined(cwd: str | None, cd: str | None) -> str | None:
+    if cd is None or cd.startswith("/"):
+        return cd or cwd
+    return f"{cwd.rstrip('/')}/{cd}" if cwd else None
 
 
 def _merged_changes(known: list[ci.Change], told: list[ci.Change]) -> list[ci.Change]:
