@@ -487,6 +487,20 @@ def record_codex(binary: Path, out: Output, cases: set[str] | None, log: Callabl
     run_chains(CODEX, cases, ResponsesHandler, setup, write, collect, log, f"codex {version} exec")
 
 
+def _feature_args(binary: Path, args: list[str], env: dict[str, str]) -> list[str]:
+    """``args``, with ``multi_agent_v2`` enabled as ``collab`` for a Codex that has only the
+    older sub-agents (0.96: ``spawn_agent``, ``send_input``, ``wait``, ``close_agent``)."""
+    if "multi_agent_v2" not in args:
+        return args
+    listed = subprocess.run(
+        [str(binary), "features", "list"], env=env, capture_output=True, text=True, timeout=120, check=False
+    ).stdout
+    features = {line.split()[0] for line in listed.splitlines() if line.strip()}
+    if "multi_agent_v2" in features or "collab" not in features:
+        return args
+    return ["collab" if a == "multi_agent_v2" else a for a in args]
+
+
 def record_app_server(binary: Path, out: Output, cases: set[str] | None, log: Callable[[str], None]) -> None:
     version = version_of(binary)
     name = f"codex-{version}"
@@ -495,7 +509,7 @@ def record_app_server(binary: Path, out: Output, cases: set[str] | None, log: Ca
 
     def setup(sc: Scenario, scratch: Scratch, url: str) -> tuple[dict[str, str], list[str]]:
         env = {**base_env(scratch), "CODEX_HOME": str(_codex_home(scratch, url)), **sc.env}
-        return env, [str(binary), *sc.args]
+        return env, [str(binary), *_feature_args(binary, list(sc.args), env)]
 
     def write(sc: Scenario, data: bytes, tap: bool) -> None:
         out.write("codex-app-server", name, f"{sc.case}.tap.jsonl", data)

@@ -359,7 +359,21 @@ class AnthropicHandler(_Handler):
 # ---------------------------------------------------------------- OpenAI Responses
 
 
-def _offered_codex_tools(step: Step, tools: Any) -> Step:
+def _spawned_agent_ids(items: Any) -> list[str]:
+    """The ids of the agents the request's spawn_agent outputs name (``{"agent_id": ...}``)."""
+    ids: list[str] = []
+    for i in items or ():
+        if isinstance(i, dict) and i.get("type") == "function_call_output" and isinstance(i.get("output"), str):
+            try:
+                out = json.loads(i["output"])
+            except ValueError:
+                continue
+            if isinstance(out, dict) and isinstance(out.get("agent_id"), str):
+                ids.append(out["agent_id"])
+    return ids
+
+
+def _offered_codex_tools(step: Step, tools: Any, items: Any = None) -> Step:
     """The step's tool calls in the shape of the tools an older Codex offers.
 
     The scripts call ``exec_command {cmd, workdir}`` and a freeform ``apply_patch``, as
@@ -370,10 +384,17 @@ def _offered_codex_tools(step: Step, tools: Any) -> Step:
     runs itself, as its instructions tell the model to).
     A tool the scripts call inside a namespace (``collaboration``, as 0.171 offers it) goes
     without one to a Codex that offers it as a plain function (0.142's ``spawn_agent``): a
-    namespaced call it does not know is refused ("unsupported call").
+    namespaced call it does not know is refused ("unsupported call"); its input keeps the
+    parameters the function has.  The older sub-agent tools (0.96's ``collab``) wait with
+    ``wait {ids}``, not ``wait_agent``: the ids are those the request's spawn outputs gave.
     """
     offered = {(t.get("type"), t.get("name")) for t in tools or () if isinstance(t, dict)}
     names = {name for _, name in offered}
+    params = {
+        t.get("name"): (t.get("parameters") or {}).get("properties") or {}
+        for t in tools or ()
+        if isinstance(t, dict) and t.get("type") == "function"
+    }
     if not step.blocks or not any(isinstance(b, Tool) for b in step.blocks):
         return step
     blocks: list[Text | Thinking | Tool] = []
@@ -389,7 +410,18 @@ def _offered_codex_tools(step: Step, tools: Any) -> Step:
             and ("namespace", b.namespace) not in offered
             and ("function", b.name) in offered
         ):
-            b = replace(b, namespace=None)
+            props = params.get(b.name) or {}
+            b = replace(b, namespace=None, input={k: v for k, v in b.input.items() if not props or k in props})
+        elif (
+            isinstance(b, Tool)
+            and b.name == "wait_agent"
+            and "wait_agent" not in names
+            and ("function", "wait") in offered
+        ):
+            args = {"ids": _spawned_agent_ids(items)}
+            if "timeout_ms" in b.input:
+                args["timeout_ms"] = b.input["timeout_ms"]
+            b = Tool("wait", args)
         elif isinstance(b, Tool) and b.name == "apply_patch" and b.custom and ("custom", "apply_patch") not in offered:
             if "apply_patch" in names:
                 b = Tool("apply_patch", {"input": b.input["input"]})
@@ -419,7 +451,7 @@ class ResponsesHandler(_Handler):
         text = "\n".join(_user_text(u.get("content")) for u in users)
         # No tools offered: a side request (the thread title), as for Anthropic above.
         step = self.server.script.next_step(text) if body.get("tools") else self.server.script.default
-        step = _offered_codex_tools(step, body.get("tools"))
+        step = _offered_codex_tools(step, body.get("tools"), items)
         if step.status != 200:
             self._json(step.status, {"error": {"type": step.error_type, "message": step.error_message}})
             return
