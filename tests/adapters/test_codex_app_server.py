@@ -389,12 +389,12 @@ def test_request_ids_colliding_across_directions_are_told_apart() -> None:
 def test_a_command_without_deltas_reports_its_output_once() -> None:
     item = {"type": "commandExecution", "id": "c", "command": "ls", "cwd": "/p", "status": "inProgress"}
     done = {**item, "status": "failed", "aggregatedOutput": "boom\n", "exitCode": 2}
-    bodies = bodies_of(
-        translate(
-            ("agent", {"method": "item/started", "params": {"item": item, "turnId": "u"}}),
-            ("agent", {"method": "item/completed", "params": {"item": done, "turnId": "u"}}),
-        )
+    items = translate(
+        ("agent", {"method": "item/started", "params": {"item": item, "turnId": "u"}}),
+        ("agent", {"method": "item/completed", "params": {"item": done, "turnId": "u"}}),
     )
+    # (no turn/started: the item starts its turn, as 0.96's sub-agent threads do)
+    bodies: list[Any] = [b for b in bodies_of(items) if isinstance(b, ToolCall | CommandOutput)]
     assert [type(b).__name__ for b in bodies] == ["ToolCall", "CommandOutput", "ToolCall"]
     assert bodies[1] == CommandOutput(call_id="c", stream="merged", delta="boom\n")
     assert bodies[2].phase == "failed" and bodies[2].exit_code == 2 and bodies[2].category == "execute"
@@ -527,6 +527,33 @@ def test_a_sub_agent_thread_heard_before_its_spawn_is_linked_to_its_parent() -> 
         i for i, e in enumerate(out) if isinstance(e, SessionEvent) and isinstance(e.event.body, Subagent)
     )
     assert first_warning < spawn_start, "the thread's first words come out in the order they were said"
+
+
+def test_an_item_of_a_turn_never_announced_starts_it() -> None:
+    """0.96 sends no ``turn/started`` for a sub-agent thread's turns: its first item names
+    the turn and starts it, so its messages and calls are inside a turn; an item of the turn
+    just completed, arriving late, starts none."""
+    user = {"type": "userMessage", "id": "m1", "content": [{"type": "text", "text": "SUBTASK"}]}
+    cmd = {"type": "commandExecution", "id": "c1", "command": "ls", "cwd": "/p", "status": "inProgress"}
+    done = {**cmd, "status": "completed", "aggregatedOutput": "a\n", "exitCode": 0}
+    events = converse(
+        ("agent", {"method": "item/started", "params": {"threadId": "th", "turnId": "0", "item": user}}),
+        ("agent", {"method": "item/completed", "params": {"threadId": "th", "turnId": "0", "item": user}}),
+        ("agent", {"method": "item/started", "params": {"threadId": "th", "turnId": "0", "item": cmd}}),
+        ("agent", {"method": "item/completed", "params": {"threadId": "th", "turnId": "0", "item": done}}),
+        (
+            "agent",
+            {
+                "method": "turn/completed",
+                "params": {"threadId": "th", "turn": {**TURN, "id": "0", "status": "completed"}},
+            },
+        ),
+        ("agent", {"method": "item/completed", "params": {"threadId": "th", "turnId": "0", "item": done}}),
+    )
+    kinds = [(type(e.body).__name__, e.turn_id) for e in events]
+    assert kinds[0] == ("TurnStart", "turn:1")
+    assert [k for k, _ in kinds].count("TurnStart") == 1
+    assert all(t == "turn:1" for k, t in kinds if k in ("UserMessage", "ToolCall", "TurnComplete"))
 
 
 def test_a_dynamic_tool_call_answered_by_the_client_ends_named_by_its_start() -> None:

@@ -159,6 +159,7 @@ from ._codex_app_server_views import (
     _Breakdown,
     _ChangeView,
     _Envelope,
+    _ItemParams,
     _Thread,
     _ThreadResult,
     _TokenUsage,
@@ -346,6 +347,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
         self._start_model: str | None = None
         # the running turn
         self._turn_id: str | None = None
+        self._ended_turn: str | None = None  # the native id of the last turn completed
         self._turn_error = False
         self._turn_text: str | None = None
         self._turn_base: _Breakdown | None = None
@@ -532,14 +534,24 @@ class CodexAppServerAdapter(BuiltinAdapter):
         return [MessageAccepted(session_id="", message_id=turn.id)]
 
     def _on_turn_started(self, params: Raw) -> list[Item]:
-        turn = _TURN_PARAMS.decode(params).turn
-        self._turn_id = turn.id
+        return self._begin_turn(_TURN_PARAMS.decode(params).turn.id)
+
+    def _begin_turn(self, turn_id: str) -> list[Item]:
+        self._turn_id = turn_id
         self._turn_error = False
         self._turn_text = None
         self._turn_base = self._totals
         self._turn_answered = False
         self._diffs = {}
-        return [TurnStart(), MessageStarted(session_id="", message_id=turn.id)]
+        return [TurnStart(), MessageStarted(session_id="", message_id=turn_id)]
+
+    def _unannounced_turn(self, turn_id: str | None) -> list[Item]:
+        """The start of a turn an item names before any ``turn/started`` did: 0.96 never
+        announces a sub-agent thread's turns, its first item comes inside one (a late item
+        of the turn just completed starts nothing)."""
+        if turn_id is None or self._turn_id is not None or turn_id == self._ended_turn:
+            return []
+        return self._begin_turn(turn_id)
 
     def _on_turn_completed(self, params: Raw) -> list[Item]:
         turn = _TURN_PARAMS.decode(params).turn
@@ -571,12 +583,18 @@ class CodexAppServerAdapter(BuiltinAdapter):
         completion = Completion(stop_reason=stop, text=text, usage=usage, error=error)
         out.append(MessageCompleted(session_id="", message_id=turn.id, result=completion))
         self._turn_id = None
+        self._ended_turn = turn.id
         return out
 
     # ------------------------------------------------------------ items
 
     def _on_item_started(self, params: Raw) -> list[Item]:
         p = _ITEM_PARAMS.decode(params)
+        turn = self._unannounced_turn(p.turn_id)
+        out = self._item_started(p)
+        return [*turn, *out] if turn else out
+
+    def _item_started(self, p: _ItemParams) -> list[Item]:
         head = _ITEM_HEAD.decode(p.item)
         started = _ITEM_STARTED.get(head.type)
         if head.type in _ITEM_CLOSE:
@@ -603,6 +621,11 @@ class CodexAppServerAdapter(BuiltinAdapter):
 
     def _on_item_completed(self, params: Raw) -> list[Item]:
         p = _ITEM_PARAMS.decode(params)
+        turn = self._unannounced_turn(p.turn_id)
+        out = self._item_completed(p)
+        return [*turn, *out] if turn else out
+
+    def _item_completed(self, p: _ItemParams) -> list[Item]:
         head = _ITEM_HEAD.decode(p.item)
         completed = _ITEM_COMPLETED.get(head.type)
         if head.type != "userMessage":
