@@ -24,7 +24,8 @@ Rules (docs/adapters.md, "Several sessions on one connection"):
 * Any other message (a notification about the connection, a line that is not
   JSON) goes to the Session last routed to.
 * A session that another one says it spawned (``Routing.spawned_in``: a Codex
-  sub-agent's thread, named in its parent's ``item/started``) is a new Session
+  sub-agent's thread, named in its parent's ``item/started``, or in a 0.96 spawn's
+  ``receiverThreadIds``, a list) is a new Session
   when its first message comes, linked to the spawning one (``parentId``) and
   announced at once (:meth:`Session.spawned_by`).  One that spoke first (Codex 0.142
   says a spawn after the sub-agent's first notifications) is linked when its parent
@@ -69,11 +70,12 @@ def _view(key: str) -> Any:
 
 
 def _path_decoder(path: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
-    """A decoder of only what lies along ``path``: an object per name, a string at its end.
+    """A decoder of only what lies along ``path``: an object per name, a string (or a list
+    of strings) at its end.
 
     Everything else is skipped, not built (a ``session/new`` response may carry long
     lists of modes and models); a value of another kind on the way fails the decode."""
-    t: Any = str | None
+    t: Any = str | list[str] | None
     for name in reversed(path):
         t = msgspec.defstruct("_Step", [("v", t, None)], rename={"v": name}, frozen=True) | None
     return msgspec.json.Decoder(t)
@@ -83,9 +85,7 @@ def _path_decoder(path: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
 _PATHS: Final[dict[tuple[str, ...], msgspec.json.Decoder[Any]]] = {}
 
 
-def _at(raw: bytes, path: tuple[str, ...]) -> str | None:
-    """The string at ``path`` in a JSON value, or None (absent, empty, of another kind,
-    under a value that is not an object, or the value not JSON)."""
+def _value_at(raw: bytes, path: tuple[str, ...]) -> str | list[str] | None:
     decoder = _PATHS.get(path)
     if decoder is None:
         decoder = _PATHS[path] = _path_decoder(path)
@@ -98,6 +98,29 @@ def _at(raw: bytes, path: tuple[str, ...]) -> str | None:
             return None
         value = value.v
     return value if value else None
+
+
+def _at(raw: bytes, path: tuple[str, ...]) -> str | None:
+    """The string at ``path`` in a JSON value, or None (absent, empty, of another kind,
+    under a value that is not an object, or the value not JSON)."""
+    value = _value_at(raw, path)
+    return value if isinstance(value, str) else None
+
+
+def _ids_at(raw: bytes, path: tuple[str, ...]) -> list[str]:
+    """The string, or the strings of the list, at ``path`` in a JSON value (none: absent,
+    empty, of another kind, or the value not JSON)."""
+    value = _value_at(raw, path)
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if v] if value is not None else []
+
+
+def _paths(spec: tuple[str, ...] | tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
+    """A routing table's path, or its several paths, as several."""
+    if spec and isinstance(spec[0], tuple):
+        return spec
+    return (spec,)  # type: ignore[return-value]
 
 
 class Connection:
@@ -144,9 +167,10 @@ class Connection:
         self._key = b'"' + routing.key.encode() + b'"'
         self._openers = [b'"' + m.encode() + b'"' for m in routing.opened_by]
         #: the member naming a spawned session, per notification that can spawn one
-        self._spawn_marks = {m: b'"' + path[-1].encode() + b'"' for m, path in routing.spawned_in.items()}
+        self._spawn_paths = {m: _paths(spec) for m, spec in routing.spawned_in.items()}
+        self._spawn_marks = {m: tuple(b'"' + p[-1].encode() + b'"' for p in ps) for m, ps in self._spawn_paths.items()}
         self._announcers = [b'"' + m.encode() + b'"' for m in routing.named_in]
-        self._announcers += list(set(self._spawn_marks.values()))
+        self._announcers += list({mark for marks in self._spawn_marks.values() for mark in marks})
         self._spawned: OrderedDict[str, Session] = OrderedDict()  # spawned session id -> its parent
         self._named = b""
         self._only: Session | None = None
@@ -194,8 +218,8 @@ class Connection:
             key = getattr(view.params, self._routing.key) if view.params is not None else None
         out: list[_Core] = []
         target = self._route(method, rid, key, message, from_, out)
-        mark = self._spawn_marks.get(method) if method is not None else None
-        if mark is not None and method is not None and message.find(mark) >= 0:
+        marks = self._spawn_marks.get(method) if method is not None else None
+        if marks is not None and method is not None and any(message.find(mark) >= 0 for mark in marks):
             out += self._note_spawn(method, message, target)
         if self._in_handshake and len(self._handshake) < HANDSHAKE:
             self._handshake.append((message, from_, t))
@@ -314,16 +338,19 @@ class Connection:
     def _note_spawn(self, method: str, message: bytes, parent: Session) -> list[_Core]:
         """A session says it spawned another one: remember which, until that one is named;
         one named already is linked now (what it held comes out first)."""
-        child = _at(message, ("params", *self._routing.spawned_in[method]))
-        if child is None or child in self._spawned:
-            return []
-        named = self._by_key.get(child)
-        if named is not None:  # it spoke before its parent said it spawned it
-            return named.spawned_by(parent.session_id, child) if named is not parent else []
-        self._spawned[child] = parent
-        if len(self._spawned) > PENDING:
-            self._spawned.popitem(last=False)
-        return []
+        out: list[_Core] = []
+        for path in self._spawn_paths[method]:
+            for child in _ids_at(message, ("params", *path)):
+                if child in self._spawned:
+                    continue
+                named = self._by_key.get(child)
+                if named is not None:  # it spoke before its parent said it spawned it
+                    out += named.spawned_by(parent.session_id, child) if named is not parent else []
+                    continue
+                self._spawned[child] = parent
+                if len(self._spawned) > PENDING:
+                    self._spawned.popitem(last=False)
+        return out
 
     def _unbound(self, out: list[_Core], *, opener: bool, key: str | None = None) -> Session:
         """The first Session while it is free, else a new one fed the handshake.

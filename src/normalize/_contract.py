@@ -126,14 +126,15 @@ class Routing(Struct, frozen=True, kw_only=True):
       response's ``result``, of the new session's id;
     * ``named_in``: notifications that name their session elsewhere in ``params``;
     * ``spawned_in``: notifications by which a session says it spawned another one (a
-      sub-agent's thread), with the path in ``params`` of the new session's id: that
-      session is linked to its parent (``parentId``, and its events' ``subagentId``).
+      sub-agent's thread), with the path in ``params`` of the new session's id (or of a
+      list of ids; or several such paths): that session is linked to its parent
+      (``parentId``, and its events' ``subagentId``).
     """
 
     key: str
     opened_by: dict[str, tuple[str, ...]]
     named_in: dict[str, tuple[str, ...]] = {}
-    spawned_in: dict[str, tuple[str, ...]] = {}
+    spawned_in: dict[str, tuple[str, ...] | tuple[tuple[str, ...], ...]] = {}
 
 
 class Adapter:

@@ -556,6 +556,39 @@ def test_an_item_of_a_turn_never_announced_starts_it() -> None:
     assert all(t == "turn:1" for k, t in kinds if k in ("UserMessage", "ToolCall", "TurnComplete"))
 
 
+def test_a_sub_agent_spawned_by_a_collab_tool_call_is_linked_to_its_parent() -> None:
+    """0.96 (the ``collab`` tools) says a spawn only as a ``collabAgentToolCall`` ``spawnAgent``
+    whose ``receiverThreadIds`` names the new thread, which no ``thread/started`` announces:
+    that thread is a session of its own, linked to its parent."""
+    conn = Connection(CodexAppServerAdapter, clock=fixed_clock)
+    thread = {"id": "th", "cwd": "/p", "cliVersion": "0.96.0"}
+    spawn = {
+        "type": "collabAgentToolCall",
+        "id": "s",
+        "tool": "spawnAgent",
+        "status": "completed",
+        "senderThreadId": "th",
+        "receiverThreadIds": ["th2"],
+        "prompt": "SUBTASK",
+        "agentsStates": {},
+    }
+    user = {"type": "userMessage", "id": "m1", "content": [{"type": "text", "text": "SUBTASK"}]}
+    out: list[_Core] = []
+    for msg in (
+        json.dumps({"method": "thread/started", "params": {"thread": thread}}).encode(),
+        _notice("turn/started", "th", turn=TURN),
+        _notice("item/started", "th", item={**spawn, "status": "inProgress", "receiverThreadIds": []}, turnId="u"),
+        _notice("item/completed", "th", item=spawn, turnId="u"),
+        _notice("item/started", "th2", item=user, turnId="0"),
+        _notice("item/completed", "th2", item=user, turnId="0"),
+    ):
+        out += conn.feed(msg)
+    out += conn.close()
+    parent, child = (c.record for c in out if isinstance(c, SessionCreated))
+    assert (child.native_session_id, child.parent_id) == ("th2", parent.id)
+    assert child.id == normalize.session_id_for("codex", "th2")
+
+
 def test_a_dynamic_tool_call_answered_by_the_client_ends_named_by_its_start() -> None:
     params = {"threadId": "th", "turnId": "u", "callId": "d1", "tool": "lookup", "arguments": {"q": "x"}}
     events = converse(

@@ -321,8 +321,13 @@ class CodexAppServerAdapter(BuiltinAdapter):
         key="threadId",
         opened_by={"thread/start": ("thread", "id"), "thread/fork": ("thread", "id")},
         named_in={"thread/started": ("thread", "id")},
-        # 0.142 says a spawn only in item/completed, after the sub-agent's thread spoke
-        spawned_in={"item/started": ("item", "agentThreadId"), "item/completed": ("item", "agentThreadId")},
+        # 0.142 says a spawn only in item/completed, after the sub-agent's thread spoke; 0.96
+        # only in the spawnAgent collabAgentToolCall's receiverThreadIds (its sub-agent's
+        # thread is never started by a thread/started)
+        spawned_in={
+            "item/started": ("item", "agentThreadId"),
+            "item/completed": (("item", "agentThreadId"), ("item", "receiverThreadIds")),
+        },
     )
     announces_session = True
     agent = "codex"
