@@ -19,11 +19,13 @@ from normalize import (
     CaptureParser,
     Message,
     Session,
+    SessionCreated,
     SessionEvent,
     SessionUpdate,
     detect_protocol,
     encode,
     find_inputs,
+    session_id_for,
 )
 from normalize._model import _Core
 from normalize.adapters import codex_rollout
@@ -714,6 +716,20 @@ def test_a_command_that_only_names_apply_patch_stays_a_command() -> None:
     )
     started = [b for b in out if b["kind"] == "tool-call" and b["phase"] == "started"]
     assert [(b["tool"], b["category"]) for b in started] == [("exec_command", "execute")] * 2
+
+
+def test_a_sub_agent_thread_named_by_its_source_only_is_linked_to_its_parent() -> None:
+    """0.96 names a sub-agent thread's parent only in ``source.subagent.thread_spawn``
+    (0.171 also in ``parent_thread_id``); a plain ``source`` names none."""
+    t = "2026-12-04T22:00:00.000Z"
+    spawn = {"subagent": {"thread_spawn": {"parent_thread_id": "p1", "depth": 1}}}
+    for source, parent in ((spawn, "p1"), ("vscode", None), ({"subagent": "review"}, None)):
+        line = json.dumps(env(t, "session_meta", id="s2", cwd="/w", cli_version="0.96.0", source=source))
+        parser = CaptureParser()
+        out = convert_records([*parser.feed(line.encode() + b"\n"), *parser.close()], "codex-rollout")
+        (created,) = [e for e in out if isinstance(e, SessionCreated)]
+        expected = session_id_for("codex", parent) if parent else None
+        assert created.record.parent_id == expected, source
 
 
 def test_a_sub_agent_activity_event_starts_the_sub_agent_the_call_spawned() -> None:

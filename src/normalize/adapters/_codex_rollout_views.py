@@ -34,6 +34,24 @@ class _Instructions(Struct, frozen=True, gc=False):
     text: str | None = None
 
 
+class _ThreadSpawn(Struct, frozen=True, gc=False):
+    parent_thread_id: str | None = None
+
+
+class _SubAgentSource(Struct, frozen=True, gc=False):
+    thread_spawn: _ThreadSpawn | None = None
+
+
+class _Source(Struct, frozen=True, gc=False):
+    """``source`` when it is not a plain string (``exec``, ``vscode``): a sub-agent's,
+    ``{"subagent": "review" | {"thread_spawn": {parent_thread_id, depth, ...}} | ...}``."""
+
+    subagent: str | _SubAgentSource | None = None
+
+
+_SOURCE: msgspec.json.Decoder[_Source] = msgspec.json.Decoder(_Source)
+
+
 class _Meta(Struct, frozen=True, gc=False):
     id: str | None = None
     timestamp: str | None = None
@@ -44,6 +62,22 @@ class _Meta(Struct, frozen=True, gc=False):
     base_instructions: _Instructions | None = None
     instructions: str | None = None
     parent_thread_id: str | None = None  # a sub-agent's thread (0.171, multi_agent)
+    source: Raw = ci.NULL  # 0.96 names a sub-agent's parent only here
+
+    @property
+    def parent(self) -> str | None:
+        """The thread that spawned this one (a sub-agent's), or None."""
+        if self.parent_thread_id:
+            return self.parent_thread_id
+        if self.source is ci.NULL or not bytes(self.source).startswith(b"{"):
+            return None  # a plain source ("exec", "vscode") or none
+        try:
+            source = _SOURCE.decode(self.source)
+        except msgspec.DecodeError:
+            return None  # a shape this version of the reader does not know: no parent
+        sub = source.subagent
+        spawn = sub.thread_spawn if isinstance(sub, _SubAgentSource) else None
+        return spawn.parent_thread_id if spawn is not None and spawn.parent_thread_id else None
 
 
 class _CollabMode(Struct, frozen=True, gc=False):

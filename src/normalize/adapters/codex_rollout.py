@@ -477,7 +477,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
             created_at=meta.timestamp,
             agent_version=meta.cli_version,
             # a sub-agent's thread (multi_agent): linked to the session that spawned it
-            parent_id=session_id_for("codex", meta.parent_thread_id) if meta.parent_thread_id else None,
+            parent_id=session_id_for("codex", parent) if (parent := meta.parent) else None,
         )
         self._cwd = meta.cwd
         out: list[Item] = [SessionCreated(session_id="", record=record)]
