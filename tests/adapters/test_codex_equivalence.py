@@ -40,8 +40,8 @@ NOT_STORED = {
     ("0.96.0", "h_api_error"): "the same",
     ("0.96.0", "g_resume"): "thread/resume's history has no usage; the rollout keeps the first process's",
     ("0.96.0", "i_collab_agent"): "live, the sub-agent's thread is on the same stream (its own session; the "
-    "rollout keeps it in its own file) and the spawn is a collabAgentToolCall (spawnAgent; stored: the "
-    "spawn_agent call, its output naming the agent)",
+    "rollout keeps it in its own file) and the calls are collabAgentToolCalls (spawnAgent, wait; stored: "
+    "the spawn_agent and wait function calls)",
 }
 #: The versions whose app-server never starts a declined command (no item/started: the
 #: approval request, then item/completed ``declined``); the rollout's function_call does.

@@ -732,6 +732,36 @@ def test_a_sub_agent_thread_named_by_its_source_only_is_linked_to_its_parent() -
         assert created.record.parent_id == expected, source
 
 
+def test_the_older_collab_outputs_start_and_end_the_sub_agent() -> None:
+    """0.96 (the collab tools) stores a spawn and a sub-agent's end only in the outputs the
+    model saw: spawn_agent's ``{"agent_id"}``, wait's ``{"status": {id: {state: ...}}}``."""
+    t = "2026-12-04T22:00:00.000Z"
+
+    def call(name: str, args: dict[str, Any], cid: str, output: dict[str, Any]) -> list[dict[str, Any]]:
+        return [
+            env(t, "response_item", type="function_call", name=name, arguments=json.dumps(args), call_id=cid),
+            env(t, "response_item", type="function_call_output", call_id=cid, output=json.dumps(output)),
+        ]
+
+    out = convert_lines(
+        META_096,
+        env(t, "event_msg", type="user_message", message="delegate"),
+        *call("spawn_agent", {"message": "SUBTASK"}, "c1", {"agent_id": "th2"}),
+        *call("wait", {"ids": ["th2"]}, "c2", {"status": {"th2": {"completed": "done"}}, "timed_out": False}),
+        *call("other_tool", {}, "c3", {"agent_id": "th3"}),
+    )
+    subs = [b for b in out if b["kind"] in ("subagent", "task")]
+    assert [(b["kind"], b["phase"]) for b in subs] == [
+        ("subagent", "started"),
+        ("task", "started"),
+        ("subagent", "completed"),
+        ("task", "completed"),
+    ]
+    assert (subs[0]["subagentId"], subs[0]["callId"], subs[0]["prompt"]) == ("th2", "c1", "SUBTASK")
+    assert (subs[2]["subagentId"], subs[2]["callId"]) == ("th2", "c1")
+    assert all(b["turnId"] == "turn:1" for b in subs)
+
+
 def test_a_sub_agent_activity_event_starts_the_sub_agent_the_call_spawned() -> None:
     """0.142 stores a spawn as an event_msg ``sub_agent_activity`` (0.171: an item_completed
     SubAgentActivity item), whose ``event_id`` is the spawning call's id."""

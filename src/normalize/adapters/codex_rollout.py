@@ -607,7 +607,41 @@ class CodexRolloutAdapter(BuiltinAdapter):
         else:
             status = "failed" if code not in (None, 0) else "completed"
         # a command's output is what it printed, as the other Codex formats give it
-        return self._finish_call(call, status, printed if isinstance(call.note, _Command) else text, code)
+        out = self._finish_call(call, status, printed if isinstance(call.note, _Command) else text, code)
+        if isinstance(call.note, ToolCall) and call.note.tool in _COLLAB_OUTPUTS and status == "completed":
+            out += self._collab_output(call.note, text)
+        return out
+
+    def _collab_output(self, call: ToolCall, text: str) -> list[Item]:
+        """0.96's collab tools store a spawn and a sub-agent's end only in the output the
+        model saw: ``spawn_agent``'s ``{"agent_id"}`` starts that sub-agent (its own rollout
+        names this thread as its parent), ``wait``'s ``{"status": {id: {state: ...}}}`` ends
+        the sub-agents in a final state, as the live ``collabAgentToolCall`` does."""
+        try:
+            value = _any_decoder.decode(text)
+        except msgspec.DecodeError:
+            return []
+        if not isinstance(value, dict):
+            return []
+        out: list[Item] = []
+        if call.tool == "spawn_agent":
+            agent = value.get("agent_id")
+            if isinstance(agent, str) and agent and agent not in self._subagents:
+                self._subagents[agent] = call.call_id
+                message = call.input.get("message") if isinstance(call.input, dict) else None
+                prompt = message if isinstance(message, str) else None
+                out.append(Subagent(subagent_id=agent, phase="started", prompt=prompt, call_id=call.call_id))
+                out.append(Task(task_id=agent, task_kind="collab", phase="started", parent_call_id=call.call_id))
+            return out
+        states = value.get("status")
+        for agent, state in states.items() if isinstance(states, dict) else ():
+            name = next(iter(state), None) if isinstance(state, dict) else state
+            phase = _AGENT_END.get(name) if isinstance(name, str) else None
+            spawn = self._subagents.pop(agent, None) if phase is not None else None
+            if phase is not None and spawn is not None:
+                out.append(Subagent(subagent_id=agent, phase=phase, call_id=spawn))
+                out.append(Task(task_id=agent, task_kind="collab", phase=phase, parent_call_id=spawn))
+        return out
 
     def _finish_call(self, call: OpenCall, status: str, output: Any, exit_code: int | None) -> list[Item]:
         """The end of a call known only from its output (older files, declined commands)."""
@@ -1093,6 +1127,18 @@ def _patch_changes(patch: str, cwd: str | None) -> list[ci.Change]:
             changes[-1] = structs.replace(changes[-1], move_path=line[len("*** Move to: ") :].strip())
     return changes
 
+
+#: The collab tools (0.96) whose output says a spawn or a sub-agent's end.
+_COLLAB_OUTPUTS = frozenset({"spawn_agent", "wait"})
+#: A collab agent's state in ``wait``'s output that ends it, and how (the live
+#: ``agentsStates`` says the same in camelCase).
+_AGENT_END: dict[str, Literal["completed", "failed", "cancelled"]] = {
+    "completed": "completed",
+    "errored": "failed",
+    "shutdown": "cancelled",
+    "interrupted": "cancelled",
+    "not_found": "failed",
+}
 
 _PATCH_COMMANDS = ("apply_patch", "applypatch")
 _SHELLS = ("bash", "sh", "zsh")
