@@ -46,8 +46,8 @@ shapes from 0.104.0-alpha.1 files and the protocol reference):
 * A failed turn is only ``task_complete`` with ``error {message, codex_error_info}``
   (``error`` events are not persisted in 0.169); an interrupted one is ``turn_aborted``.
   Deltas, approvals, plan and diff updates are never stored.
-* Up to 0.77 (real files in captures/external-*; 0.40, 0.66, 0.77) there is no
-  ``task_started`` / ``task_complete``: a turn is a ``user_message`` (after its
+* Up to 0.96 (real files in captures/external-*; 0.40, 0.66, 0.77; recorded 0.77, 0.96)
+  there is no ``task_started`` / ``task_complete``: a turn is a ``user_message`` (after its
   ``response_item`` copy), then ``turn_context`` before every model request; only an
   interrupt is written (``turn_aborted``).  The turns such files never wrote are inferred
   by the rules of "Turn inference" below.
