@@ -152,6 +152,7 @@ def chunk(kind: str, text: str, mid: str | None = None) -> tuple[str, Wire]:
 def test_every_capture_set_is_here() -> None:
     assert {c.parent.name for c in CAPTURES} == {
         "acp-handwritten",
+        "claude-agent-acp-0.55.0",
         "claude-agent-acp-0.101.0",
         "claude-code-acp-0.4.5",
         "claude-code-acp-0.16.2",
@@ -161,7 +162,7 @@ def test_every_capture_set_is_here() -> None:
         "gemini-cli-0.51.0",
         "gemini-cli-0.61.0",
     }
-    assert len(CAPTURES) == 75
+    assert len(CAPTURES) == 84
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
