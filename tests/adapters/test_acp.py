@@ -829,6 +829,39 @@ def test_usage_update_is_session_scope_and_the_turn_gets_its_cost_delta() -> Non
     assert usages[1].tokens is not None and (usages[1].tokens.input, usages[1].tokens.total) == (7, 10)
 
 
+def test_a_cancelled_turn_s_cost_reported_in_the_next_turn_is_not_that_turn_s() -> None:
+    """claude-agent-acp 0.55.0 reports the cost of a cancelled turn only once the next prompt
+    is sent, before that turn's own output: it moves the next turn's baseline, not its cost."""
+
+    def cost(amount: float) -> tuple[str, Wire]:
+        return upd(
+            {"sessionUpdate": "usage_update", "used": 5, "size": 100, "cost": {"amount": amount, "currency": "USD"}}
+        )
+
+    events = run(
+        req("client", 0, "session/new", {"cwd": "/w", "mcpServers": []}),
+        res("agent", 0, {"sessionId": "S"}),
+        prompt(1),
+        chunk("agent_message_chunk", "Once upon", "m1"),
+        ("client", {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "S"}}),
+        res("agent", 1, {"stopReason": "cancelled"}),
+        prompt(2),
+        upd({"sessionUpdate": "usage_update", "used": 5, "size": 100}),
+        cost(0.25),  # the cancelled turn's
+        chunk("agent_message_chunk", "Briefly.", "m2"),
+        cost(0.75),
+        res("agent", 2, {"stopReason": "end_turn"}),
+        prompt(3),
+        cost(1.0),  # no cancelled turn before: this turn's own
+        chunk("agent_message_chunk", "Again.", "m3"),
+        res("agent", 3, {"stopReason": "end_turn"}),
+    )
+    turns = [u.cost.amount if u.cost else None for u in bodies(events) if isinstance(u, Usage) and u.scope == "turn"]
+    assert turns == [0.5, 0.25]
+    completions = [e.result for e in events if isinstance(e, MessageCompleted)]
+    assert [c.usage.cost.amount if c.usage and c.usage.cost else None for c in completions] == [None, 0.5, 0.25]
+
+
 def test_unknown_variants_and_methods_pass_through() -> None:
     events = run(
         upd({"sessionUpdate": "something_new", "x": 1}),

@@ -50,7 +50,9 @@ claude-code-acp 0.4.5 and 0.16.2, codex-acp 0.7.4 and 1.0.0 as noted):
 * ``session/new`` of codex-acp 2.6.0 still returns the removed ``models`` field;
   ``session/set_mode`` is echoed only as ``config_option_update``.
 * Prompt responses carry the unstable ``usage`` (per turn); ``usage_update.cost``
-  is cumulative for the session.  Codex sends ``usage: null`` on cancel or failure.
+  is cumulative for the session.  claude-agent-acp 0.55.0 answers a cancelled prompt without
+  it and reports that turn's cost after the next prompt, before that turn's output: it is the
+  next turn's baseline, not part of its cost.  Codex sends ``usage: null`` on cancel or failure.
   Gemini CLI (0.61.0) sends no ``usage`` but ``_meta.quota {token_count: {input_tokens,
   output_tokens}, model_usage: [{model, token_count}]}``, the turn's counts (output
   without thoughts).
@@ -526,6 +528,9 @@ class AcpAdapter(BuiltinAdapter):
         self._model: str | None = None
         self._cost: float | None = None
         self._cost_currency: str | None = None
+        # a turn ended cancelled and the next has given no output yet: a cost reported now is
+        # the cancelled turn's (claude-agent-acp 0.55.0 sends it after the next prompt)
+        self._late_cost = False
         # the path and text of the last whole file the client read for the agent: what a write
         # of that path that follows replaces
         self._read: tuple[str, str] | None = None
@@ -782,6 +787,7 @@ class AcpAdapter(BuiltinAdapter):
         request: _SessionParams = pending.extra or _SessionParams()
         mode, model = self._session_state(result)
         self._cost = 0.0  # a new session: its cumulative cost starts at zero
+        self._late_cost = False
         record = SessionRecord(
             id="",
             agent="",
@@ -975,6 +981,7 @@ class AcpAdapter(BuiltinAdapter):
         cost = self._cost_delta(prompt)
         if tokens is not None or cost is not None:
             out.append(Usage(tokens=tokens, cost=cost, scope="turn"))
+        self._late_cost = stop == "cancelled"
         reason: Literal["ok", "interrupt"] = "interrupt" if stop in ("cancelled", "error") else "ok"
         out.append(TurnComplete(reason=reason, stop_reason=native or None))
         return out
@@ -1014,6 +1021,8 @@ class AcpAdapter(BuiltinAdapter):
         variant, handler = _UPDATES[type(update)]
         out = handler(self, update)
         self._last_variant = variant
+        if variant not in _NO_OUTPUT:
+            self._late_cost = False
         return self._replayed(out) if self._loads else out
 
     def _update_slowly(self, params: Raw) -> list[Item]:
@@ -1028,6 +1037,8 @@ class AcpAdapter(BuiltinAdapter):
         decoder, handler = known
         out = handler(self, decoder.decode(view.update))
         self._last_variant = variant
+        if variant not in _NO_OUTPUT:
+            self._late_cost = False
         return self._replayed(out)
 
     def _notices_without_id(self) -> bool:
@@ -1507,6 +1518,9 @@ class AcpAdapter(BuiltinAdapter):
         context = ContextWindow(used=view.used, size=view.size) if view.used is not None else None
         cost = None
         if view.cost is not None:
+            if self._late_cost and self._current is not None:
+                self._current.cost_at_start = view.cost.amount  # the cancelled turn's, not this one's
+            self._late_cost = False
             self._cost = view.cost.amount
             self._cost_currency = view.cost.currency
             cost = Cost(amount=view.cost.amount, currency=view.cost.currency, source="agent")
@@ -1619,6 +1633,11 @@ _UPDATES: dict[type, tuple[str, _UpdateHandler]] = {
     cls: (tag, _VARIANTS[tag][1]) for cls in get_args(_AnyUpdate) if isinstance(tag := cls.__struct_config__.tag, str)
 }
 assert len(_UPDATES) == len(_VARIANTS)  # every variant has its tagged view
+
+#: The variants that are no output of a turn's model: a cancelled turn's late cost may follow them.
+_NO_OUTPUT = frozenset(
+    ("usage_update", "available_commands_update", "current_mode_update", "config_option_update", "session_info_update")
+)
 
 
 def _from(subagent: str | None, items: list[Item]) -> list[Item]:
