@@ -60,6 +60,21 @@ def test_errors_only_where_codex_reported_one(capture: Path) -> None:
     assert all(r["message"].startswith("Reconnecting...") for r in retries)
 
 
+def test_a_retry_notice_spelt_re_connecting_is_a_warning() -> None:
+    """Up to 0.5x the retry notice reads "Re-connecting... 1/1": the turn goes on."""
+    out = bodies(
+        convert_lines(
+            {"type": "thread.started", "thread_id": "t"},
+            {"type": "turn.started"},
+            {"type": "error", "message": "Re-connecting... 1/5"},
+            {"type": "turn.completed", "usage": {"input_tokens": 1, "cached_input_tokens": 0, "output_tokens": 1}},
+        )
+    )
+    assert [(b["kind"], b["message"]) for b in out if b["kind"] in ("warning", "error")] == [
+        ("warning", "Re-connecting... 1/5")
+    ]
+
+
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
 def test_no_content_left_untranslated(capture: Path) -> None:
     """session.update only for thread.started (its id is the session record) and the

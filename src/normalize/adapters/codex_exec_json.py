@@ -23,7 +23,8 @@ Facts (codex-cli 0.169.0, captures in adapters/codex-exec-json/captures/codex-0.
   ``input_tokens, cached_input_tokens, cache_write_input_tokens, output_tokens,
   reasoning_output_tokens`` (the last two are new in 0.16x).
 * A retry notice uses the same ``"type":"error"`` as a fatal error, its message starting
-  ``"Reconnecting... "``; the fatal one is repeated by ``turn.failed``.
+  ``"Reconnecting... "`` (``"Re-connecting... "`` up to 0.5x); the fatal one is repeated by
+  ``turn.failed``.
 * After Ctrl-C stdout just stops: no ``turn.failed``, no ``turn.completed``.
 * No approvals (the policy is forced to ``never``), no token usage per request.
 
@@ -84,8 +85,9 @@ from ._codex_exec_json_views import (
 
 __all__ = ["CodexExecJsonAdapter"]
 
-#: The prefix of a retry notice (a transient error the turn survives).
-RETRY_PREFIX = "Reconnecting..."
+#: The prefixes of a retry notice (a transient error the turn survives): "Reconnecting...",
+#: spelt "Re-connecting..." up to 0.5x.
+RETRY_PREFIXES = ("Reconnecting...", "Re-connecting...")
 
 
 #: keys of the older shape's config line (codex-cli 0.40)
@@ -266,7 +268,7 @@ class CodexExecJsonAdapter(BuiltinAdapter):
     def _error(self, line: _AnyLine) -> list[Item]:
         message = line.message or ""
         # A retry notice: Codex retries the model request on its own; the turn goes on.
-        retrying = message.startswith(RETRY_PREFIX)
+        retrying = message.startswith(RETRY_PREFIXES)
         if not retrying:
             self._last_error = message
         return [_SOURCES["error"], ci.error_notice(message, retrying=retrying)]
