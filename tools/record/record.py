@@ -61,6 +61,7 @@ from scenarios import (
     ACP_CLAUDE,
     ACP_CODEX,
     ACP_GEMINI,
+    APP_ARGS,
     APP_SERVER,
     CLAUDE,
     CODEX,
@@ -501,10 +502,50 @@ def _feature_args(binary: Path, args: list[str], env: dict[str, str]) -> list[st
     return ["collab" if a == "multi_agent_v2" else a for a in args]
 
 
+def _without_threads(binary: Path) -> str | None:
+    """Why this Codex's app-server cannot run the scenarios, or None.
+
+    The scenarios speak the thread API (``thread/start``, ``turn/start``); an app-server older
+    than it (0.55: ``newConversation``, ``sendUserMessage``) refuses ``thread/start`` as an
+    unknown method.  Asked with params it cannot take, a newer one refuses them instead, so
+    the probe starts no thread.
+    """
+    with tempfile.TemporaryDirectory(prefix="nrec-probe-") as tmp:
+        env = {**{k: os.environ[k] for k in ("PATH", "LANG") if k in os.environ}, "HOME": tmp, "CODEX_HOME": tmp}
+        lines = [
+            {"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "probe", "version": "0"}}},
+            {"id": 1, "method": "thread/start", "params": "probe"},
+        ]
+        try:
+            done = subprocess.run(
+                [str(binary), *APP_ARGS],
+                input="".join(json.dumps(x) + "\n" for x in lines),
+                env=env,
+                cwd=tmp,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return None
+    for line in done.stdout.splitlines():
+        with contextlib.suppress(ValueError):
+            msg = json.loads(line)
+            text = str(msg.get("error", {}).get("message", "")) if isinstance(msg, dict) else ""
+            if "unknown variant `thread/start`" in text:
+                return "its app-server has no thread/start (an older JSON-RPC API)"
+    return None
+
+
 def record_app_server(binary: Path, out: Output, cases: set[str] | None, log: Callable[[str], None]) -> None:
     version = version_of(binary)
     name = f"codex-{version}"
     if not out.any_writable(("codex-app-server", name), ("codex-rollout", name)):
+        return
+    why = _without_threads(binary)
+    if why is not None:
+        log(f"codex {version} app-server: not recorded: {why}")
         return
 
     def setup(sc: Scenario, scratch: Scratch, url: str) -> tuple[dict[str, str], list[str]]:
