@@ -16,12 +16,16 @@ from normalize.adapters.codex_exec_json import CodexExecJsonAdapter
 
 #: the versions whose facts these tests state (older shapes: their own tests below,
 #: tests/test_history.py and the goldens)
-VERSIONS = ("codex-0.96.0", "codex-0.142.2", "codex-0.169.0", "codex-0.171.0")
+VERSIONS = ("codex-0.55.0", "codex-0.96.0", "codex-0.142.2", "codex-0.169.0", "codex-0.171.0")
 CAPTURES = [
     c
     for c in session_captures()
     if c.relative_to(ADAPTERS).parts[0] == "codex-exec-json" and c.relative_to(ADAPTERS).parts[2] in VERSIONS
 ]
+
+
+#: how a retry notice starts (0.5x spells it "Re-connecting...")
+RETRY = ("Reconnecting...", "Re-connecting...")
 
 
 def _id(p: Path) -> str:
@@ -52,12 +56,12 @@ def test_errors_only_where_codex_reported_one(capture: Path) -> None:
     fatal = [
         line["message"]
         for line in native_lines(capture)
-        if line["type"] == "error" and not line["message"].startswith("Reconnecting...")
+        if line["type"] == "error" and not line["message"].startswith(RETRY)
     ]
     errors = [b for b in bodies(convert_capture(capture)) if b["kind"] == "error"]
     assert [e["message"] for e in errors] == fatal
     retries = [b for b in bodies(convert_capture(capture)) if b["kind"] == "warning"]
-    assert all(r["message"].startswith("Reconnecting...") for r in retries)
+    assert all(r["message"].startswith(RETRY) for r in retries)
 
 
 def test_a_retry_notice_spelt_re_connecting_is_a_warning() -> None:
