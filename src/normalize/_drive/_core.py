@@ -735,6 +735,11 @@ class DriveSession:
                 try:
                     await proc.stdin.send(line)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                    # the agent is gone: its exit status and the end of its stderr come with the
+                    # reader's end, which may not have come yet (an agent that exits at once)
+                    with anyio.move_on_after(GRACE):
+                        while not self._exited:
+                            await self._wait_change()
                     raise self._exit_error() from exc
 
     # ------------------------------------------------------------ state from the events
