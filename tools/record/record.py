@@ -19,7 +19,8 @@ directory (holding one file, ``hello.txt``), against a fake model server on 127.
 * Gemini CLI (``-p`` stream-json, against the fake Gemini API):
   ``<out>/gemini-stream-json/captures/gemini-cli-<version>/<case>.jsonl`` and its chat files in
   ``<out>/gemini-chat/captures/gemini-cli-<version>/<case>.jsonl``; ``gemini --acp``:
-  ``<out>/acp/captures/gemini-cli-<version>/<case>.tap.jsonl``;
+  ``<out>/acp/captures/gemini-cli-<version>/<case>.tap.jsonl`` (``--experimental-acp`` for a
+  version whose ``--help`` has no ``--acp``);
 * OpenCode (``run --format json``, against the fake Responses server):
   ``<out>/opencode-json/captures/opencode-<version>/<case>.jsonl`` and a copy of its database
   holding only the session tables, ``<out>/opencode-db/captures/opencode-<version>/<case>.db``
@@ -680,9 +681,12 @@ def record_gemini_acp(binary: Path, out: Output, cases: set[str] | None, log: Ca
     name = f"gemini-cli-{version}"
     if not out.any_writable(("acp", name)):
         return
+    # before --acp (0.38 and older) the flag was --experimental-acp: this version's --help lists it
+    help_text = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=60)
+    flag = "--acp" if re.search(r"^\s*--acp\b", help_text.stdout + help_text.stderr, re.M) else "--experimental-acp"
 
     def setup(sc: Scenario, scratch: Scratch, url: str) -> tuple[dict[str, str], list[str]]:
-        return _gemini_home(sc, scratch, url), [str(binary), "--acp", *sc.args]
+        return _gemini_home(sc, scratch, url), [str(binary), flag, *sc.args]
 
     def write(sc: Scenario, data: bytes, tap: bool) -> None:
         out.write("acp", name, f"{sc.case}.tap.jsonl", data)
