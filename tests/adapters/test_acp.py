@@ -640,6 +640,40 @@ def test_a_write_other_than_the_reported_edit_is_diffed_against_the_file_as_read
     assert "-bye" not in part[1].diff
 
 
+def test_a_diff_s_relative_path_is_the_session_directory_s_file_and_its_write_no_new_diff() -> None:
+    """Gemini CLI 0.31's edit, as recorded: the diff names the file relative to the session's
+    directory (``hello.txt``), the client then reads and writes it by its absolute path.  The
+    diff is of ``<cwd>/hello.txt`` (headers ``a/...``, ``b/...``) and the write that applies it
+    is no second diff (it read as the whole file written anew)."""
+    diff = {"type": "diff", "path": "hello.txt", "oldText": "hello world\n", "newText": "hello, world\n"}
+    file = "/home/user/project/hello.txt"
+    edit = {"toolCallId": "e", "kind": "edit", "locations": [{"path": file}]}
+    out = bodies(
+        run(
+            req("client", 1, "session/new", {"cwd": "/home/user/project", "mcpServers": []}),
+            res("agent", 1, {"sessionId": "S"}),
+            prompt(2),
+            upd({**edit, "sessionUpdate": "tool_call", "title": "hello.txt", "content": [diff]}),
+            req("agent", 0, "fs/read_text_file", {"sessionId": "S", "path": file}),
+            res("client", 0, {"content": "hello world\n"}),
+            req("agent", 1, "fs/write_text_file", {"sessionId": "S", "path": file, "content": "hello, world\n"}),
+            res("client", 1, {}),
+            upd({"sessionUpdate": "tool_call_update", "toolCallId": "e", "status": "completed", "content": [diff]}),
+            res("agent", 2, {"stopReason": "end_turn"}),
+        )
+    )
+    (fd,) = [b for b in out if isinstance(b, FileDiff)]
+    assert (fd.call_id, fd.path, fd.change_kind) == ("e", file, "update")
+    assert fd.diff.startswith("--- a/home/user/project/hello.txt\n+++ b/home/user/project/hello.txt\n")
+    # without a session directory the path stays as sent, its headers still a/ and b/
+    (alone,) = [
+        b
+        for b in bodies(run(upd({**edit, "sessionUpdate": "tool_call", "content": [diff]})))
+        if isinstance(b, FileDiff)
+    ]
+    assert (alone.path, alone.diff.splitlines()[:2]) == ("hello.txt", ["--- a/hello.txt", "+++ b/hello.txt"])
+
+
 def test_claude_code_acp_s_copies_of_claude_code_tools_are_named_as_claude_code_s() -> None:
     """claude-code-acp 0.16.2 runs Claude Code's Bash, Read, Edit... as its own MCP tools
     ``mcp__acp__Bash``...: the tool is named ``Bash`` as over claude-agent-acp 0.101.0; another

@@ -42,6 +42,8 @@ claude-code-acp 0.4.5 and 0.16.2, codex-acp 0.7.4 and 1.0.0 as noted):
 * claude-code-acp 0.4.5 sends no ``agentInfo`` (its ``authMethods`` offer ``claude-login``:
   the agent is ``claude-code``, no ``via``) and no ``_meta.claudeCode``; its errors
   carry the reason in ``data.details`` (the TypeScript SDK's shape, also Gemini CLI's).
+* Gemini CLI 0.31 names a diff's file relative to the session's ``cwd`` (``hello.txt``), the
+  client's ``fs/*`` requests by its absolute path: the diff is read as of ``<cwd>/<path>``.
 * claude-code-acp 0.16.2 runs copies of Claude Code's Read, Write, Edit, Bash, BashOutput and
   KillShell as its own MCP tools, named ``mcp__acp__Bash``... in ``_meta.claudeCode.toolName``:
   read as Claude Code's names (``Bash``), as claude-agent-acp 0.101.0 sends them.  Its Edit's
@@ -66,6 +68,7 @@ claude-code-acp 0.4.5 and 0.16.2, codex-acp 0.7.4 and 1.0.0 as noted):
 from __future__ import annotations
 
 import difflib
+import posixpath
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, get_args
@@ -378,11 +381,12 @@ def _images(blocks: Sequence[_Block]) -> list[Image] | None:
 
 
 def _unified(path: str, old: str | None, new: str) -> str:
+    name = path.lstrip("/")  # a/<path> and b/<path>, the path absolute or not
     lines = difflib.unified_diff(
         (old or "").splitlines(keepends=True),
         new.splitlines(keepends=True),
-        fromfile="/dev/null" if old is None else f"a{path}",
-        tofile=f"b{path}",
+        fromfile="/dev/null" if old is None else f"a/{name}",
+        tofile=f"b/{name}",
     )
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
@@ -534,6 +538,9 @@ class AcpAdapter(BuiltinAdapter):
         # the path and text of the last whole file the client read for the agent: what a write
         # of that path that follows replaces
         self._read: tuple[str, str] | None = None
+        # the session's working directory (session/new, load, resume): what a diff's relative
+        # path is relative to
+        self._cwd: str | None = None
         #: a message its Connection decoded ahead (``peek``), and its view: for its feed
         self._peeked: tuple[bytes, _UpdateRpc] | None = None
 
@@ -788,6 +795,7 @@ class AcpAdapter(BuiltinAdapter):
         mode, model = self._session_state(result)
         self._cost = 0.0  # a new session: its cumulative cost starts at zero
         self._late_cost = False
+        self._cwd = request.cwd or self._cwd
         record = SessionRecord(
             id="",
             agent="",
@@ -805,6 +813,7 @@ class AcpAdapter(BuiltinAdapter):
     def _req_load(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
         view = _SESSION_PARAMS.decode(params) if _given(params) else _SessionParams()
         pending.extra = view
+        self._cwd = view.cwd or self._cwd
         self._loads.add(rid)
         self._last_user_id = None
         self._last_variant = None
@@ -838,6 +847,7 @@ class AcpAdapter(BuiltinAdapter):
     def _req_resume(self, rid: int | str | None, params: Raw, pending: _Pending) -> list[Item]:
         view = _SESSION_PARAMS.decode(params) if _given(params) else _SessionParams()
         pending.extra = view
+        self._cwd = view.cwd or self._cwd
         record = SessionRecord(
             id="",
             agent="",
@@ -1160,20 +1170,21 @@ class AcpAdapter(BuiltinAdapter):
             call.output = view.raw_output.copy()
         for item in view.content or ():
             if item.type == "diff" and item.path is not None and item.new_text is not None:
+                path = self._absolute(item.path)
                 pair = (item.old_text, item.new_text)
-                if call.diffs.get(item.path) == pair:
+                if call.diffs.get(path) == pair:
                     continue
                 if call.diffs is _NO_DIFFS:
                     call.diffs = {}
-                call.diffs[item.path] = pair
+                call.diffs[path] = pair
                 kind = item.meta.kind if item.meta is not None and item.meta.kind else None
                 if kind is None:
                     kind = "add" if item.old_text is None else "update"
                 extra.append(
                     FileDiff(
                         call_id=call.call_id,
-                        path=item.path,
-                        diff=_unified(item.path, item.old_text, item.new_text),
+                        path=path,
+                        diff=_unified(path, item.old_text, item.new_text),
                         change_kind=kind,
                     )
                 )
@@ -1339,6 +1350,13 @@ class AcpAdapter(BuiltinAdapter):
         return [RequestResolved(request_id=str(rid), outcome=outcome, answer=msg.result)]
 
     # client file system and terminals ----------------------------------
+
+    def _absolute(self, path: str) -> str:
+        """A diff's path: absolute as ACP asks, or else (Gemini CLI 0.31 names the file relative
+        to the session's directory) joined to the session's ``cwd`` when known."""
+        if path.startswith("/") or not self._cwd or not self._cwd.startswith("/"):
+            return path
+        return posixpath.normpath(posixpath.join(self._cwd, path))
 
     def _linked(self, path: str) -> _Merged | None:
         """The newest open call that names ``path`` (a client fs request of the agent's)."""
