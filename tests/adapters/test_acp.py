@@ -222,7 +222,9 @@ def test_one_turn_complete_per_prompt_response(capture: Path) -> None:
     completes = [
         ev
         for ev in session_events(events)
-        if isinstance(ev.event.body, TurnComplete) and ev.event.native.method == "session/prompt"
+        if isinstance(ev.event.body, TurnComplete)
+        and ev.event.native.method == "session/prompt"
+        and ev.event.origin == "live"  # not the end of a replayed turn the prompt closes (Gemini CLI 0.31)
     ]
     assert len(completes) == len(answers) > 0
     for ev in completes:
@@ -839,6 +841,45 @@ def test_replayed_user_chunks_start_turns_and_the_load_response_ends_the_last() 
     assert [b.mode_id for b in bodies(events) if isinstance(b, ModeUpdate)] == ["default"]
     (resumed,) = [e for e in events if isinstance(e, SessionResumed)]
     assert (resumed.record.native_session_id, resumed.record.cwd) == ("S", "/w")
+
+
+def test_history_sent_after_the_load_response_ends_the_replayed_turn() -> None:
+    """Gemini CLI 0.31 sends its history unawaited: the load is answered between a replayed
+    prompt and its answer.  The answer is still the replayed turn's (it read as a live message
+    outside any turn); that turn ends at the client's next request, or at the end."""
+    load = req("client", 1, "session/load", {"sessionId": "S", "cwd": "/w", "mcpServers": []})
+    loaded = res("agent", 1, {"modes": {"currentModeId": "default", "availableModes": []}})
+    events = run(
+        load,
+        chunk("user_message_chunk", "q1"),
+        loaded,
+        chunk("agent_message_chunk", "a1"),
+        prompt(2, "live"),
+        chunk("agent_message_chunk", "a2"),
+        res("agent", 2, {"stopReason": "end_turn"}),
+    )
+    evs = session_events(events)
+    said = [
+        (ev.event.turn_id, ev.event.origin, type(b).__name__, getattr(b, "text", None))
+        for ev in evs
+        if isinstance(b := ev.event.body, UserMessage | AssistantMessage | TurnStart | TurnComplete)
+    ]
+    assert said == [
+        ("turn:1", "replay", "TurnStart", None),
+        ("turn:1", "replay", "UserMessage", "q1"),
+        ("turn:1", "replay", "AssistantMessage", "a1"),
+        ("turn:1", "replay", "TurnComplete", None),
+        ("turn:2", "live", "TurnStart", None),
+        ("turn:2", "live", "UserMessage", "live"),
+        ("turn:2", "live", "AssistantMessage", "a2"),
+        ("turn:2", "live", "TurnComplete", None),
+    ]
+    # the stream ends after the late answer: the replayed turn ends with it, not cut off
+    ended = session_events(run(load, chunk("user_message_chunk", "q1"), loaded, chunk("agent_message_chunk", "a1")))
+    assert [(ev.event.origin, ev.event.body.reason) for ev in ended if isinstance(ev.event.body, TurnComplete)] == [
+        ("replay", "ok")
+    ]
+    assert [ev.event.turn_id for ev in ended if isinstance(ev.event.body, AssistantMessage)] == ["turn:1"]
 
 
 def test_usage_update_is_session_scope_and_the_turn_gets_its_cost_delta() -> None:

@@ -33,7 +33,9 @@ claude-code-acp 0.4.5 and 0.16.2, codex-acp 0.7.4 and 1.0.0 as noted):
 * ``session/load`` replays history as ordinary updates before its response; no
   replay marker exists.  Codex (2.6.0) sends commands and title before the history
   and a live configuration warning inside it, drops plans and cancelled calls;
-  both reuse the live message ids.
+  both reuse the live message ids.  Gemini CLI (0.31) answers the load right after a
+  replayed prompt and sends that prompt's answer after the response: it still ends the
+  replayed turn, which closes at the client's next request.
 * Codex (2.6.0) reports notices as ``agent_message_chunk`` without ``messageId``
   (model text always has one); Claude (0.101.0) marks them
   ``_meta.claudeCode.kind: "informational"``.  Both become warnings.  codex-acp before
@@ -524,6 +526,10 @@ class AcpAdapter(BuiltinAdapter):
         self._last_variant: str | None = None
         self._last_user_id: str | None = None
         self._replay_turn = False
+        # a load answered while its replayed turn was still open: the history's updates that
+        # come after the answer (Gemini CLI 0.31 sends them unawaited) end that turn, until the
+        # next request of the client's
+        self._late_replay = False
         self._anon = 0
         self._agent_version: str | None = None
         self._via: str | None = None
@@ -650,11 +656,14 @@ class AcpAdapter(BuiltinAdapter):
     def close(self) -> list[Item]:
         self._closed = True
         # calls and requests left open are settled by the core (docs/adapters.md)
-        return _synthetic(self._flush_all())
+        return _synthetic(self._end_replay() or self._flush_all())
 
     # ------------------------------------------------------------------ dispatch
 
     def _request(self, method: str, rid: int | str | None, params: Raw, from_: Direction) -> list[Item]:
+        if self._late_replay and from_ == "client":
+            # made up here, not the request's: the protocol says nowhere that the history ended
+            return [*_synthetic(self._end_replay()), *self._request(method, rid, params, from_)]
         pending = _Pending(method)
         if self._pending is NO_TABLE:
             self._pending = table(self, "request", PENDING_REQUESTS)
@@ -690,7 +699,17 @@ class AcpAdapter(BuiltinAdapter):
 
     @property
     def _replaying(self) -> bool:
-        return bool(self._loads)
+        return bool(self._loads) or self._late_replay
+
+    def _end_replay(self) -> list[Item]:
+        """The replayed turn a load left open ends (a request of the client's, or the end)."""
+        if not self._late_replay:
+            return []
+        out = self._replayed(list(self._flush_all()))
+        out.append(Emit(body=TurnComplete(reason="ok"), origin="replay"))
+        self._late_replay = self._replay_turn = False
+        self._last_variant = None
+        return out
 
     def _active(self) -> _Prompt | None:
         return self._current
@@ -831,12 +850,17 @@ class AcpAdapter(BuiltinAdapter):
         return [SessionResumed(session_id="", record=record), *out]
 
     def _res_load(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
-        out: list[Item] = self._replayed(list(self._flush_all()))
-        if self._replay_turn:
-            out.append(Emit(body=TurnComplete(reason="ok"), origin="replay"))
-            self._replay_turn = False
+        out: list[Item] = []
+        if msg.error is None and self._replay_turn and self._last_variant == "user_message_chunk":
+            # answered right after a replayed prompt: its answer may still come (Gemini CLI 0.31)
+            self._late_replay = True
+        else:
+            out += self._replayed(list(self._flush_all()))
+            if self._replay_turn:
+                out.append(Emit(body=TurnComplete(reason="ok"), origin="replay"))
+                self._replay_turn = False
+            self._last_variant = None
         self._loads.discard(rid)
-        self._last_variant = None
         if msg.error is not None:
             return out + self._rpc_error(pending.method, msg.error)
         result = _SESSION_RESULT.decode(msg.result) if _given(msg.result) else None
@@ -1033,7 +1057,7 @@ class AcpAdapter(BuiltinAdapter):
         self._last_variant = variant
         if variant not in _NO_OUTPUT:
             self._late_cost = False
-        return self._replayed(out) if self._loads else out
+        return self._replayed(out) if self._replaying else out
 
     def _update_slowly(self, params: Raw) -> list[Item]:
         """An update the one-pass view does not take (an unknown variant, bad input): the
