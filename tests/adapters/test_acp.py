@@ -159,10 +159,11 @@ def test_every_capture_set_is_here() -> None:
         "codex-acp-0.7.4",
         "codex-acp-1.0.0",
         "codex-acp-2.6.0",
+        "gemini-cli-0.31.0",
         "gemini-cli-0.51.0",
         "gemini-cli-0.61.0",
     }
-    assert len(CAPTURES) == 84
+    assert len(CAPTURES) == 91
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
