@@ -11,6 +11,7 @@ file with the set it may replace.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -558,7 +559,10 @@ def _acp_new(rpc: Rpc) -> str:
 
 
 def _acp_prompt(rpc: Rpc, session: str, text: str) -> dict[str, Any]:
-    return rpc.call("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": text}]}, 240)
+    # NREC_ACP_PROMPT_WAIT (seconds, default 240): an agent that retries a failing model for
+    # longer (Gemini CLI 0.31) answers only after it
+    wait = float(os.environ.get("NREC_ACP_PROMPT_WAIT", "240"))
+    return rpc.call("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": text}]}, wait)
 
 
 def _acp(*prompts: str, mode: str | None = None, choose: tuple[str, ...] = ()) -> Drive:
