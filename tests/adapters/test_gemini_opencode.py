@@ -331,6 +331,17 @@ def test_old_stats_without_cached_counts_give_no_cache_figure(version: str) -> N
         assert usage["tokens"]["input"] > 0
 
 
+def test_a_shell_output_kept_as_the_terminal_screen_is_its_text() -> None:
+    """0.38's chat keeps a shell's ``resultDisplay`` as the screen: lines of styled pieces,
+    padded, the cursor on a line of its own.  Read as the text (as 0.31's string and the live
+    stream of other releases give it), not as the pieces."""
+    chat = ADAPTERS / "gemini-chat/captures/gemini-cli-0.38.2/shell_allowed.json"
+    out = _bodies(chat)
+    assert [b["delta"] for b in out if b["kind"] == "command-output"] == ["hello.txt"]
+    (done,) = [b for b in out if b["kind"] == "tool-call" and b["phase"] == "completed"]
+    assert done["output"] == "hello.txt"
+
+
 # ---------------------------------------------------------------- OpenCode 1.0 / 1.1: storage/
 
 STORAGE = ADAPTERS / "opencode-db/captures/opencode-1.1.56"

@@ -20,7 +20,8 @@ Facts (Gemini CLI 0.61.0, captures in adapters/gemini-chat/captures/gemini-cli-0
   total}`` of that model request, ``model``, ``toolCalls [{id, name, args, result, status:
   success|error, resultDisplay, description, displayName}]``.  ``resultDisplay`` is what
   the user was shown: a shell's output, a denial's message, an edit's ``{fileDiff,
-  filePath, isNewFile, ...}``.
+  filePath, isNewFile, ...}``; in 0.38 a shell's output is the terminal's screen, lines of
+  styled pieces (``[[{text, bold, inverse, ...}]]``), read as their text.
 * No record ends a turn, and an API error is never stored: the failed prompt's record
   is withdrawn by a ``$set.messages`` that leaves it out.  0.51.0 (same layout otherwise)
   does not withdraw it: the prompt stays unanswered, as in the ``.json`` chats below.
@@ -240,6 +241,8 @@ class GeminiChatAdapter(BuiltinAdapter):
         )
         failed = call.status != "success"
         display = call.resultDisplay
+        if isinstance(display, list):
+            display = _screen_text(display) if display else display
         out: list[Item] = [started]
         if call.name == gc.SHELL_TOOL and not failed and isinstance(display, str) and display:
             out.append(CommandOutput(call_id=call.id, stream="merged", delta=display))
@@ -258,6 +261,20 @@ class GeminiChatAdapter(BuiltinAdapter):
             ToolCall(call_id=call.id, tool=call.name, phase=phase, title=title, category=category, output=output)
         )
         return out
+
+
+def _screen_text(display: list[Any]) -> Any:
+    """A shell's output kept as the terminal showed it (0.38: a list of lines, each a list of
+    styled pieces ``{text, bold, inverse, ...}``): its text, each line's trailing padding and
+    the blank lines after the last dropped.  Any other list is given back as it is."""
+    lines: list[str] = []
+    for line in display:
+        if not isinstance(line, list) or not all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in line):
+            return display
+        lines.append("".join(p["text"] for p in line).rstrip())
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines)
 
 
 GeminiChatAdapter._RECORDS = {
