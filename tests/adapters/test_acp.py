@@ -163,7 +163,7 @@ def test_every_capture_set_is_here() -> None:
         "gemini-cli-0.51.0",
         "gemini-cli-0.61.0",
     }
-    assert len(CAPTURES) == 91
+    assert len(CAPTURES) == 92
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
