@@ -158,12 +158,13 @@ def test_every_capture_set_is_here() -> None:
         "claude-code-acp-0.16.2",
         "codex-acp-0.7.4",
         "codex-acp-1.0.0",
+        "codex-acp-1.6.2",
         "codex-acp-2.6.0",
         "gemini-cli-0.31.0",
         "gemini-cli-0.51.0",
         "gemini-cli-0.61.0",
     }
-    assert len(CAPTURES) == 92
+    assert len(CAPTURES) == 100
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
