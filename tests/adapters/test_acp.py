@@ -530,6 +530,36 @@ def test_codex_text_without_message_id_is_a_notice_only_once_codex_ids_its_text(
         assert (texts, warnings, done.result.text) == (["Hello there."], [], "Hello there.")
 
 
+def test_codex_s_retry_notice_in_meta_is_a_warning() -> None:
+    """codex-acp (1.6.2) reports a model call it retries as a ``session_info_update`` carrying only
+    ``_meta.codex.error`` ("Reconnecting... 1/1"): an agent notice, not a pass-through."""
+    retry = {
+        "message": "Reconnecting... 1/1",
+        "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": None}},
+        "additionalDetails": "We're currently experiencing high demand, which may cause temporary errors.",
+        "willRetry": True,
+    }
+    events = run(
+        prompt(1),
+        upd({"sessionUpdate": "session_info_update", "_meta": {"codex": {"error": retry}}}),
+        upd({"sessionUpdate": "session_info_update", "_meta": {"codex": {"threadStatus": {"type": "systemError"}}}}),
+        res("agent", 1, {"stopReason": "end_turn", "usage": None}),
+    )
+    infos = [
+        e
+        for e in events
+        if isinstance(e, SessionUpdate)
+        and e.update.payload is not None
+        and b"session_info_update" in bytes(e.update.payload)
+    ]
+    assert not infos
+    evs = session_events(events)
+    assert [(e.event.origin, e.event.body.message) for e in evs if isinstance(e.event.body, WarningBody)] == [
+        ("live", "Reconnecting... 1/1")
+    ]
+    assert [b.error_type for b in bodies(events) if isinstance(b, Error)] == ["systemError"]
+
+
 def test_a_cancelled_turn_fails_its_open_calls_once() -> None:
     events = run(
         prompt(1),

@@ -246,8 +246,13 @@ class _ThreadStatus(Struct, frozen=True, gc=False):
     type: str | None = None
 
 
+class _CodexError(Struct, frozen=True, gc=False, rename="camel"):
+    message: str | None = None
+
+
 class _CodexMeta(Struct, frozen=True, gc=False, rename="camel"):
     thread_status: _ThreadStatus | None = None
+    error: _CodexError | None = None
 
 
 class _InfoMeta(Struct, frozen=True, gc=False):

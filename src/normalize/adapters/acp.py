@@ -41,6 +41,8 @@ claude-code-acp 0.4.5 and 0.16.2, codex-acp 0.7.4 and 1.0.0 as noted):
   ``_meta.claudeCode.kind: "informational"``.  Both become warnings.  codex-acp before
   1.1.0 (0.7.4, 1.0.0) and claude-code-acp 0.4.5 send no ``messageId`` at all: there a
   chunk without one is model text.
+* codex-acp 1.6.2 announces a model call it retries as a ``session_info_update`` with only
+  ``_meta.codex.error`` (``message`` "Reconnecting... 1/1", ``willRetry``): a warning.
 * claude-code-acp 0.4.5 sends no ``agentInfo`` (its ``authMethods`` offer ``claude-login``:
   the agent is ``claude-code``, no ``via``) and no ``_meta.claudeCode``; its errors
   carry the reason in ``data.details`` (the TypeScript SDK's shape, also Gemini CLI's).
@@ -1552,9 +1554,15 @@ class AcpAdapter(BuiltinAdapter):
             # codex-acp's only sign of a failed model call: the error's text follows as agent text
             message = "the agent reported a system error (codex threadStatus systemError)"
             return [Error(message=message, error_type="systemError", recoverable=False)]
-        if isinstance(view.title, UnsetType):
-            return [Passthrough(method="session/update")]  # only updatedAt / `_meta`: nothing the model holds
-        return [SessionInfo(title=view.title if view.title is not None else "")]
+        items: list[Item] = []
+        if codex is not None and codex.error is not None and codex.error.message:
+            # codex-acp's notice of a failed model call it retries ("Reconnecting... 1/1"); a
+            # failure it gives up on is the systemError status that follows
+            items.append(Emit(body=WarningBody(message=codex.error.message, source="agent"), origin="live"))
+        if not isinstance(view.title, UnsetType):
+            items.append(SessionInfo(title=view.title if view.title is not None else ""))
+        # only updatedAt / other `_meta`: nothing the model holds
+        return items or [Passthrough(method="session/update")]
 
     def _usage(self, view: _UsageUpdate) -> list[Item]:
         context = ContextWindow(used=view.used, size=view.size) if view.used is not None else None
