@@ -210,7 +210,16 @@ def test_turn_usage_excludes_subagents_and_session_usage_is_cumulative() -> None
 
 @pytest.mark.parametrize(
     ("version", "exit_code"),
-    [("1.0.98", None), ("2.0.0", None), ("2.0.76", 2), ("2.1.67", 2), ("2.1.142", 2), ("2.1.235", 2), ("2.1.332", 2)],
+    [
+        ("1.0.98", None),
+        ("2.0.0", None),
+        ("2.0.30", 2),
+        ("2.0.76", 2),
+        ("2.1.67", 2),
+        ("2.1.142", 2),
+        ("2.1.235", 2),
+        ("2.1.332", 2),
+    ],
 )
 def test_bash_error_has_exit_code_and_output(version: str, exit_code: int | None) -> None:
     """The same failed command, every version: what it printed; its exit code where Claude
@@ -257,7 +266,7 @@ def test_an_api_error_without_a_terminal_reason_ends_the_turn_with_its_message(v
         assert done.result.error is not None and done.result.error.message == err.message
 
 
-@pytest.mark.parametrize("version", ["2.0.0", "2.0.76", "2.1.142", "2.1.235"])
+@pytest.mark.parametrize("version", ["2.0.0", "2.0.30", "2.0.76", "2.1.142", "2.1.235"])
 def test_a_streamed_call_counts_the_input_its_message_start_counted(version: str) -> None:
     """A ``message_delta`` whose usage gives only ``output_tokens`` (the API's shape, as the fake
     server sends it) does not say the call read nothing: its input is the ``message_start``'s."""
@@ -273,7 +282,7 @@ def test_refused_command_has_no_command_output() -> None:
         assert [b.phase for b in _bodies(events, ToolCall)][-1] == "failed"
 
 
-@pytest.mark.parametrize("version", ["1.0.98", "2.0.0", "2.0.76", "2.1.67", "2.1.142", "2.1.235", "2.1.332"])
+@pytest.mark.parametrize("version", ["1.0.98", "2.0.0", "2.0.30", "2.0.76", "2.1.67", "2.1.142", "2.1.235", "2.1.332"])
 @pytest.mark.parametrize("case", ["15-permission-stdio-deny", "16-permission-stdio-allow"])
 def test_a_permission_request_names_its_call_and_a_denied_call_did_not_run(version: str, case: str) -> None:
     """Before 2.0.76 ``can_use_tool`` does not say which call it asks for, and no

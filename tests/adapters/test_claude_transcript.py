@@ -102,7 +102,7 @@ def test_conversation_lines_are_translated(capture: Path) -> None:
             assert upd.update.method == "user/meta", payload
 
 
-@pytest.mark.parametrize("version", ["1.0.98", "2.0.0", "2.0.76", "2.1.67", "2.1.142", "2.1.235", "2.1.332"])
+@pytest.mark.parametrize("version", ["1.0.98", "2.0.0", "2.0.30", "2.0.76", "2.1.67", "2.1.142", "2.1.235", "2.1.332"])
 def test_a_failed_command_reads_as_the_stream_json_of_its_run_says_it(version: str) -> None:
     """The session file and the stdout of one run: the same output, exit code and phase."""
     (main,) = [p for p in (KIT / f"claude-code-{version}" / "29-bash-error").glob("*.jsonl") if p.name[:6] != "agent-"]
