@@ -266,6 +266,25 @@ def test_an_api_error_without_a_terminal_reason_ends_the_turn_with_its_message(v
         assert done.result.error is not None and done.result.error.message == err.message
 
 
+@pytest.mark.parametrize("version", ["1.0.98", "2.0.0", "2.0.30"])
+@pytest.mark.parametrize("case", ["17-api-error-400", "18-api-error-529-retries"])
+def test_a_synthetic_api_error_line_without_an_error_field_is_an_error(version: str, case: str) -> None:
+    """Up to 2.0.x the ``<synthetic>`` line of a failed call has neither ``error`` nor
+    ``is_api_error_message``, only the CLI's ``API Error: ...`` text: still an ``error``, not
+    an answer, with the words and type the session file of the same run gives it."""
+    stream = ADAPTERS / "claude-stream-json" / "captures" / f"claude-code-{version}" / f"{case}.jsonl"
+    events = _events(stream)
+    (err,) = _bodies(events, Error)
+    assert (err.error_type, err.message.startswith("API Error: ")) == ("api_error", True)
+    assert _bodies(events, AssistantMessage) == []
+    (done,) = [e for e in convert_capture(stream) if isinstance(e, MessageCompleted)]
+    assert done.result.stop_reason == "error"
+    assert done.result.error is not None and done.result.error.message == err.message
+    folder = ADAPTERS / "claude-transcript" / "captures" / f"claude-code-{version}" / case
+    (main,) = [p for p in folder.glob("*.jsonl") if p.name[:6] != "agent-"]
+    assert [(b.error_type, b.message) for b in _bodies(_events(main), Error)] == [(err.error_type, err.message)]
+
+
 @pytest.mark.parametrize("version", ["2.0.0", "2.0.30", "2.0.76", "2.1.142", "2.1.235"])
 def test_a_streamed_call_counts_the_input_its_message_start_counted(version: str) -> None:
     """A ``message_delta`` whose usage gives only ``output_tokens`` (the API's shape, as the fake

@@ -29,7 +29,8 @@ Facts (Claude Code 2.1.332 unless said otherwise; docs in adapters/claude-stream
   cumulative.
 * API failures end as ``subtype: "success"`` + ``is_error: true``, after a
   synthetic ``assistant`` line (``model: "<synthetic>"``,
-  ``is_api_error_message: true``, ``error``); the error subtypes
+  ``is_api_error_message: true``, ``error``; up to 2.0.x neither, only its
+  ``API Error: ...`` text); the error subtypes
   (``error_max_turns``, ``error_during_execution``, ...) carry ``errors[]``.
   The ``result`` says ``terminal_reason: "api_error"``; 2.1.142 says
   ``"completed"`` there, and only ``api_error_status`` tells the call failed.
@@ -1000,12 +1001,13 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
             blocks = [ContentBlock(type="text", text=content)]
         else:
             blocks = content
-        if line.is_api_error_message or (line.error and msg.model == "<synthetic>"):
+        if line.is_api_error_message or (msg.model == "<synthetic>" and (line.error or _api_error_text(blocks))):
+            # up to 2.0.x the synthetic line of a failed call has neither ``error`` nor
+            # ``is_api_error_message``: its text, the CLI's "API Error: ..." words, says what it is
             text = "".join(b.text or "" for b in blocks)
+            kind = line.error or (None if line.is_api_error_message else "api_error")
             out.append(
-                on_thread(
-                    Error(message=text or line.error or "API error", error_type=line.error, recoverable=True), sub
-                )
+                on_thread(Error(message=text or line.error or "API error", error_type=kind, recoverable=True), sub)
             )
             return out
         if sub is None and msg.usage is not None:
@@ -1259,6 +1261,11 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
 
 # --------------------------------------------------------------------------
 # Helpers
+
+
+def _api_error_text(blocks: list[ContentBlock]) -> bool:
+    """Whether a ``<synthetic>`` line's content is the CLI's report of a failed API call."""
+    return bool(blocks) and all(b.type == "text" for b in blocks) and (blocks[0].text or "").startswith("API Error")
 
 
 def _add(out: list[Item], bodies: list[Body], subagent: str | None) -> None:
