@@ -74,6 +74,7 @@ from normalize import Warning as WarningBody
 from ._codex_items_views import Change
 
 __all__ = [
+    "AGENT_END",
     "NULL",
     "Change",
     "agent_message",
@@ -104,6 +105,18 @@ __all__ = [
 
 #: An absent or ``null`` JSON value kept as Raw (msgspec cannot put Raw in a union).
 NULL: Raw = Raw(b"null")
+
+
+#: A collab sub-agent's state that ends it, and how: the app-server's ``agentsStates``
+#: (camelCase) and a 0.96 rollout's ``wait`` output (snake_case) spell the same states.
+AGENT_END: dict[str, Literal["completed", "failed", "cancelled"]] = {
+    "completed": "completed",
+    "errored": "failed",
+    "shutdown": "cancelled",
+    "interrupted": "cancelled",
+    "notFound": "failed",
+    "not_found": "failed",
+}
 
 
 def present(value: Raw) -> bool:

@@ -725,7 +725,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
                     self._subagents_table()[thread] = v.id
                     out += self._subagent_phase(thread, "started", v.id, None, prompt=v.prompt, model=v.model)
         for thread, state in v.agents_states.items():
-            phase = _AGENT_END.get(state.status or "")
+            phase = ci.AGENT_END.get(state.status or "")
             call = self._subagent_ended(thread) if phase is not None else None
             if phase is not None and call is not None:
                 out += self._subagent_phase(thread, phase, call, None)
@@ -1184,14 +1184,6 @@ class CodexAppServerAdapter(BuiltinAdapter):
 #: does not know them as calls, and does not settle them.
 _NOT_CALLS = frozenset({"webSearch", "contextCompaction"})
 
-#: A collab agent's state (``agentsStates``) that ends it, and how.
-_AGENT_END: dict[str, Literal["completed", "failed", "cancelled"]] = {
-    "completed": "completed",
-    "errored": "failed",
-    "shutdown": "cancelled",
-    "interrupted": "cancelled",
-    "notFound": "failed",
-}
 
 _MCP_ACTION: dict[str, Literal["added", "removed", "updated", "failed"]] = {
     "starting": "updated",

@@ -636,7 +636,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
         states = value.get("status")
         for agent, state in states.items() if isinstance(states, dict) else ():
             name = next(iter(state), None) if isinstance(state, dict) else state
-            phase = _AGENT_END.get(name) if isinstance(name, str) else None
+            phase = ci.AGENT_END.get(name) if isinstance(name, str) else None
             spawn = self._subagents.pop(agent, None) if phase is not None else None
             if phase is not None and spawn is not None:
                 out.append(Subagent(subagent_id=agent, phase=phase, call_id=spawn))
@@ -1130,15 +1130,6 @@ def _patch_changes(patch: str, cwd: str | None) -> list[ci.Change]:
 
 #: The collab tools (0.96) whose output says a spawn or a sub-agent's end.
 _COLLAB_OUTPUTS = frozenset({"spawn_agent", "wait"})
-#: A collab agent's state in ``wait``'s output that ends it, and how (the live
-#: ``agentsStates`` says the same in camelCase).
-_AGENT_END: dict[str, Literal["completed", "failed", "cancelled"]] = {
-    "completed": "completed",
-    "errored": "failed",
-    "shutdown": "cancelled",
-    "interrupted": "cancelled",
-    "not_found": "failed",
-}
 
 _PATCH_COMMANDS = ("apply_patch", "applypatch")
 _SHELLS = ("bash", "sh", "zsh")
