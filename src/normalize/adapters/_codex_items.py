@@ -63,6 +63,8 @@ from normalize import (
     Location,
     McpTool,
     Reasoning,
+    Subagent,
+    Task,
     Tokens,
     ToolCall,
     TurnComplete,
@@ -78,6 +80,7 @@ __all__ = [
     "NULL",
     "Change",
     "agent_message",
+    "collab_subagent",
     "command_finished",
     "command_started",
     "compaction",
@@ -117,6 +120,22 @@ AGENT_END: dict[str, Literal["completed", "failed", "cancelled"]] = {
     "notFound": "failed",
     "not_found": "failed",
 }
+
+
+def collab_subagent(
+    thread: str,
+    phase: Literal["started", "completed", "failed", "cancelled"],
+    call: str | None,
+    label: str | None = None,
+    *,
+    prompt: str | None = None,
+    model: str | None = None,
+) -> list[Body]:
+    """A collab sub-agent (its own thread) by phase: ``subagent`` and ``task`` (collab)."""
+    return [
+        Subagent(subagent_id=thread, phase=phase, name=label, prompt=prompt, model=model, call_id=call),
+        Task(task_id=thread, task_kind="collab", phase=phase, label=label, parent_call_id=call),
+    ]
 
 
 def present(value: Raw) -> bool:

@@ -93,7 +93,6 @@ from normalize import (
     SessionResumed,
     Source,
     Subagent,
-    Task,
     Tokens,
     ToolCall,
     ToolCallRef,
@@ -685,32 +684,16 @@ class CodexAppServerAdapter(BuiltinAdapter):
             self._subagents_table()[thread] = v.id
             return [
                 ToolCall(call_id=v.id, tool="spawnAgent", phase="started", category="other", title=label),
-                *self._subagent_phase(thread, "started", v.id, label, model=v.model),
+                *ci.collab_subagent(thread, "started", v.id, label, model=v.model),
             ]
         call = self._subagents.get(thread)
         if v.kind == "completed":
             self._subagent_ended(thread)
-            return self._subagent_phase(thread, "completed", call, label)
+            return ci.collab_subagent(thread, "completed", call, label)
         if v.kind == "interrupted":
             self._subagent_ended(thread)
-            return self._subagent_phase(thread, "cancelled", call, label)
+            return ci.collab_subagent(thread, "cancelled", call, label)
         return [Subagent(subagent_id=thread, phase="progress", name=label, activity=v.kind, call_id=call)]
-
-    def _subagent_phase(
-        self,
-        thread: str,
-        phase: Literal["started", "completed", "failed", "cancelled"],
-        call: str | None,
-        label: str | None,
-        *,
-        prompt: str | None = None,
-        model: str | None = None,
-    ) -> list[Body]:
-        """A collab sub-agent (its own thread) by phase: ``subagent`` and ``task`` (collab)."""
-        return [
-            Subagent(subagent_id=thread, phase=phase, name=label, prompt=prompt, model=model, call_id=call),
-            Task(task_id=thread, task_kind="collab", phase=phase, label=label, parent_call_id=call),
-        ]
 
     def _completed_collab(self, raw: Raw, note: _Note | None) -> list[Body]:
         """A collab tool call's end; ``spawnAgent`` starts its receivers, and the states it
@@ -723,12 +706,12 @@ class CodexAppServerAdapter(BuiltinAdapter):
             for thread in v.receiver_thread_ids:
                 if thread not in self._subagents:
                     self._subagents_table()[thread] = v.id
-                    out += self._subagent_phase(thread, "started", v.id, None, prompt=v.prompt, model=v.model)
+                    out += ci.collab_subagent(thread, "started", v.id, None, prompt=v.prompt, model=v.model)
         for thread, state in v.agents_states.items():
             phase = ci.AGENT_END.get(state.status or "")
             call = self._subagent_ended(thread) if phase is not None else None
             if phase is not None and call is not None:
-                out += self._subagent_phase(thread, phase, call, None)
+                out += ci.collab_subagent(thread, phase, call, None)
         return out
 
     def _completed_subagent(self, raw: Raw, note: _Note | None) -> list[Body]:

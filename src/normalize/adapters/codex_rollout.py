@@ -92,7 +92,6 @@ from normalize import (
     SessionRecord,
     Source,
     Subagent,
-    Task,
     Tokens,
     ToolCall,
     TurnComplete,
@@ -630,8 +629,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
                 self._subagents[agent] = call.call_id
                 message = call.input.get("message") if isinstance(call.input, dict) else None
                 prompt = message if isinstance(message, str) else None
-                out.append(Subagent(subagent_id=agent, phase="started", prompt=prompt, call_id=call.call_id))
-                out.append(Task(task_id=agent, task_kind="collab", phase="started", parent_call_id=call.call_id))
+                out += ci.collab_subagent(agent, "started", call.call_id, prompt=prompt)
             return out
         states = value.get("status")
         for agent, state in states.items() if isinstance(states, dict) else ():
@@ -639,8 +637,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
             phase = ci.AGENT_END.get(name) if isinstance(name, str) else None
             spawn = self._subagents.pop(agent, None) if phase is not None else None
             if phase is not None and spawn is not None:
-                out.append(Subagent(subagent_id=agent, phase=phase, call_id=spawn))
-                out.append(Task(task_id=agent, task_kind="collab", phase=phase, parent_call_id=spawn))
+                out += ci.collab_subagent(agent, phase, spawn)
         return out
 
     def _finish_call(self, call: OpenCall, status: str, output: Any, exit_code: int | None) -> list[Item]:
@@ -1012,10 +1009,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
         else:
             call = self._subagents.get(thread)
             return [Subagent(subagent_id=thread, phase="progress", name=label, activity=item.kind, call_id=call)]
-        return [
-            Subagent(subagent_id=thread, phase=phase, name=label, model=item.model, call_id=call),
-            Task(task_id=thread, task_kind="collab", phase=phase, label=label, parent_call_id=call),
-        ]
+        return list(ci.collab_subagent(thread, phase, call, label, model=item.model))
 
     def _core_user(self, item: _CoreItem) -> list[Item]:
         return [ci.user_message(item.id, [p.text or "" for p in item.content or () if p.type == "text"])]
