@@ -345,12 +345,8 @@ def _with_start_input(delta: UsageView, start: UsageView | None) -> UsageView:
         or delta.cache_creation_input_tokens is not None
     ):
         return delta
-    return UsageView(
-        input_tokens=start.input_tokens,
-        output_tokens=delta.output_tokens,
-        cache_read_input_tokens=start.cache_read_input_tokens,
-        cache_creation_input_tokens=start.cache_creation_input_tokens,
-        output_tokens_details=delta.output_tokens_details,
+    return msgspec.structs.replace(
+        start, output_tokens=delta.output_tokens, output_tokens_details=delta.output_tokens_details
     )
 
 
