@@ -384,6 +384,18 @@ def _images(blocks: Sequence[_Block]) -> list[Image] | None:
     return images or None
 
 
+def _one_pass_view(message: bytes) -> _UpdateRpc | None:
+    """A ``session/update`` notification written with the head every agent seen writes,
+    decoded whole in one pass; None for any other line, or one that view does not take."""
+    if not message.startswith(_UPDATE_HEAD_BYTES):
+        return None
+    try:
+        update = _UPDATE_RPC.decode(message)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return update if update.method == "session/update" and update.id is UNSET else None
+
+
 def _unified(path: str, old: str | None, new: str) -> str:
     name = path.lstrip("/")  # a/<path> and b/<path>, the path absolute or not
     lines = difflib.unified_diff(
@@ -594,14 +606,9 @@ class AcpAdapter(BuiltinAdapter):
             self._peeked = None
             if peeked[0] is message:  # decoded already, by its Connection (peek)
                 return self._one_pass(peeked[1])
-        if message.startswith(_UPDATE_HEAD_BYTES):
-            try:
-                update = _UPDATE_RPC.decode(message)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                pass
-            else:
-                if update.method == "session/update" and update.id is UNSET:
-                    return self._one_pass(update)
+        update = _one_pass_view(message)
+        if update is not None:
+            return self._one_pass(update)
         try:
             msg = _RPC.decode(message)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -633,14 +640,8 @@ class AcpAdapter(BuiltinAdapter):
 
     def peek(self, message: bytes) -> tuple[str, str | None, object] | None:
         # the session/update notifications feed decodes in one pass (most lines)
-        if message.startswith(_UPDATE_HEAD_BYTES):
-            try:
-                update = _UPDATE_RPC.decode(message)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                return None
-            if update.method == "session/update" and update.id is UNSET:
-                return "session/update", update.params.session_id, update
-        return None
+        update = _one_pass_view(message)
+        return ("session/update", update.params.session_id, update) if update is not None else None
 
     def given(self, message: bytes, view: object) -> None:
         if type(view) is _UpdateRpc:
