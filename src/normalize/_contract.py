@@ -73,12 +73,6 @@ class Emit(Struct, frozen=True, kw_only=True, gc=False):
     note: Any = None
 
 
-def on_thread(body: Body, subagent_id: str | None) -> Body | Emit:
-    """``body`` as an item of the main thread (bare: an Emit would say nothing more, and
-    costs more to make and to read) or of the sub-agent ``subagent_id``."""
-    return body if subagent_id is None else Emit(body=body, subagent_id=subagent_id)
-
-
 class Source(Struct, frozen=True, kw_only=True, gc=False):
     """The native method/type and timestamp of the message being fed."""
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from normalize._contract import Adapter
+from normalize._contract import Adapter, Emit
 from normalize._errors import UsageError
 from normalize._lifecycle import Calls
+from normalize._model import Body
 
-__all__ = ["BuiltinAdapter"]
+__all__ = ["BuiltinAdapter", "on_thread"]
 
 
 class BuiltinAdapter(Adapter):
@@ -34,3 +35,12 @@ class BuiltinAdapter(Adapter):
         # Adapter's, compiled with the adapters that call it at every message
         if self._closed:
             raise UsageError(f"{type(self).__name__}.feed() after close()")
+
+
+def on_thread(body: Body, subagent_id: str | None) -> Body | Emit:
+    """``body`` as an item of the main thread (bare: an Emit would say nothing more, and
+    costs more to make and to read) or of the sub-agent ``subagent_id``.
+
+    Here, not beside :class:`~normalize.Emit`, so that the compiled build compiles it with
+    the adapters that call it for every item."""
+    return body if subagent_id is None else Emit(body=body, subagent_id=subagent_id)

@@ -71,8 +71,19 @@ PARTIAL_INPUT = 64 * 1024
 
 K = TypeVar("K")
 V = TypeVar("V")
+C = TypeVar("C", bound=type)
 
 
+def _python_class(cls: C) -> C:
+    """Keeps :class:`Bounded` (and its subclass) a Python class in the compiled build.
+
+    mypyc makes every class of a compiled module a native one unless a decorator it does not
+    know sits on it, and it cannot make a subclass of ``OrderedDict`` native: the module then
+    crashes at import.  As a Python class, its methods are still compiled."""
+    return cls
+
+
+@_python_class
 class Bounded(OrderedDict[K, V]):
     """A dict that keeps at most ``limit`` entries, evicting the oldest inserted.
 
@@ -109,6 +120,7 @@ class Bounded(OrderedDict[K, V]):
         return self[key]
 
 
+@_python_class
 class _Unmade(Bounded[Any, Any]):
     """:data:`NO_TABLE`: read as an empty table; writing to it is a bug, and raises."""
 

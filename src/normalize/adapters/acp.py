@@ -139,7 +139,6 @@ from normalize import (
 from normalize import (
     Warning as WarningBody,
 )
-from normalize._contract import on_thread
 from normalize._lifecycle import ENDED_CALLS
 
 from ._acp_views import (
@@ -209,7 +208,7 @@ from ._acp_views import (
     _UpdateRpc,
     _UsageUpdate,
 )
-from ._base import BuiltinAdapter
+from ._base import BuiltinAdapter, on_thread
 from ._claude_common import SUBAGENT_TOOLS, subagent_started
 from ._limits import (
     BUFFER_TEXT,

@@ -121,9 +121,8 @@ from normalize import (
 )
 from normalize import Usage as UsageBody
 from normalize import Warning as WarningBody
-from normalize._contract import on_thread
 
-from ._base import BuiltinAdapter
+from ._base import BuiltinAdapter, on_thread
 from ._claude_common import (
     ContentBlock,
     block_message_id,

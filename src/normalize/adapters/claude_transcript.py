@@ -132,7 +132,6 @@ from normalize import (
     UserMessage,
 )
 from normalize import Warning as WarningBody
-from normalize._contract import on_thread
 from normalize._session import HOLD_LIMIT
 from normalize.adapters._claude_common import (
     ContentBlock,
@@ -149,7 +148,7 @@ from normalize.adapters._claude_common import (
     tokens_of,
 )
 
-from ._base import BuiltinAdapter
+from ._base import BuiltinAdapter, on_thread
 from ._claude_transcript_views import (
     _API_ERROR,
     _ATTACHMENT,

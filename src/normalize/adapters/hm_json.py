@@ -102,9 +102,8 @@ from normalize import (
     UserQuestion,
     Warning,  # noqa: A004 - the spec's kind name
 )
-from normalize._contract import on_thread
 
-from ._base import BuiltinAdapter
+from ._base import BuiltinAdapter, on_thread
 from ._hm_json_views import (
     _any_decoder,
     _Command,
