@@ -75,12 +75,27 @@ def wire(capture: Path) -> list[tuple[str, Wire]]:
     return [(m.from_, json.loads(m.data)) for m in msgs]
 
 
+def _injected(update: Wire) -> bool:
+    """A user chunk that is the agent's own context, not the user's words (Gemini CLI 0.45.2
+    replays its ``<session_context>`` on load)."""
+    text = (update.get("content") or {}).get("text")
+    return update.get("sessionUpdate") == "user_message_chunk" and str(text).startswith("<session_context>")
+
+
 def _loaded(capture: Path) -> bool:
-    """Whether the capture has a ``session/load`` the agent answered with a result (Gemini CLI
-    0.61.0 and 0.51.0 answered their load with an error: no history to replay there)."""
+    """Whether the capture has a ``session/load`` the agent answered with a result after
+    replaying the user's words (Gemini CLI 0.61.0 and 0.51.0 answered their load with an
+    error; 0.45.2 replayed only its injected ``<session_context>``: no history there)."""
     lines = wire(capture)
     ids = {m["id"] for d, m in lines if d == "client" and m.get("method") == "session/load"}
-    return any(d == "agent" and m.get("id") in ids and "result" in m for d, m in lines)
+    users = [
+        m
+        for d, m in lines
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "user_message_chunk"
+        and not _injected(m["params"]["update"])
+    ]
+    return bool(users) and any(d == "agent" and m.get("id") in ids and "result" in m for d, m in lines)
 
 
 LOADS = [c for c in CAPTURES if "load" in c.name and _loaded(c)]
@@ -193,8 +208,8 @@ def test_no_session_update_for_a_documented_variant_with_meaning(capture: Path) 
         if msg.get("method") != "session/update":
             continue
         update = msg["params"]["update"]
-        if update["sessionUpdate"] not in DOCUMENTED:
-            continue
+        if update["sessionUpdate"] not in DOCUMENTED or _injected(update):
+            continue  # the injected context is kept on purpose (no user-message)
         meaningful = {k for k, v in update.items() if v is not None} - NO_MEANING
         assert not meaningful, f"untranslated {update['sessionUpdate']} with {sorted(meaningful)}"
 
@@ -1011,6 +1026,36 @@ def test_detection_needs_acp_methods() -> None:
     assert AcpAdapter.detect([(json.dumps(other).encode(), "client")]) == 0.0
     assert AcpAdapter.detect([(b"not json", "agent")]) == 0.0
     assert AcpAdapter.detect([(json.dumps(prompt(1)[1]).encode(), "client")]) == 0.8
+
+
+def test_an_injected_session_context_replayed_by_a_load_is_no_user_message() -> None:
+    """Gemini CLI 0.45.2 replays only its own ``<session_context>`` (date, OS, files) as a
+    user chunk on load: not the user's words, so no user-message and no replayed turn; the
+    message stays a ``session.update`` and the prompt after the load is the first turn."""
+    context = "<session_context>\nThis is the Gemini CLI. Today's date is ...\n</session_context>"
+    events = run(
+        req("client", 1, "session/load", {"sessionId": "S", "cwd": "/w", "mcpServers": []}),
+        chunk("user_message_chunk", context),
+        res("agent", 1, {"modes": {"currentModeId": "default", "availableModes": []}}),
+        prompt(2, "live"),
+        chunk("agent_message_chunk", "a"),
+        res("agent", 2, {"stopReason": "end_turn"}),
+    )
+    evs = session_events(events)
+    users = [(ev.event.turn_id, ev.event.origin, b.text) for ev in evs if isinstance(b := ev.event.body, UserMessage)]
+    assert users == [("turn:1", "live", "live")]
+    assert [(ev.event.turn_id, ev.event.origin) for ev in evs if isinstance(ev.event.body, TurnStart)] == [
+        ("turn:1", "live")
+    ]
+    kept = [e for e in events if isinstance(e, SessionUpdate) and e.update.payload is not None]
+    assert any(b"<session_context>" in bytes(e.update.payload) for e in kept)
+    # the recording: the load's replay holds no turn, the second question is turn 1
+    capture = ADAPTERS / "acp/captures/gemini-cli-0.45.2/gemini-f-load.tap.jsonl"
+    recorded = session_events(events_of(capture))
+    assert [ev.event.origin for ev in recorded if isinstance(ev.event.body, TurnStart | UserMessage)] == ["live"] * 2
+    assert [b.text for b in bodies(events_of(capture)) if isinstance(b, UserMessage)] == [
+        "scenario load: and a second question"
+    ]
 
 
 def test_bad_input_inside_load_history_is_replay_and_after_it_live() -> None:

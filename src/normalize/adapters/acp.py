@@ -66,7 +66,11 @@ claude-code-acp 0.4.5 and 0.16.2, codex-acp 0.7.4 and 1.0.0 as noted):
   first appears in ``session/request_permission``, then only as ``tool_call_update``;
   a rejected call gets no update at all.  Its ``session/load`` of a session made over
   ACP in an earlier process failed (-32603 "No previous sessions found for this
-  project.") although the chat file was there.
+  project.") although the chat file was there.  0.45.2's load of it succeeds but replays
+  only Gemini CLI's own ``<session_context>`` (date, OS, directory listing) as a
+  ``user_message_chunk``, not the conversation: context, not the user's words, so no
+  ``user-message`` and no replayed turn (kept as ``session.update``), as the stored chat
+  (``gemini-chat``) reads the same message.
 """
 
 from __future__ import annotations
@@ -298,6 +302,10 @@ def _version_tuple(version: str | None) -> tuple[int, ...] | None:
             break
     return tuple(parts) or None
 
+
+#: How a user message an agent injects itself begins: context, not the user's words (Gemini
+#: CLI 0.45.2 replays its ``<session_context>`` on ``session/load``).
+_INJECTED = ("<session_context>",)
 
 #: ACP bridges: packages that run another agent behind ACP, and the agent they run.  Over
 #: them ``agent`` names the agent (the same as over its own protocol), and the record keeps
@@ -1138,6 +1146,8 @@ class AcpAdapter(BuiltinAdapter):
     def _user_chunk(self, view: _Chunk) -> list[Item]:
         block = view.content
         text = _block_text(block) if block is not None else None
+        if text is not None and text.startswith(_INJECTED):
+            return [Passthrough(method="session/update")]  # the agent's own context, not the user's words
         images = _images([block]) if block is not None else None
         active = self._active()
         if not self._replaying and active is not None and text is not None and text in active.text:
