@@ -174,6 +174,7 @@ def test_every_capture_set_is_here() -> None:
         "codex-acp-0.7.4",
         "codex-acp-1.0.0",
         "codex-acp-1.6.2",
+        "codex-acp-2.1.1",
         "codex-acp-2.6.0",
         "gemini-cli-0.31.0",
         "gemini-cli-0.45.2",
