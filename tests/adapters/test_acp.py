@@ -577,6 +577,41 @@ def test_codex_s_retry_notice_in_meta_is_a_warning() -> None:
     assert [b.error_type for b in bodies(events) if isinstance(b, Error)] == ["systemError"]
 
 
+@pytest.mark.parametrize(
+    ("agent", "title"),
+    [
+        ("@agentclientprotocol/codex-acp", "touch made.txt"),  # codex-acp 2.1.1 asks "Run command"
+        ("other-agent", "Run command"),  # elsewhere the request's title renames the call (ACP's patch)
+    ],
+)
+def test_codex_acp_s_permission_title_is_the_question_not_the_call_s(agent: str, title: str) -> None:
+    """codex-acp 2.1.1 announces ``touch made.txt`` and asks permission for it titled "Run
+    command": the call keeps its title (as over 1.6.2 and 2.6.0, which send the command), and so
+    does the permission request."""
+    call = {"toolCallId": "c", "kind": "execute", "rawInput": {"command": "touch made.txt"}}
+    perm = {
+        "sessionId": "S",
+        "toolCall": {**call, "title": "Run command", "status": "pending"},
+        "options": [{"optionId": "allow_once", "name": "Yes, proceed", "kind": "allow_once"}],
+    }
+    events = run(
+        req("client", 0, "initialize", {"protocolVersion": 1}),
+        res("agent", 0, {"protocolVersion": 1, "agentInfo": {"name": agent, "version": "2.1.1"}}),
+        req("client", 1, "session/new", {"cwd": "/p", "mcpServers": []}),
+        res("agent", 1, {"sessionId": "S"}),
+        prompt(2),
+        upd({**call, "sessionUpdate": "tool_call", "title": "touch made.txt", "status": "in_progress"}),
+        req("agent", 0, "session/request_permission", perm),
+        res("client", 0, {"outcome": {"outcome": "selected", "optionId": "allow_once"}}),
+        upd({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "completed"}),
+        res("agent", 2, {"stopReason": "end_turn"}),
+    )
+    phases = [(b.phase, b.title) for b in bodies(events) if isinstance(b, ToolCall)]
+    assert phases == [("started", "touch made.txt"), ("completed", title)]
+    (request,) = [b for b in bodies(events) if isinstance(b, PermissionRequest)]
+    assert request.tool_call.title == title
+
+
 def test_a_cancelled_turn_fails_its_open_calls_once() -> None:
     events = run(
         prompt(1),

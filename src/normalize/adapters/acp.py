@@ -43,6 +43,9 @@ claude-code-acp 0.4.5 and 0.16.2, codex-acp 0.7.4 and 1.0.0 as noted):
   chunk without one is model text.
 * codex-acp 1.6.2 announces a model call it retries as a ``session_info_update`` with only
   ``_meta.codex.error`` (``message`` "Reconnecting... 1/1", ``willRetry``): a warning.
+* codex-acp 2.1.1 titles a permission request with the question ("Run command", "Edit files"),
+  not the call (2.6.0 gives the command, and "Edit files" too): over codex-acp the request's
+  title does not rename a call that has one.
 * claude-code-acp 0.4.5 sends no ``agentInfo`` (its ``authMethods`` offer ``claude-login``:
   the agent is ``claude-code``, no ``via``) and no ``_meta.claudeCode``; its errors
   carry the reason in ``data.details`` (the TypeScript SDK's shape, also Gemini CLI's).
@@ -288,6 +291,12 @@ _COMPACTION_STATUS: dict[str, Literal["in_progress", "completed", "failed", "can
 #: ``@zed-industries/codex-acp`` 0.x, whose ``agentInfo.name`` is ``codex-acp``) no chunk has an
 #: id, so a chunk without one is the model's text.
 _NOTICE_WITHOUT_ID = {"@agentclientprotocol/codex-acp": (1, 1, 0)}
+
+#: Agents whose permission request titles the question, not the call: codex-acp 2.1.1 asks
+#: "Run command" about a call it announced as ``touch made.txt`` (2.6.0 repeats the command),
+#: and both ask "Edit files" about a call announced as "Editing files" (1.6.2 sends no title).
+#: Over them the request's title does not rename a call that has one.
+_QUESTION_TITLES = frozenset({"@agentclientprotocol/codex-acp", "@zed-industries/codex-acp", "codex-acp"})
 
 
 def _version_tuple(version: str | None) -> tuple[int, ...] | None:
@@ -1309,6 +1318,8 @@ class AcpAdapter(BuiltinAdapter):
             if tc.tool_call_id:
                 out, call = self._tool(tc)
         else:
+            if call.title and tc.title is not None and self._via in _QUESTION_TITLES:
+                tc = msgspec.structs.replace(tc, title=None)  # the question's heading, not the call's title
             _, extra = self._merge(call, tc)
             out += [e for e in extra if isinstance(e, FileDiff)]
         options = [PermissionOption(id=o.option_id, kind=o.kind, label=o.name) for o in view.options]
