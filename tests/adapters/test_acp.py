@@ -168,6 +168,7 @@ def test_every_capture_set_is_here() -> None:
     assert {c.parent.name for c in CAPTURES} == {
         "acp-handwritten",
         "claude-agent-acp-0.55.0",
+        "claude-agent-acp-0.80.0",
         "claude-agent-acp-0.101.0",
         "claude-code-acp-0.4.5",
         "claude-code-acp-0.16.2",
@@ -181,7 +182,7 @@ def test_every_capture_set_is_here() -> None:
         "gemini-cli-0.51.0",
         "gemini-cli-0.61.0",
     }
-    assert len(CAPTURES) == 108
+    assert len(CAPTURES) == 117
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
