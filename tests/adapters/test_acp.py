@@ -182,7 +182,7 @@ def test_every_capture_set_is_here() -> None:
         "gemini-cli-0.51.0",
         "gemini-cli-0.61.0",
     }
-    assert len(CAPTURES) == 117
+    assert len(CAPTURES) == 125
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
