@@ -200,7 +200,7 @@ def test_an_adapter_fed_without_a_session_queues_a_bounded_number_of_evictions()
 
 
 def test_recent_ids_forget_the_oldest_silently() -> None:
-    seen: _limits.Recent[str] = _limits.Recent(2)
+    seen: _limits.Recent = _limits.Recent(2)
     for key in ("a", "b", "a", "c"):
         seen.add(key)
     assert "a" not in seen
@@ -390,14 +390,14 @@ def _evict_bounded(table: _limits.Bounded[int, None], start: int, n: int) -> Non
         outbox.clear()  # as a Session empties it after each message (it keeps at most ``limit``)
 
 
-def _fill_recent(limit: int) -> _limits.Recent[int]:
-    seen: _limits.Recent[int] = _limits.Recent(limit)
+def _fill_recent(limit: int) -> _limits.Recent:
+    seen: _limits.Recent = _limits.Recent(limit)
     for i in range(limit):
         seen.add(i)
     return seen
 
 
-def _evict_recent(seen: _limits.Recent[int], start: int, n: int) -> None:
+def _evict_recent(seen: _limits.Recent, start: int, n: int) -> None:
     for i in range(start, start + n):
         seen.add(i)
 

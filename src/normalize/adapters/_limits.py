@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import gc
 from collections import OrderedDict
-from collections.abc import Iterator
-from typing import Any, Generic, TypeVar
+from collections.abc import Hashable, Iterator
+from typing import Any, TypeVar
 
 # from the core's modules, not the package: the Session (``_session.py``) imports this module
 from normalize._contract import Adapter, Emit, Item
@@ -153,8 +153,12 @@ def table(adapter: Adapter, what: str, limit: int) -> Bounded[Any, Any]:
 _NO_KEYS: OrderedDict[Any, None] = OrderedDict()  # shared, never written
 
 
-class Recent(Generic[K]):
-    """An insertion-ordered set of at most ``limit`` keys; the oldest are forgotten silently."""
+class Recent:
+    """An insertion-ordered set of at most ``limit`` keys; the oldest are forgotten silently.
+
+    Not generic: compiled, a class deriving from ``Generic`` carries a ``__dict__`` and a weak
+    reference slot (24 bytes more), and an adapter holds several of these for each session
+    a connection keeps."""
 
     __slots__ = ("_keys", "limit")
 
@@ -162,9 +166,9 @@ class Recent(Generic[K]):
         self.limit = SEEN_IDS if limit is None else limit
         # the oldest forgotten in constant time; a shared empty table until the first key (a
         # connection of many sessions keeps every session's adapter)
-        self._keys: OrderedDict[K, None] = _NO_KEYS
+        self._keys: OrderedDict[Hashable, None] = _NO_KEYS
 
-    def add(self, key: K) -> None:
+    def add(self, key: Hashable) -> None:
         keys = self._keys
         if key not in keys:
             if keys is _NO_KEYS:
@@ -173,12 +177,12 @@ class Recent(Generic[K]):
                 keys.popitem(last=False)
             keys[key] = None
 
-    def discard(self, key: K) -> None:
+    def discard(self, key: Hashable) -> None:
         keys = self._keys
         if keys.pop(key, keys) is not keys and not keys:
             self._keys = _NO_KEYS  # an emptied OrderedDict keeps its size: give it back
 
-    def remove(self, key: K) -> None:
+    def remove(self, key: Hashable) -> None:
         del self._keys[key]
         if not self._keys:
             self._keys = _NO_KEYS
@@ -189,7 +193,7 @@ class Recent(Generic[K]):
     def __contains__(self, key: object) -> bool:
         return key in self._keys
 
-    def __iter__(self) -> Iterator[K]:
+    def __iter__(self) -> Iterator[Hashable]:
         return iter(self._keys)
 
     def __len__(self) -> int:

@@ -546,7 +546,7 @@ class AcpAdapter(BuiltinAdapter):
         self._pending: Bounded[tuple[Direction, int | str | None], _Pending] = NO_TABLE
         self._prompts: Bounded[int | str | None, _Prompt] = NO_TABLE
         self._current: _Prompt | None = None  # the prompt whose turn is open
-        self._loads: Recent[int | str | None] = Recent(PENDING_REQUESTS)
+        self._loads: Recent = Recent(PENDING_REQUESTS)
         # terminal id -> call id, and -> output reported: made at the first terminal (most
         # sessions run none, and a connection keeps every session)
         self._terminals: Bounded[str, str] | None = None

@@ -439,7 +439,7 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
         self._model: str | None = None
         self._context_used: int | None = None  # the last main-thread call's tokens (usage.context)
         self._exhausted = False  # a rate limit rejected the account and has not lifted
-        self._questions: Recent[str] = Recent(PENDING_REQUESTS)  # can_use_tool requests that are AskUserQuestion
+        self._questions: Recent = Recent(PENDING_REQUESTS)  # can_use_tool requests that are AskUserQuestion
         self._tools: list[str] = []
         self._mcp: dict[str, str | None] = {}
         self._commands: list[str] | None = None
@@ -457,19 +457,19 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
         self._interrupted = False
         # content
         self._threads: Bounded[str | None, _Thread] = Bounded("sub-agent thread", OPEN_ITEMS)
-        self._auto_decided: Recent[str] = Recent()
+        self._auto_decided: Recent = Recent()
         # sub-agents and tasks
         self._task_call: Bounded[str, str] = Bounded("sub-agent task", OPEN_ITEMS)  # task_id -> spawning call id
-        self._subagent_done: Recent[str] = Recent()
+        self._subagent_done: Recent = Recent()
         self._compactions = 0
         self._compacting: str | None = None
         # control protocol
         # can_use_tool request id -> (subagent id, the call it asks for)
         self._asked: Bounded[str, tuple[str | None, str | None]] = Bounded("control request", PENDING_REQUESTS)
         # calls the client denied: they never ran (before 2.1, no tool_result_meta says so)
-        self._denied: Recent[str] = Recent(PENDING_REQUESTS)
+        self._denied: Recent = Recent(PENDING_REQUESTS)
         # calls a can_use_tool request was tied to, until they end: asked about once each
-        self._asked_calls: Recent[str] = Recent(PENDING_REQUESTS)
+        self._asked_calls: Recent = Recent(PENDING_REQUESTS)
         self._client_requests: Bounded[str, _Request] = Bounded("client control request", PENDING_REQUESTS)
         self._head = _Head()  # the head of the line being read
 

@@ -243,7 +243,7 @@ class ClaudeTranscriptAdapter(BuiltinAdapter):
         self._usage_given: Bounded[str | None, Tokens] = Bounded("thread (usage given)", OPEN_ITEMS)
         self._first_text: Bounded[str | None, tuple[str, int]] = Bounded("thread (text)", OPEN_ITEMS)
         #: uuids that already have a conversation line (user/assistant) as a child
-        self._parents: Recent[str] = Recent()
+        self._parents: Recent = Recent()
         #: the last assistant line: (uuid, message.id), to tell a message's next block
         self._last_block: tuple[str, str] | None = None
         #: turn inference: the main thread waits for the model (a prompt or a tool result was

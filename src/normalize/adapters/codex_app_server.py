@@ -337,14 +337,14 @@ class CodexAppServerAdapter(BuiltinAdapter):
         # a connection keeps every thread it opened, most of them idle).
         #: the requests awaiting their response
         self._pending: Bounded[tuple[Direction, int | str], _Pending] = NO_TABLE
-        self._answered: Recent[str] = Recent()
+        self._answered: Recent = Recent()
         #: items that are not tool calls, while open (the tool calls are in ``self.calls``)
         self._open: Bounded[str, _Open] = NO_TABLE
         #: sub-agent threads this thread spawned -> the spawning call, while they run
         self._subagents: Bounded[str, str] = NO_TABLE
-        self._threads: Recent[str] = Recent()
+        self._threads: Recent = Recent()
         #: items completed ``declined`` (0.77 completes a declined command a second time)
-        self._declined: Recent[str] = Recent()
+        self._declined: Recent = Recent()
         self._version: str | None = None
         #: the model ``thread/start``'s response names, for the ``thread/started`` after it (its
         #: thread names none up to 0.169)

@@ -315,7 +315,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
         self._n = 0  # native position of the line being fed (for ids of id-less items)
         #: whether the file has the envelope; without it the response items are the source
         self._enveloped = True
-        self._searches: Recent[str] = Recent()
+        self._searches: Recent = Recent()
         self._compacted = False
         self._total: _Tok | None = None
         self._snapshot: tuple[_Tok, _Tok | None] | None = None

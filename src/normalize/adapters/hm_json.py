@@ -321,7 +321,7 @@ class HmJsonAdapter(BuiltinAdapter):
     def __init__(self) -> None:
         super().__init__()
         self._main: str | None = None  # the session hm works in (changes at a fork)
-        self._mains: Recent[str] = Recent()
+        self._mains: Recent = Recent()
         self._created = False
         self._ended = False  # session_end seen
         self._turn: _Turn | None = None
@@ -336,7 +336,7 @@ class HmJsonAdapter(BuiltinAdapter):
         self._pending: list[_Pending] = []
         self._queued: list[tuple[str, str, bool]] = []  # accepted messages: (id, text, queued)
         self._replies: Bounded[str, _Reply] = Bounded("reply", OPEN_ITEMS)
-        self._used_ids: Recent[str] = Recent()
+        self._used_ids: Recent = Recent()
         self._n_commands = 0
         self._n_replies = 0
         self._n_users = 0
