@@ -197,6 +197,18 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(404, {"error": {"type": "not_found_error", "message": f"fake server: no {self.path}"}})
 
 
+def _inter_agent_message(item: dict[str, Any]) -> bool:
+    """An assistant message whose text is a message between agents, ``{"author", "recipient",
+    "content", ...}`` (how Codex 0.131 gives a sub-agent its task)."""
+    if item.get("role") != "assistant":
+        return False
+    try:
+        message = json.loads(_user_text(item.get("content")))
+    except ValueError:
+        return False
+    return isinstance(message, dict) and {"author", "recipient", "content"} <= message.keys()
+
+
 def _user_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -442,9 +454,13 @@ class ResponsesHandler(_Handler):
             return
         items = body.get("input") or []
         # a sub-agent's task comes as an ``agent_message`` from its parent (multi_agent_v2), its
-        # text in ``encrypted_content`` parts (plain text: nothing encrypts it on the way here)
+        # text in ``encrypted_content`` parts (plain text: nothing encrypts it on the way here);
+        # 0.131 sends it as an assistant message whose text is the JSON of the message
         users = [
-            i for i in items if isinstance(i, dict) and (i.get("role") == "user" or i.get("type") == "agent_message")
+            i
+            for i in items
+            if isinstance(i, dict)
+            and (i.get("role") == "user" or i.get("type") == "agent_message" or _inter_agent_message(i))
         ]
         # Codex puts its environment context in a user message first; the prompt is the last user text
         # of the first turn, so look at every user message for the marker.
