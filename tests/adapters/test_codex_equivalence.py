@@ -23,7 +23,7 @@ from normalize import SessionEvent, encode
 #: thread API), each with whether its rollout keeps Codex's message ids (0.169's items do;
 #: 0.142's messages are event_msg lines with none: the adapter numbers them, ``user@N``,
 #: ``msg@N``).
-VERSIONS = {"0.169.0": True, "0.142.2": False, "0.96.0": False, "0.55.0": False}
+VERSIONS = {"0.169.0": True, "0.142.2": False, "0.131.0": False, "0.96.0": False, "0.55.0": False}
 #: The versions whose rollouts write no task events (0.96, like 0.77): their turns are
 #: inferred (made by the core, ``native.protocol`` "core") and end without a
 #: ``stopReason``; the live turns are compared with them by their kind and reason.
@@ -36,6 +36,12 @@ NOT_STORED = {
     ("0.142.2", "g_resume"): "thread/resume's history has no usage; the rollout keeps the first process's",
     ("0.142.2", "i_collab_agent"): "live, the sub-agent's thread is on the same stream (its own session; the "
     "rollout keeps it in its own file) and the spawn is an item (spawnAgent; stored: the spawn_agent call)",
+    ("0.131.0", "failed_turn"): "0.131 stores a failed turn's task_complete without its error, as 0.142",
+    ("0.131.0", "http_500"): "the same",
+    ("0.131.0", "h_api_error"): "the same",
+    ("0.131.0", "g_resume"): "thread/resume's history has no usage; the rollout keeps the first process's",
+    ("0.131.0", "i_collab_agent"): "live, the sub-agent's thread is on the same stream and the spawn is a "
+    "collabAgentToolCall (stored: the spawn_agent call, whose output names no thread: no spawn)",
     ("0.96.0", "failed_turn"): "0.96 stores neither the error nor the turn's end: the file ends mid-turn (cut off)",
     ("0.96.0", "http_500"): "the same",
     ("0.96.0", "h_api_error"): "the same",
