@@ -345,6 +345,35 @@ def test_one_session_read_twice_in_a_run_counts_once_however_the_buffer_is_flush
     assert counts[0]["replaced"] == 0 and counts[0]["skipped"] >= 1
 
 
+def test_of_two_equal_copies_of_a_session_in_a_run_the_same_is_kept_however_the_buffer_is_flushed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live tap and the rollout of the same Codex run hold as much of the session: the copy
+    kept is the one whose path sorts first (as a cluster export keeps it), even when the
+    other was written before it came."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from normalize.analytics import _store
+
+    stored = ADAPTERS / "codex-rollout" / "captures" / "codex-0.171.0" / "app-server-i_collab_agent.jsonl"
+    live = ADAPTERS / "codex-app-server" / "captures" / "codex-0.171.0" / "i_collab_agent.tap.jsonl"
+    others = ADAPTERS / "hm-json" / "captures"
+    if not live.exists() or not stored.exists() or not others.is_dir():
+        pytest.skip("collab captures absent")
+    sources = []
+    for flush in (1, 10_000):  # the rollout's copy written at once, or held until the end
+        monkeypatch.setattr(_store, "FLUSH_SESSIONS", flush)
+        export([stored, others, live], tmp_path / str(flush), jobs=1)  # read in this order
+        sources.append(
+            {
+                r["source"]
+                for f in (tmp_path / str(flush)).glob("sessions/**/*.parquet")
+                for r in pq.read_table(f).to_pylist()
+                if r["agent"] == "codex"
+            }
+        )
+    assert sources[0] == sources[1] == {str(live)}
+
+
 def test_a_richer_input_replaces_a_stored_session(tmp_path: Path) -> None:
     duckdb = pytest.importorskip("duckdb")
     live = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.332" / "28-resume-pre.jsonl"

@@ -252,9 +252,9 @@ class _Buffered:
     def offer(self, rows: SessionRows) -> None:
         """Buffer a session's rows unless the store already holds as much of it.
 
-        Within one run the richer of two inputs wins (:func:`prefer`); against what is
-        stored, only a strictly richer input replaces (the same session from another path
-        is left alone).
+        Within one run the richer of two inputs wins (:func:`prefer`), whether the first was
+        flushed already or not; against what was stored before the run, only a strictly
+        richer input replaces (the same session from another path is left alone).
         """
         have = self.buffer.get(rows.key)
         if have is not None:
@@ -264,7 +264,13 @@ class _Buffered:
             return
         stored = self.known.get(rows.key)
         if stored is not None:
-            if rows.richness <= stored[0]:
+            # written earlier in this run: the rule of the buffer (a tie goes to the path that
+            # sorts first), so the copy kept does not depend on when the buffer was flushed
+            if rows.key in self.written:
+                better = rows.richness > stored[0] or (rows.richness == stored[0] and rows.source < stored[1])
+            else:
+                better = rows.richness > stored[0]
+            if not better:
                 self.result.skipped += 1
                 return
             self.replace.add(rows.key)
