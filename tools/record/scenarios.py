@@ -54,6 +54,9 @@ def _is(kind: str, subtype: str | None = None) -> Callable[[dict[str, Any]], boo
 
 STREAM = ["--output-format", "stream-json", "--verbose"]
 STDIN = [*STREAM, "--input-format", "stream-json"]
+#: the mode that asks before a command runs, named: Claude Code 2.1.290 starts in ``auto``
+#: (its classifier lets ``rm old.txt`` run without a ``can_use_tool``), other versions in ``default``
+ASK = ["--permission-mode", "default"]
 
 # ---------------------------------------------------------------- Claude Code
 
@@ -164,7 +167,7 @@ CLAUDE: list[Scenario] = [
     ),
     Scenario(
         "15-permission-stdio-deny",
-        [*STDIN, "--permission-prompt-tool", "stdio"],
+        [*STDIN, "--permission-prompt-tool", "stdio", *ASK],
         _one(
             "scenario permission",
             Step(blocks=(Tool("Bash", {"command": "rm old.txt", "description": "Remove old.txt"}),)),
@@ -175,7 +178,7 @@ CLAUDE: list[Scenario] = [
     ),
     Scenario(
         "16-permission-stdio-allow",
-        [*STDIN, "--permission-prompt-tool", "stdio"],
+        [*STDIN, "--permission-prompt-tool", "stdio", *ASK],
         _one(
             "scenario permission",
             Step(blocks=(Tool("Bash", {"command": "rm -f old.txt", "description": "Remove old.txt"}),)),
