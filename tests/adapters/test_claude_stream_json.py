@@ -602,3 +602,31 @@ def test_a_server_tool_and_its_result_in_one_line() -> None:
     assert search == [("started", "q"), ("completed", None)]
     ended = [(b.tool, b.category) for b in bodies if isinstance(b, ToolCall) and b.phase == "completed"]
     assert ended == [("web_search", "web-search")]
+
+
+def test_a_notice_of_the_cli_is_a_warning_with_its_words() -> None:
+    """``system/informational`` (2.1.290: the auto-mode billing notice, ``level: warning``) is
+    the CLI's own notice: a ``warning`` from the agent, as claude-agent-acp gives the same
+    notice, not an untranslated line."""
+    notice = {
+        "type": "system",
+        "subtype": "informational",
+        "content": "We're changing auto mode.",
+        "level": "warning",
+        "isMeta": False,
+        "uuid": "u1",
+        "session_id": "n1",
+    }
+    warnings = [b for b in _b(_run(INIT, notice, RESULT)) if isinstance(b, WarningBody)]
+    assert [(w.message, w.source) for w in warnings] == [("We're changing auto mode.", "agent")]
+
+
+def test_the_2_1_290_notice_is_a_warning_in_every_run_that_printed_it() -> None:
+    kit = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.290"
+    seen = 0
+    for capture in sorted(kit.glob("*.jsonl")):
+        printed = [d["content"] for _, d in _lines(capture) if d.get("subtype") == "informational"]
+        warned = [w.message for w in _bodies(_events(capture), WarningBody) if w.source == "agent"]
+        assert warned == printed, capture.name
+        seen += len(printed)
+    assert seen > 0

@@ -430,6 +430,7 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
             "task_notification": self._task_notification,
             "permission_denied": self._permission_denied,
             "local_command_output": self._local_command_output,
+            "informational": self._informational,
         }
         # session
         self._created = False
@@ -863,6 +864,11 @@ class ClaudeStreamJsonAdapter(BuiltinAdapter):
         delay = round(line.retry_delay_ms) if line.retry_delay_ms is not None else None
         msg = f"API error {status}({line.error or 'unknown'}); retry {line.attempt}/{line.max_retries} in {delay} ms"
         return [WarningBody(message=msg, source="api_retry")]
+
+    def _informational(self, line: _System) -> list[Item]:
+        # the CLI's own notice (2.1.290: auto mode's billing, ``level: warning``), as
+        # claude-agent-acp relays it: a warning, never the model's text
+        return [WarningBody(message=line.content, source="agent")] if line.content else []
 
     def _hook_started(self, line: _System) -> list[Item]:
         return [Task(task_id=line.hook_id or "hook", task_kind="shell", phase="started", label=line.hook_name)]
