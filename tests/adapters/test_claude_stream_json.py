@@ -218,6 +218,7 @@ def test_turn_usage_excludes_subagents_and_session_usage_is_cumulative() -> None
         ("2.1.67", 2),
         ("2.1.142", 2),
         ("2.1.235", 2),
+        ("2.1.290", 2),
         ("2.1.332", 2),
     ],
 )
@@ -235,7 +236,7 @@ def test_bash_error_has_exit_code_and_output(version: str, exit_code: int | None
     assert (out.stream, out.delta) == ("merged", printed)
 
 
-@pytest.mark.parametrize("version", ["2.1.142", "2.1.235", "2.1.332"])
+@pytest.mark.parametrize("version", ["2.1.142", "2.1.235", "2.1.290", "2.1.332"])
 def test_api_retries_are_warnings_and_a_failed_call_ends_with_an_api_error(version: str) -> None:
     """The same HTTP 529 retried twice, then given up, and an HTTP 400: each 2.1 release says it
     in its own words (2.1.142: fractional retry delays, terminal_reason "completed")."""
@@ -301,7 +302,7 @@ def test_refused_command_has_no_command_output() -> None:
         assert [b.phase for b in _bodies(events, ToolCall)][-1] == "failed"
 
 
-@pytest.mark.parametrize("version", ["1.0.98", "2.0.0", "2.0.30", "2.0.76", "2.1.67", "2.1.142", "2.1.235", "2.1.332"])
+@pytest.mark.parametrize("version", ["1.0.98", "2.0.0", "2.0.30", "2.0.76", "2.1.67", "2.1.142", "2.1.235", "2.1.290", "2.1.332"])
 @pytest.mark.parametrize("case", ["15-permission-stdio-deny", "16-permission-stdio-allow"])
 def test_a_permission_request_names_its_call_and_a_denied_call_did_not_run(version: str, case: str) -> None:
     """Before 2.0.76 ``can_use_tool`` does not say which call it asks for, and no
