@@ -57,19 +57,24 @@ def claude_stream_json(path: Path) -> Totals | None:
 
 
 def claude_transcript(path: Path) -> Totals | None:
-    """The last ``cost-state`` line (cumulative, sub-agents included), else the model calls added up."""
+    """The last ``cost-state`` line (cumulative, sub-agents included), else the model calls added up.
+
+    The tokens are the calls' when those add up to more: Claude Code 2.1.290 leaves a reply cut
+    by an interrupt out of ``cost-state`` (and out of its stdout's ``modelUsage``), though the
+    file holds that call with its usage (``27-interrupt``: 120 in, 1 out). The cost stays the CLI's.
+    """
     last = None
     for m in messages(path):
         if m.get("type") == "cost-state" and isinstance(m.get("modelUsage"), dict):
             last = m
+    calls = claude_transcript_calls(path)
     if last is not None:
         models = last["modelUsage"].values()
-        return {
-            "input": _model_input(models),
-            "output": sum(u.get("outputTokens", 0) for u in models),
-            "cost": last["totalCostUSD"],
-        }
-    return claude_transcript_calls(path)
+        own = {"input": _model_input(models), "output": sum(u.get("outputTokens", 0) for u in models)}
+        if calls is not None and calls["input"] >= own["input"] and calls["output"] >= own["output"]:
+            own = {"input": calls["input"], "output": calls["output"]}
+        return {**own, "cost": last["totalCostUSD"]}
+    return calls
 
 
 def claude_subagent_files(path: Path) -> list[Path]:

@@ -128,8 +128,9 @@ def _native_session_id(protocol: str, capture: Path) -> str | None:
 #: Codex 0.20-0.40 has no thread id)
 OWN_FIGURES_DIFFER = ("claude-code-1.", "claude-code-2.0.", "codex-0.20.", "codex-0.40.")
 #: single runs left out so, (version folder, case): 2.1.67's stream-json totals leave out the
-#: reply asked again without streaming after a cut stream, which its session file counts
-OWN_FIGURES_DIFFER_RUNS = {("claude-code-2.1.67", "41-stream-cut-midway")}
+#: reply asked again without streaming after a cut stream, which its session file counts;
+#: 2.1.290's leave out the reply cut by an interrupt, whose call its session file counts
+OWN_FIGURES_DIFFER_RUNS = {("claude-code-2.1.67", "41-stream-cut-midway"), ("claude-code-2.1.290", "27-interrupt")}
 
 
 def _left_out(folder: str, name: str) -> bool:

@@ -189,8 +189,11 @@ OWN_FIGURES_DIFFER = ("claude-code-1.", "claude-code-2.0.", "claude-code-2.1.142
 
 #: single runs whose figures disagree so: 2.1.67's stream-json totals leave out the reply asked
 #: again without streaming after a cut stream (``result.usage`` zero, ``modelUsage`` empty),
-#: which its session file counts as the call it was
-OWN_FIGURES_DIFFER_RUNS = {("claude-code-2.1.67", "41-stream-cut-midway")}
+#: which its session file counts as the call it was;
+#: 2.1.290's totals (stdout's ``modelUsage``, the file's ``cost-state``) leave out the reply cut
+#: by an interrupt, whose call both carry (stdout's ``message_delta``, the file's line): the live
+#: turn's figure is the CLI's ``result.usage`` (zero), the stored session adds up its calls
+OWN_FIGURES_DIFFER_RUNS = {("claude-code-2.1.67", "41-stream-cut-midway"), ("claude-code-2.1.290", "27-interrupt")}
 
 
 def test_a_live_stream_and_its_stored_file_share_keys_and_totals() -> None:
