@@ -302,7 +302,9 @@ def test_refused_command_has_no_command_output() -> None:
         assert [b.phase for b in _bodies(events, ToolCall)][-1] == "failed"
 
 
-@pytest.mark.parametrize("version", ["1.0.98", "2.0.0", "2.0.30", "2.0.76", "2.1.67", "2.1.142", "2.1.235", "2.1.290", "2.1.332"])
+@pytest.mark.parametrize(
+    "version", ["1.0.98", "2.0.0", "2.0.30", "2.0.76", "2.1.67", "2.1.142", "2.1.235", "2.1.290", "2.1.332"]
+)
 @pytest.mark.parametrize("case", ["15-permission-stdio-deny", "16-permission-stdio-allow"])
 def test_a_permission_request_names_its_call_and_a_denied_call_did_not_run(version: str, case: str) -> None:
     """Before 2.0.76 ``can_use_tool`` does not say which call it asks for, and no

@@ -102,7 +102,9 @@ def test_conversation_lines_are_translated(capture: Path) -> None:
             assert upd.update.method == "user/meta", payload
 
 
-@pytest.mark.parametrize("version", ["1.0.98", "2.0.0", "2.0.30", "2.0.76", "2.1.67", "2.1.142", "2.1.235", "2.1.290", "2.1.332"])
+@pytest.mark.parametrize(
+    "version", ["1.0.98", "2.0.0", "2.0.30", "2.0.76", "2.1.67", "2.1.142", "2.1.235", "2.1.290", "2.1.332"]
+)
 def test_a_failed_command_reads_as_the_stream_json_of_its_run_says_it(version: str) -> None:
     """The session file and the stdout of one run: the same output, exit code and phase."""
     (main,) = [p for p in (KIT / f"claude-code-{version}" / "29-bash-error").glob("*.jsonl") if p.name[:6] != "agent-"]
@@ -133,8 +135,9 @@ def test_a_failed_command_reads_as_the_stream_json_of_its_run_says_it(version: s
 def test_an_api_error_without_api_error_type_has_the_type_the_stream_json_of_its_run_says(
     version: str, case: str
 ) -> None:
-    """Without ``apiErrorType`` (up to 2.1.290; 2.1.332 writes it) the error line's ``error`` is the CLI's category of the
-    failure (``server_error`` for a 529, ``unknown`` for a 400), the same on stdout."""
+    """Without ``apiErrorType`` (up to 2.1.290; 2.1.332 writes it) the error line's ``error`` is
+    the CLI's category of the failure (``server_error`` for a 529, ``unknown`` for a 400), the
+    same on stdout."""
     (main,) = [p for p in (KIT / f"claude-code-{version}" / case).glob("*.jsonl") if p.name[:6] != "agent-"]
     stdout = ADAPTERS / "claude-stream-json" / "captures" / f"claude-code-{version}" / f"{case}.jsonl"
 
