@@ -237,19 +237,21 @@ def link(adapter: Adapter, box: list[tuple[Bounded[Any, Any], Any]]) -> None:
             link(value, box)
 
 
-def _attributes(obj: object) -> Iterator[object]:
-    """The values of an object's attributes, and those of the plain dicts among them (its
-    ``__dict__``, once made).
+def _attributes(obj: object) -> list[object]:
+    """The values of an object's attributes but None, and those of the plain dicts among them
+    (its ``__dict__``, once made).
 
     The garbage collector's view of the object (``gc.get_referents``): it sees the attributes
     of an instance whether they are kept in its ``__dict__``, in the instance itself (CPython
     3.11 on makes the ``__dict__`` only when it is asked for: asking would add a dict to every
     adapter, and a connection keeps every session's) or in a compiled class's own slots."""
+    values: list[object] = []
     for value in gc.get_referents(obj):
         if type(value) is dict:
-            yield from value.values()
-        else:
-            yield value
+            values += value.values()
+        elif value is not None:  # most of a fresh adapter's attributes: nothing to look at
+            values.append(value)
+    return values
 
 
 def outbox(adapter: Adapter) -> list[tuple[Bounded[Any, Any], Any]]:
