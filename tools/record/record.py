@@ -509,10 +509,17 @@ def _without_threads(binary: Path) -> str | None:
     The scenarios speak the thread API (``thread/start``, ``turn/start``); an app-server older
     than it (0.55: ``newConversation``, ``sendUserMessage``) refuses ``thread/start`` as an
     unknown method.  Asked with params it cannot take, a newer one refuses them instead, so
-    the probe starts no thread.
+    the probe starts no thread.  Up to 0.4x there is no ``app-server`` subcommand at all (the
+    word would be taken as a prompt for the terminal UI): its ``--help`` does not list it.
     """
     with tempfile.TemporaryDirectory(prefix="nrec-probe-") as tmp:
         env = {**{k: os.environ[k] for k in ("PATH", "LANG") if k in os.environ}, "HOME": tmp, "CODEX_HOME": tmp}
+        usage = subprocess.run(
+            [str(binary), "--help"], env=env, cwd=tmp, capture_output=True, text=True, timeout=60, check=False
+        )
+        commands = {line.split()[0] for line in usage.stdout.splitlines() if line.startswith("  ") and line.strip()}
+        if APP_ARGS[0] not in commands:
+            return f"it has no {APP_ARGS[0]} subcommand (not in codex --help)"
         lines = [
             {"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "probe", "version": "0"}}},
             {"id": 1, "method": "thread/start", "params": "probe"},
