@@ -376,3 +376,37 @@ def test_an_older_line_whose_msg_cannot_be_read_is_an_error_and_the_stream_goes_
     assert [e["errorType"] for e in errors] == ["malformed"]
     assert errors[0]["message"].startswith("not a codex exec --json line: ")
     assert ("assistant-message", "still here") in _kinds(out)
+
+
+@pytest.mark.parametrize("version", ["0.20.0", "0.29.0", "0.40.0"])
+def test_the_older_shape_s_added_file_is_an_add_with_its_content(version: str) -> None:
+    # Up to 0.40 a patch's changes are externally tagged, {"add": {"content": ...}}: the file
+    # is new and its diff is its content, as the later {"type": "add", "content": ...} says.
+    capture = ADAPTERS / "codex-exec-json" / "captures" / f"codex-{version}" / "apply_patch.jsonl"
+    out = bodies(convert_capture(capture))
+    (diff,) = [b for b in out if b["kind"] == "file-diff"]
+    assert (diff["path"], diff["changeKind"], diff["diff"]) == (
+        "/home/user/project/notes.txt",
+        "add",
+        "@@ -0,0 +1,1 @@\n+some notes\n",
+    )
+    calls = [b for b in out if b["kind"] == "tool-call"]
+    assert [c["input"]["changes"] for c in calls] == [[{"path": "/home/user/project/notes.txt", "kind": "add"}]] * 2
+
+
+def test_the_older_shape_s_updated_moved_and_deleted_files() -> None:
+    config = {"model": "m", "provider": "p", "workdir": "/w", "approval": "never", "sandbox": "read-only"}
+    changes = {
+        "/w/a.txt": {"update": {"unified_diff": "@@ -1 +1 @@\n-a\n+b\n", "move_path": "/w/b.txt"}},
+        "/w/c.txt": {"delete": {"content": "c\n"}},
+        "/w/d.txt": "delete",  # the unit variant of the oldest releases
+    }
+    begin = {"type": "patch_apply_begin", "call_id": "p1", "auto_approved": True, "changes": changes}
+    out = bodies(convert_lines(config, {"prompt": "hi"}, {"id": "0", "msg": begin}))
+    diffs = {b["path"]: (b["changeKind"], b["diff"]) for b in out if b["kind"] == "file-diff"}
+    assert diffs["/w/a.txt"] == ("move", "@@ -1 +1 @@\n-a\n+b\n")
+    assert diffs["/w/c.txt"] == ("delete", "@@ -1,1 +0,0 @@\n-c\n")
+    assert diffs["/w/d.txt"][0] == "delete"
+    started = next(b for b in out if b["kind"] == "tool-call")
+    assert started["category"] == "edit"
+    assert [c["kind"] for c in started["input"]["changes"]] == ["move", "delete", "delete"]

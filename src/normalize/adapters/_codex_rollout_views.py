@@ -264,9 +264,6 @@ _TypedLine = _MetaLine | _ContextLine | _ItemLine | _EventLine | _CompactedLine
 _typed_line_decoder: msgspec.json.Decoder[_TypedLine] = msgspec.json.Decoder(_TypedLine)
 
 
-_patch_change_decoder = msgspec.json.Decoder(_PathChange)
-
-
 _compacted_decoder = msgspec.json.Decoder(_Compacted)
 
 

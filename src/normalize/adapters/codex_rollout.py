@@ -121,7 +121,6 @@ from ._codex_rollout_views import (
     _line_decoder,
     _Meta,
     _meta_decoder,
-    _patch_change_decoder,
     _PathChange,
     _RItem,
     _ritem_decoder,
@@ -921,7 +920,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
 
     def _patch_begin(self, event: _Event) -> list[Item]:
         call_id = event.call_id or f"call@{self._n}"
-        changes = [_change(path, _patch_change_decoder.decode(raw)) for path, raw in (event.changes or {}).items()]
+        changes = [_change(path, _path_change(raw)) for path, raw in (event.changes or {}).items()]
         call = self.calls.get(call_id)
         if call is not None:  # the custom_tool_call started it: now the diffs are known
             if not isinstance(call.note, _Patch):
@@ -941,7 +940,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
         if event.changes:
             # 0.142 writes no patch_apply_begin: the end's changes are the first to carry
             # the diffs (the call's start read only the paths of the patch's headers)
-            ended = [_change(path, _patch_change_decoder.decode(raw)) for path, raw in event.changes.items()]
+            ended = [_change(path, _path_change(raw)) for path, raw in event.changes.items()]
             note.changes = _merged_changes(note.changes, ended)
         status = "completed" if event.success else "failed"
         return list(ci.file_change_finished(call_id, note.changes, status, note.seen))
@@ -1171,6 +1170,23 @@ def _merged_changes(known: list[ci.Change], told: list[ci.Change]) -> list[ci.Ch
     by_path = {c.path: c for c in told}
     merged = [by_path.pop(c.path, c) for c in known]
     return merged + list(by_path.values())
+
+
+_CHANGE_KINDS = frozenset({"add", "delete", "update"})
+
+
+def _path_change(raw: Raw) -> _PathChange:
+    """One file of a patch event's ``changes``: ``{"type": "add", "content": ...}``, or, up to
+    0.40, the kind as the key (``{"add": {"content"}}``, ``{"update": {"unified_diff",
+    "move_path"}}``, ``{"delete": {"content"}}``, or ``"delete"`` alone in the oldest)."""
+    value = _any_decoder.decode(raw)
+    if isinstance(value, str) and value in _CHANGE_KINDS:
+        return _PathChange(type=value)
+    if isinstance(value, dict) and "type" not in value and len(value) == 1:
+        ((kind, fields),) = value.items()
+        if kind in _CHANGE_KINDS and isinstance(fields, dict):
+            return msgspec.convert({**fields, "type": kind}, _PathChange)
+    return msgspec.convert(value, _PathChange)
 
 
 def _change(path: str, change: _PathChange) -> ci.Change:
