@@ -19,15 +19,18 @@ import pytest
 from helpers import ADAPTERS, convert_capture, convert_records, records_of
 from normalize import SessionEvent, encode
 
-#: The versions recorded in the kits (0.55: exec and rollouts only, its app-server has no
-#: thread API), each with whether its rollout keeps Codex's message ids (0.169's items do;
-#: 0.142's messages are event_msg lines with none: the adapter numbers them, ``user@N``,
-#: ``msg@N``).
-VERSIONS = {"0.169.0": True, "0.142.2": False, "0.131.0": False, "0.96.0": False, "0.55.0": False}
+#: The versions recorded in the kits (0.55 and 0.29: exec and rollouts only, 0.55's
+#: app-server has no thread API, 0.29 has none), each with whether its rollout keeps Codex's
+#: message ids (0.169's items do; 0.142's messages are event_msg lines with none: the adapter
+#: numbers them, ``user@N``, ``msg@N``).
+VERSIONS = {"0.169.0": True, "0.142.2": False, "0.131.0": False, "0.96.0": False, "0.55.0": False, "0.29.0": False}
 #: The versions whose rollouts write no task events (0.96, like 0.77): their turns are
 #: inferred (made by the core, ``native.protocol`` "core") and end without a
 #: ``stopReason``; the live turns are compared with them by their kind and reason.
-INFERRED_TURNS = {"0.96.0", "0.55.0"}
+INFERRED_TURNS = {"0.96.0", "0.55.0", "0.29.0"}
+#: The versions whose exec stream is the older shape, which names no thread: its session id
+#: is made up and cannot be the rollout's (the thread id of the file's first line).
+NO_THREAD_ID = {"0.29.0": "the older exec shape (config line, prompt line, {id, msg}) has no thread id"}
 #: Runs whose stored side cannot say what the live one does, and why.
 NOT_STORED = {
     ("0.142.2", "failed_turn"): "0.142 stores a failed turn's task_complete without its error: it reads completed",
@@ -51,6 +54,8 @@ NOT_STORED = {
     "the spawn_agent and wait function calls)",
     ("0.55.0", "failed_turn"): "0.55 stores neither the error nor the turn's end: the file ends mid-turn (cut off)",
     ("0.55.0", "http_500"): "the same",
+    ("0.29.0", "failed_turn"): "0.29 stores neither the error nor the turn's end: the file ends at the prompt",
+    ("0.29.0", "http_500"): "the same",
 }
 #: The versions whose app-server never starts a declined command (no item/started: the
 #: approval request, then item/completed ``declined``); the rollout's function_call does.
@@ -256,7 +261,7 @@ def test_a_thread_and_its_rollout_give_the_same_session_id(version: str, case: s
     assert live == stored
 
 
-@pytest.mark.parametrize(("version", "case"), EXEC_RUNS)
+@pytest.mark.parametrize(("version", "case"), [r for r in EXEC_RUNS if r[0] not in NO_THREAD_ID])
 def test_exec_json_and_its_rollout_give_the_same_session_id(version: str, case: str) -> None:
     assert _session_ids(exec_json(version) / f"{case}.jsonl", "codex-exec-json") == _session_ids(
         rollouts(version) / f"exec-{case}.jsonl", "codex-rollout"
