@@ -250,6 +250,35 @@ def env(t: str, kind: str, **payload: Any) -> dict[str, Any]:
     return {"timestamp": t, "type": kind, "payload": payload}
 
 
+def test_an_envelope_less_file_s_environment_context_gives_the_session_its_folder() -> None:
+    # 0.29 writes no cwd on its first line; its <environment_context> message names the
+    # folder, against which a patch's relative paths are made absolute (as 0.40's
+    # session_meta cwd and the live stream of the same run give them).
+    capture = ADAPTERS / "codex-rollout/captures/codex-0.29.0/exec-apply_patch.jsonl"
+    out = convert_capture(capture)
+    info = [b for b in bodies(out) if b["kind"] == "session-info"]
+    assert [b["cwd"] for b in info] == ["/home/user/project"]
+    calls = [b for b in bodies(out) if b["kind"] == "tool-call"]
+    assert [(c["phase"], c["title"], c["locations"]) for c in calls] == [
+        (phase, "/home/user/project/notes.txt", [{"path": "/home/user/project/notes.txt"}])
+        for phase in ("started", "completed")
+    ]
+    live = ADAPTERS / "codex-exec-json/captures/codex-0.29.0/apply_patch.jsonl"
+    live_calls = [b for b in bodies(convert_capture(live)) if b["kind"] == "tool-call"]
+    assert [c["locations"] for c in live_calls] == [c["locations"] for c in calls]
+
+
+def test_an_environment_context_without_a_folder_changes_nothing() -> None:
+    lines: list[dict[str, Any]] = [
+        {"id": "old-1", "timestamp": "2025-05-01T10:00:00Z", "instructions": None},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>x"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+    ]
+    out = convert_lines(*lines)
+    assert [b["kind"] for b in out][:2] == ["turn-start", "user-message"]
+    assert "session-info" not in [b["kind"] for b in out]
+
+
 def test_older_files_user_and_agent_messages_come_from_event_msg() -> None:
     """0.104 shape: no item_completed; user_message / agent_message / agent_reasoning events,
     tools known only from function_call and its output, turn_context before each request."""

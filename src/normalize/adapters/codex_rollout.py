@@ -12,7 +12,9 @@ shapes from 0.104.0-alpha.1 files and the protocol reference):
   received from the model), ``event_msg`` (a persisted subset of Codex's events),
   ``compacted``, and in 0.169 ``world_state`` and ``token_usage_record``.
 * The oldest files have no envelope: a first line ``{id, timestamp, instructions, git}``,
-  then bare response items and ``{"record_type": "state"}`` lines.
+  then bare response items and ``{"record_type": "state"}`` lines.  In 0.29 an
+  injected ``<environment_context>`` user message is the only line naming the folder
+  (``<cwd>``): read as ``session-info``.
 * The same content is written twice: a user prompt is a ``response_item`` message *and*
   an ``event_msg`` (``user_message`` up to about 0.104, ``item_completed`` /
   ``UserMessage`` in 0.169); likewise assistant messages and reasoning summaries.  The
@@ -173,6 +175,8 @@ RESPONSE_ITEM_TYPES = frozenset(
 
 #: How the user messages Codex injects itself begin (context, not the user's words).
 INJECTED = ("<environment_context>", "<turn_aborted>", "<user_instructions>", "# AGENTS.md instructions")
+#: the folder an ``<environment_context>`` message names
+_ENV_CWD = re.compile(r"<cwd>([^<\n]+)</cwd>")
 
 #: Tools that run a shell command.
 SHELL_TOOLS = frozenset({"shell", "exec_command", "container.exec", "local_shell", "shell_command"})
@@ -531,10 +535,20 @@ class CodexRolloutAdapter(BuiltinAdapter):
         if item.role == "user":
             text = _texts(item.content, ("input_text",))
             if text.startswith(INJECTED):
-                return [Passthrough()]
+                return self._environment(text)
             return [*self._infer_prompt(), ci.user_message(item.id or f"user@{self._n}", [text])]
         self._reply_due = False
         return [ci.agent_message(item.id or f"msg@{self._n}", _texts(item.content, ("output_text",)))]
+
+    def _environment(self, text: str) -> list[Item]:
+        """An injected message of a file without envelope: its ``<environment_context>``
+        (0.2x) is where such a file names its folder (no ``session_meta`` cwd, no
+        ``turn_context``); relative patch paths are read against it."""
+        m = _ENV_CWD.search(text) if text.startswith("<environment_context>") else None
+        if m is None or m[1] == self._cwd:
+            return [Passthrough()]
+        self._cwd = m[1]
+        return [SessionInfo(cwd=m[1])]
 
     def _reasoning_item(self, item: _RItem) -> list[Item]:
         if self._enveloped:
