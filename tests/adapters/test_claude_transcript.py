@@ -571,6 +571,49 @@ def test_without_stop_reasons_the_next_prompt_and_the_end_of_the_file_end_turns_
     assert [e.native.protocol for e in evs if e.kind == "turn-complete"] == ["core", "core"]
 
 
+def test_an_answer_written_again_at_the_next_prompt_is_said_once() -> None:
+    """Before 1.0.98, prompts on stdin: at the next prompt the CLI writes the previous answer
+    again (same ``message.id`` and content, new ``uuid``, the first copy at the root): one
+    answer, its copy kept as ``session.update``."""
+    think = {"type": "thinking", "thinking": "hmm"}
+    text = {"type": "text", "text": "answer one"}
+    evs = _convert(
+        _prompt("u1", None, "one"),
+        _old("a1", "u1", "m1", think),
+        _old("a2", "a1", "m1", text, out_tokens=5),
+        _line(**{**json.loads(_old("c1", "", "m1", think)), "parentUuid": None}),
+        _old("c2", "c1", "m1", text, out_tokens=5),
+        _prompt("u2", "c2", "two"),
+        _old("a3", "u2", "m2", {"type": "text", "text": "answer two"}),
+    )
+    assert _kinds(evs) == [
+        ("turn-start", None),
+        ("user-message", "one"),
+        ("reasoning", "hmm"),
+        ("assistant-message", "answer one"),
+        ("turn-complete", "ok"),
+        ("turn-start", None),
+        ("user-message", "two"),
+        ("assistant-message", "answer two"),
+        ("turn-complete", "ok"),
+    ]
+    assert [u.tokens.output for u in (e.body for e in evs) if isinstance(u, Usage)] == [1, 4, 1]
+
+
+@pytest.mark.parametrize("version", ["1.0.30", "1.0.60"])
+def test_each_answer_of_a_stdin_session_is_said_once_as_on_stdout(version: str) -> None:
+    (main,) = (KIT / f"claude-code-{version}" / "10-multiturn-stream-input").glob("*.jsonl")
+    stdout = ADAPTERS / "claude-stream-json" / "captures" / f"claude-code-{version}"
+    stdout = stdout / "10-multiturn-stream-input.tap.jsonl"
+
+    def said(capture: Path) -> list[tuple[str, str]]:
+        return [(b.message_id, b.text) for b in (e.body for e in _events(capture)) if isinstance(b, AssistantMessage)]
+
+    assert said(main) == said(stdout) == [("msg_01FAKE000001", "First answer."), ("msg_01FAKE000003", "OK.")]
+    # the copy is kept, untranslated
+    assert [u.update.method for u in _updates(main) if u.update.method == "assistant/copy"] == ["assistant/copy"]
+
+
 @pytest.mark.parametrize("last", ["tool call", "tool result", "prompt"])
 def test_a_file_ending_with_something_pending_is_cut_off(last: str) -> None:
     use = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}

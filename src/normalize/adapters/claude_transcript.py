@@ -162,6 +162,7 @@ from ._claude_transcript_views import (
     _AttachedLine,
     _Attachment,
     _Line,
+    _Message,
     _Prompt,
     _RawAttachmentLine,
 )
@@ -255,6 +256,10 @@ class ClaudeTranscriptAdapter(BuiltinAdapter):
         self._main_ts: str | None = None
         #: inline sidechains (1.0.x): a sidechain line's uuid -> the sub-agent (its Task call)
         self._sidechains: dict[str, str] = {}
+        #: the assistant lines read: (message.id, hash of the content), and the uuids of the copies
+        #: of earlier lines (1.0.x before 1.0.98, see ``_copy``)
+        self._said: Recent[tuple[str, int]] = Recent()
+        self._copies: Recent[str] = Recent()
 
     # ------------------------------------------------------------ detection
 
@@ -659,6 +664,9 @@ class ClaudeTranscriptAdapter(BuiltinAdapter):
         if msg is None or not isinstance(msg.content, list):
             items.append(Passthrough(method="assistant"))
             return
+        if self._copy(line, msg):
+            items.append(Passthrough(method="assistant/copy"))
+            return
         msg_id = msg.id or line.uuid or ""
         thread = self._thread(line)
         if thread is None:
@@ -676,6 +684,25 @@ class ClaudeTranscriptAdapter(BuiltinAdapter):
             self._block(line, msg_id, index, block, thread, started, items)
         if thread is None and msg.stop_reason is not None and msg.stop_reason not in _CONTINUES:
             self._ending, self._ending_msg = msg.stop_reason, msg.id
+
+    def _copy(self, line: _Line, msg: _Message) -> bool:
+        """Whether the line is a copy of an assistant line already read.
+
+        Claude Code before 1.0.98, fed prompts on stdin (``--input-format stream-json``),
+        writes the previous answer again when the next prompt comes: the same ``message.id``
+        and content under a new ``uuid``, at the root of the file (``parentUuid: null``; the
+        next block's copy points to the first's), without ``requestId``.  The message was
+        said once: its copy is kept as ``session.update``, not said twice.
+        """
+        if msg.id is None:
+            return False
+        said = (msg.id, hash(msgspec.json.encode(msg.content)))
+        if said in self._said and (line.parentUuid is None or line.parentUuid in self._copies):
+            if line.uuid is not None:
+                self._copies.add(line.uuid)
+            return True
+        self._said.add(said)
+        return False
 
     def _block(
         self,
