@@ -208,7 +208,7 @@ SUBAGENT_VERSIONS = sorted(
 
 
 def test_the_sub_agent_case_is_compared_for_every_version_recorded_both_ways() -> None:
-    assert {"1.0.98", "2.0.0", "2.0.30", "2.0.76", *VERSIONS} <= set(SUBAGENT_VERSIONS)
+    assert {"1.0.60", "1.0.98", "2.0.0", "2.0.30", "2.0.76", *VERSIONS} <= set(SUBAGENT_VERSIONS)
 
 
 @pytest.mark.parametrize("version", SUBAGENT_VERSIONS)

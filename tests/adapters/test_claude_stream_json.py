@@ -211,6 +211,7 @@ def test_turn_usage_excludes_subagents_and_session_usage_is_cumulative() -> None
 @pytest.mark.parametrize(
     ("version", "exit_code"),
     [
+        ("1.0.60", None),
         ("1.0.98", None),
         ("2.0.0", None),
         ("2.0.30", 2),
@@ -267,7 +268,7 @@ def test_an_api_error_without_a_terminal_reason_ends_the_turn_with_its_message(v
         assert done.result.error is not None and done.result.error.message == err.message
 
 
-@pytest.mark.parametrize("version", ["1.0.98", "2.0.0", "2.0.30"])
+@pytest.mark.parametrize("version", ["1.0.60", "1.0.98", "2.0.0", "2.0.30"])
 @pytest.mark.parametrize("case", ["17-api-error-400", "18-api-error-529-retries"])
 def test_a_synthetic_api_error_line_without_an_error_field_is_an_error(version: str, case: str) -> None:
     """Up to 2.0.x the ``<synthetic>`` line of a failed call has neither ``error`` nor
@@ -303,7 +304,8 @@ def test_refused_command_has_no_command_output() -> None:
 
 
 @pytest.mark.parametrize(
-    "version", ["1.0.98", "2.0.0", "2.0.30", "2.0.76", "2.1.67", "2.1.142", "2.1.235", "2.1.290", "2.1.332"]
+    "version",
+    ["1.0.60", "1.0.98", "2.0.0", "2.0.30", "2.0.76", "2.1.67", "2.1.142", "2.1.235", "2.1.290", "2.1.332"],
 )
 @pytest.mark.parametrize("case", ["15-permission-stdio-deny", "16-permission-stdio-allow"])
 def test_a_permission_request_names_its_call_and_a_denied_call_did_not_run(version: str, case: str) -> None:
