@@ -180,7 +180,8 @@ def test_every_protocol_with_captures_is_covered() -> None:
 
 
 #: versions whose live and stored figures disagree by the agent's own account: before 2.1
-#: Claude Code's stream-json ``result`` counts the last call only (1.0.x) or the warm-up
+#: Claude Code's stream-json ``result`` counts the last call only (1.0.98), every call with one
+#: output token too many (1.0.60; 1.0.30's one-call runs too) or the warm-up
 #: requests too (2.0.x), and the stored lines the calls of the conversation; 2.1.142's
 #: ``modelUsage`` counts the session-title requests too (one per prompt, asked of the main
 #: model), which its session file neither holds nor totals (it writes no ``cost-state``); so
