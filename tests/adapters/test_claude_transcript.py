@@ -41,6 +41,7 @@ from normalize import (
     read_records,
 )
 from normalize import Warning as WarningBody
+from normalize.adapters import claude_transcript
 from normalize.adapters.claude_transcript import ClaudeTranscriptAdapter
 
 KIT = ADAPTERS / "claude-transcript" / "captures"
@@ -615,6 +616,24 @@ def test_each_answer_of_a_stdin_session_is_said_once_as_on_stdout(version: str) 
     assert said(main) == said(stdout) == [("msg_01FAKE000001", "First answer."), ("msg_01FAKE000003", "OK.")]
     # the copy is kept, untranslated
     assert [u.update.method for u in _updates(main) if u.update.method == "assistant/copy"] == ["assistant/copy"]
+
+
+@pytest.mark.parametrize(
+    ("version", "may_copy"),
+    [
+        ("1.0.30", True),
+        ("1.0.60", True),
+        ("1.0.97", True),
+        ("1.0.98", False),
+        ("2.1.332", False),
+        (None, True),
+        ("dev", True),
+    ],
+)
+def test_only_releases_before_1_0_98_are_read_for_copied_answers(version: str | None, may_copy: bool) -> None:
+    """The copies are looked for (each assistant line's content hashed) only in files of the
+    releases that write them, or of a version not known."""
+    assert claude_transcript._writes_copies(version) is may_copy
 
 
 @pytest.mark.parametrize("last", ["tool call", "tool result", "prompt"])

@@ -209,6 +209,15 @@ _SUBAGENT_PHASES: dict[str, Literal["completed", "failed", "cancelled"]] = {
 # The adapter
 
 
+def _writes_copies(version: str | None) -> bool:
+    """Whether Claude Code ``version`` may write an answer again at the next stdin prompt
+    (before 1.0.98; an unknown or unreadable version may)."""
+    parts = version.split(".") if version else []
+    if len(parts) < 3 or not all(p.isdigit() for p in parts[:3]):
+        return True
+    return (int(parts[0]), int(parts[1]), int(parts[2])) < (1, 0, 98)
+
+
 class ClaudeTranscriptAdapter(BuiltinAdapter):
     protocol = "claude-transcript"
     announces_session = True
@@ -257,9 +266,12 @@ class ClaudeTranscriptAdapter(BuiltinAdapter):
         #: inline sidechains (1.0.x): a sidechain line's uuid -> the sub-agent (its Task call)
         self._sidechains: dict[str, str] = {}
         #: the assistant lines read: (message.id, hash of the content), and the uuids of the copies
-        #: of earlier lines (1.0.x before 1.0.98, see ``_copy``)
-        self._said: Recent[tuple[str, int]] = Recent()
-        self._copies: Recent[str] = Recent()
+        #: of earlier lines (1.0.x before 1.0.98, see ``_copy``); whether the version of the
+        #: last line read (``_copy_version``) is one that writes them
+        self._said: Recent = Recent()
+        self._copies: Recent = Recent()
+        self._copy_version: str | None = None
+        self._writes_copies = True
 
     # ------------------------------------------------------------ detection
 
@@ -695,6 +707,11 @@ class ClaudeTranscriptAdapter(BuiltinAdapter):
         said once: its copy is kept as ``session.update``, not said twice.
         """
         if msg.id is None:
+            return False
+        if line.version != self._copy_version:  # the same for every line of a file
+            self._copy_version = line.version
+            self._writes_copies = _writes_copies(line.version)
+        if not self._writes_copies:
             return False
         said = (msg.id, hash(msgspec.json.encode(msg.content)))
         if said in self._said and (line.parentUuid is None or line.parentUuid in self._copies):
