@@ -264,6 +264,7 @@ def _bodies(capture: Path) -> list[dict[str, Any]]:
         ("0.51.0", "Tool execution denied by policy."),  # policy_violation
         ("0.45.2", "Tool execution denied by policy."),  # policy_violation
         ("0.38.2", "Tool execution denied by policy."),  # policy_violation
+        ("0.25.0", "Tool execution denied by policy."),  # policy_violation
         ("0.20.0", 'Tool execution for "Shell" denied by policy.'),  # unhandled_exception
         ("0.11.3", "Command 'rm -f hello.txt' is blocked by configuration"),  # invalid_tool_params (tools.exclude)
     ],

@@ -29,6 +29,7 @@ GEMINI_JSONL: dict[str, bool] = {"0.61.0": False, "0.51.0": True, "0.45.2": True
 GEMINI_OLD: dict[str, frozenset[str]] = {
     "0.38.2": frozenset(),
     "0.31.0": frozenset(),
+    "0.25.0": frozenset(),
     "0.20.0": frozenset(),
     "0.11.3": frozenset({"two_turns"}),
 }

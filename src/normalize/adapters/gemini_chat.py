@@ -28,14 +28,14 @@ Facts (Gemini CLI 0.61.0, captures in adapters/gemini-chat/captures/gemini-cli-0
 * ``--resume`` appends to the same file: a second header (same ``sessionId``), then
   ``$set`` lines restating the conversation so far.
 
-Before 0.39 (captures gemini-cli-0.38.2, 0.31.0, 0.20.0, 0.11.3): ``session-<time>-<id8>.json``, one
+Before 0.39 (captures gemini-cli-0.38.2, 0.31.0, 0.25.0, 0.20.0, 0.11.3): ``session-<time>-<id8>.json``, one
 pretty-printed document ``{sessionId, projectHash, startTime, lastUpdated, messages: [...]}``
 rewritten whole on each change, which the reader gives as the header (its fields but
 ``messages``), then one record per message (``normalize._lines``).  So: no ``$set``, each
 message once in its last state, no ``functionResponse`` records (the results are in
 ``toolCalls[].result``), a resumed session rewritten in place (no second header).  The header
-has ``kind`` in 0.31 and 0.38 only (detection takes ``projectHash`` instead); in 0.20 and 0.11 a user
-message's ``content`` is a string and an edit's call has no ``resultDisplay`` (no diff).
+has ``kind`` in 0.31 and 0.38 only (detection takes ``projectHash`` instead); in 0.25, 0.20 and 0.11 a
+user message's ``content`` is a string; in 0.20 and 0.11 an edit's call has no ``resultDisplay`` (no diff).
 A failed request's prompt stays
 in the file, unanswered: its turn ends with the file, ``ok``, as the chat gives no sign.
 """

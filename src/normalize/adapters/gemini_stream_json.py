@@ -24,9 +24,9 @@ Facts (Gemini CLI 0.61.0, captures in adapters/gemini-stream-json/captures/gemin
 * An API error ends the turn with ``result`` ``status: error`` (exit code 144 after
   HTTP 400); nothing else is written about it.
 
-Older releases (captures gemini-cli-0.38.2, 0.31.0, 0.20.0, 0.11.3; adapters/gemini-stream-json/README.md):
+Older releases (captures gemini-cli-0.38.2, 0.31.0, 0.25.0, 0.20.0, 0.11.3; adapters/gemini-stream-json/README.md):
 
-* Tool ids are ``<tool>_<epoch ms>_<n>`` (0.31, 0.38) or ``<tool>-<epoch ms>-<hex>`` (0.20, 0.11).
+* Tool ids are ``<tool>_<epoch ms>_<n>`` (0.31, 0.38) or ``<tool>-<epoch ms>-<hex>`` (0.25, 0.20, 0.11).
 * A refused call: 0.20's policy denial is ``error.type: unhandled_exception``, ``Tool
   execution for "Shell" denied by policy.``; 0.11 has no policies, its ``tools.exclude``
   refuses a command as ``invalid_tool_params``, ``Command '...' is blocked by
