@@ -177,12 +177,13 @@ def test_every_capture_set_is_here() -> None:
         "codex-acp-1.6.2",
         "codex-acp-2.1.1",
         "codex-acp-2.6.0",
+        "gemini-cli-0.25.0",
         "gemini-cli-0.31.0",
         "gemini-cli-0.45.2",
         "gemini-cli-0.51.0",
         "gemini-cli-0.61.0",
     }
-    assert len(CAPTURES) == 125
+    assert len(CAPTURES) == 133
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
