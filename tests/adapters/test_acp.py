@@ -513,6 +513,23 @@ def test_the_sdk_error_details_are_the_message() -> None:
     assert [(e.message, e.error_type) for e in errors] == [("Session not found", "internal-error")]
 
 
+def test_the_api_error_object_in_data_is_the_message() -> None:
+    """Gemini CLI 0.25 answers a prompt whose model request failed ``-32603 "Internal error"``
+    with the API's error object in ``data.error``: its message is the error's, as 0.31's
+    ``code: 500`` answer gives it (not the generic "Internal error")."""
+    capture = ADAPTERS / "acp/captures/gemini-cli-0.25.0/gemini-x-api-error.tap.jsonl"
+    (error,) = [e.event.body for e in session_events(events_of(capture)) if isinstance(e.event.body, Error)]
+    assert (error.message, error.error_type) == ("fake server: scripted error", "internal-error")
+    # data.message / data.details still come first; a data.error without words is no message
+    err = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "error": {"code": -32603, "message": "Internal error", "data": {"error": {"code": 500}}},
+    }
+    errors = [b for b in bodies(run(prompt(1), ("agent", err))) if isinstance(b, Error)]
+    assert [(e.message, e.error_type) for e in errors] == [("Internal error", "internal-error")]
+
+
 def _codex(name: str, version: str) -> tuple[str, Wire]:
     return res("agent", 0, {"protocolVersion": 1, "agentInfo": {"name": name, "version": version}})
 

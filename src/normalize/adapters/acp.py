@@ -51,6 +51,9 @@ claude-code-acp 0.4.5 and 0.16.2, codex-acp 0.7.4 and 1.0.0 as noted):
   carry the reason in ``data.details`` (the TypeScript SDK's shape, also Gemini CLI's).
 * Gemini CLI 0.31 names a diff's file relative to the session's ``cwd`` (``hello.txt``), the
   client's ``fs/*`` requests by its absolute path: the diff is read as of ``<cwd>/<path>``.
+  0.25 does too; it has no ``session/load`` (-32601) and answers a prompt whose model request
+  failed ``-32603 "Internal error"`` with the API's error object in ``data.error``: its
+  ``message`` is the error's.
 * claude-code-acp 0.16.2 runs copies of Claude Code's Read, Write, Edit, Bash, BashOutput and
   KillShell as its own MCP tools, named ``mcp__acp__Bash``... in ``_meta.claudeCode.toolName``:
   read as Claude Code's names (``Bash``), as claude-agent-acp 0.101.0 sends them.  Its Edit's
@@ -363,11 +366,17 @@ def _offers_claude_login(methods: Any) -> bool:
 
 def _rpc_error_message(err: _RpcError) -> str:
     """The error's own words: ``data.message`` (codex-acp), else ``data.details`` (the TypeScript
-    SDK's ``RequestError.internalError(details)``: claude-code-acp, Gemini CLI), else ``message``."""
+    SDK's ``RequestError.internalError(details)``: claude-code-acp, Gemini CLI), else the model
+    API's error object's ``data.error.message`` (Gemini CLI 0.25's failed prompt), else ``message``."""
     data = err.data
     if isinstance(data, dict):
         for key in ("message", "details"):
             detail = data.get(key)
+            if isinstance(detail, str) and detail:
+                return detail
+        api = data.get("error")
+        if isinstance(api, dict):
+            detail = api.get("message")
             if isinstance(detail, str) and detail:
                 return detail
     return err.message or f"JSON-RPC error {err.code}"
