@@ -502,6 +502,42 @@ def test_a_table_made_at_its_first_entry_reports_to_the_session_and_goes_when_em
     assert all(table is _limits.NO_TABLE for table in _tables(adapter))  # all answered and ended
 
 
+#: captures that fill a set an idle session holds as the shared ``NO_RECENT``: ACP's loads not
+#: yet answered, Codex app-server's answers not yet resolved by the server
+_SETS_MADE_WHEN_NEEDED = [
+    ("acp", "acp/captures/claude-agent-acp-0.101.0/claude-f-load.tap.jsonl", "_loads"),
+    ("codex-app-server", "codex-app-server/captures/codex-0.171.0/b_command_approval_accept.tap.jsonl", "_answered"),
+]
+
+
+@pytest.mark.parametrize(("protocol", "capture", "name"), _SETS_MADE_WHEN_NEEDED)
+def test_a_set_made_at_its_first_key_goes_when_empty(protocol: str, capture: str, name: str) -> None:
+    """The set is the shared NO_RECENT until a key comes, a set of its own while it holds
+    one, and NO_RECENT again once emptied (a connection keeps every session, most idle)."""
+    adapter = normalize.adapter_class(protocol)()
+    session = Session(adapter)
+    assert getattr(adapter, name) is _limits.NO_RECENT
+    held = 0
+    for line in (ROOT / "adapters" / capture).read_bytes().splitlines():
+        record = msgspec.json.decode(line)
+        session.feed(msgspec.json.encode(record["msg"]), record["from"])
+        keys = getattr(adapter, name)
+        if keys is not _limits.NO_RECENT:
+            assert type(keys) is _limits.Recent and keys, "an empty set is given back"
+            held += 1
+    assert held  # a load was waiting, an answer was not yet resolved
+    assert getattr(adapter, name) is _limits.NO_RECENT
+
+
+def test_the_shared_empty_set_is_never_written() -> None:
+    with pytest.raises(TypeError, match="never written"):
+        _limits.NO_RECENT.add("key")
+    assert not _limits.NO_RECENT and "key" not in _limits.NO_RECENT
+    assert _limits.recent(_limits.NO_RECENT) is not _limits.NO_RECENT
+    made = _limits.Recent()
+    assert _limits.recent(made) is made
+
+
 def test_the_shared_empty_table_is_never_written() -> None:
     with pytest.raises(TypeError, match="never written"):
         _limits.NO_TABLE["key"] = "value"

@@ -40,6 +40,7 @@ __all__ = [
     "PARTIAL_INPUT",
     "PENDING_REQUESTS",
     "SEEN_IDS",
+    "NO_RECENT",
     "NO_TABLE",
     "Bounded",
     "Recent",
@@ -48,6 +49,7 @@ __all__ = [
     "forgotten",
     "link",
     "outbox",
+    "recent",
     "table",
 ]
 
@@ -201,6 +203,26 @@ class Recent:
 
     def __bool__(self) -> bool:
         return bool(self._keys)
+
+
+class _UnmadeRecent(Recent):
+    """:data:`NO_RECENT`: read as an empty set; adding to it is a bug, and raises."""
+
+    __slots__ = ()
+
+    def add(self, key: Hashable) -> None:
+        raise TypeError("NO_RECENT is shared and never written: make a Recent first (recent())")
+
+
+#: The one empty :class:`Recent` an adapter holds in place of a set most sessions never fill
+#: (a connection keeps every session, idle or not, and each set costs its object): read it
+#: like any; add to the one :func:`recent` makes.
+NO_RECENT: Recent = _UnmadeRecent(0)
+
+
+def recent(held: Recent, limit: int | None = None) -> Recent:
+    """``held``, or a new :class:`Recent` of ``limit`` keys in place of :data:`NO_RECENT`."""
+    return Recent(limit) if held is NO_RECENT else held
 
 
 def forgotten(what: str, key: object, limit: int) -> str:

@@ -222,6 +222,7 @@ from ._base import BuiltinAdapter, on_thread
 from ._claude_common import SUBAGENT_TOOLS, subagent_started
 from ._limits import (
     BUFFER_TEXT,
+    NO_RECENT,
     NO_TABLE,
     OPEN_CALLS,
     OPEN_ITEMS,
@@ -229,6 +230,7 @@ from ._limits import (
     Bounded,
     Recent,
     buffer_warning,
+    recent,
     table,
 )
 
@@ -555,7 +557,8 @@ class AcpAdapter(BuiltinAdapter):
         self._pending: Bounded[tuple[Direction, int | str | None], _Pending] = NO_TABLE
         self._prompts: Bounded[int | str | None, _Prompt] = NO_TABLE
         self._current: _Prompt | None = None  # the prompt whose turn is open
-        self._loads: Recent = Recent(PENDING_REQUESTS)
+        # the session/load requests not answered yet: a shared empty set until one is sent
+        self._loads: Recent = NO_RECENT
         # terminal id -> call id, and -> output reported: made at the first terminal (most
         # sessions run none, and a connection keeps every session)
         self._terminals: Bounded[str, str] | None = None
@@ -861,6 +864,7 @@ class AcpAdapter(BuiltinAdapter):
         view = _SESSION_PARAMS.decode(params) if _given(params) else _SessionParams()
         pending.extra = view
         self._cwd = view.cwd or self._cwd
+        self._loads = recent(self._loads, PENDING_REQUESTS)
         self._loads.add(rid)
         self._last_user_id = None
         self._last_variant = None
@@ -889,6 +893,8 @@ class AcpAdapter(BuiltinAdapter):
                 self._replay_turn = False
             self._last_variant = None
         self._loads.discard(rid)
+        if not self._loads:
+            self._loads = NO_RECENT
         if msg.error is not None:
             return out + self._rpc_error(pending.method, msg.error)
         result = _SESSION_RESULT.decode(msg.result) if _given(msg.result) else None

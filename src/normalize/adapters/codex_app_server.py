@@ -106,7 +106,7 @@ from normalize import (
     Warning as WarningBody,
 )
 from normalize.adapters import _codex_items as ci
-from normalize.adapters._limits import NO_TABLE, OPEN_CALLS, PENDING_REQUESTS, Bounded, Recent, table
+from normalize.adapters._limits import NO_RECENT, NO_TABLE, OPEN_CALLS, PENDING_REQUESTS, Bounded, Recent, recent, table
 from normalize.adapters._times import ms_time, s_time
 
 from ._base import BuiltinAdapter
@@ -337,14 +337,16 @@ class CodexAppServerAdapter(BuiltinAdapter):
         # a connection keeps every thread it opened, most of them idle).
         #: the requests awaiting their response
         self._pending: Bounded[tuple[Direction, int | str], _Pending] = NO_TABLE
-        self._answered: Recent = Recent()
+        #: requests the client answered, until the server says them resolved (a shared empty
+        #: set until the first answer: most sessions ask nothing)
+        self._answered: Recent = NO_RECENT
         #: items that are not tool calls, while open (the tool calls are in ``self.calls``)
         self._open: Bounded[str, _Open] = NO_TABLE
         #: sub-agent threads this thread spawned -> the spawning call, while they run
         self._subagents: Bounded[str, str] = NO_TABLE
         self._threads: Recent = Recent()
         #: items completed ``declined`` (0.77 completes a declined command a second time)
-        self._declined: Recent = Recent()
+        self._declined: Recent = NO_RECENT
         self._version: str | None = None
         #: the model ``thread/start``'s response names, for the ``thread/started`` after it (its
         #: thread names none up to 0.169)
@@ -457,6 +459,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
             if pending.method == "item/tool/call":
                 call = ToolCall(call_id=pending.call_id, tool="", phase="failed", output=err.message)
                 return [call]
+            self._answered = recent(self._answered)
             self._answered.add(pending.request_id)
             return [RequestResolved(request_id=pending.request_id, outcome="cancelled")]
         kind = f"jsonrpc {err.code}" if err.code is not None else "jsonrpc"
@@ -642,6 +645,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
             # user": the same end, already reported
             return [Passthrough()]
         if head.status == "declined":
+            self._declined = recent(self._declined)
             self._declined.add(head.id)
         if completed is None:
             return [Passthrough()]
@@ -1003,6 +1007,8 @@ class CodexAppServerAdapter(BuiltinAdapter):
         key = str(rid)
         if key in self._answered:
             self._answered.discard(key)
+            if not self._answered:
+                self._answered = NO_RECENT
             return [Passthrough()]  # the client's answer already resolved it
         # Resolved without an answer (the turn ended first): cancelled.
         pending = self._pending.pop(("agent", rid), None)
@@ -1130,6 +1136,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
     # ------------------------------------------------------------ the client's answers
 
     def _on_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
+        self._answered = recent(self._answered)
         self._answered.add(pending.request_id)
         option = self._chosen_option(pending.method, raw)
         answer = ci.raw_or_none(raw)
@@ -1150,6 +1157,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
         return None if decision is None else _decision_name(decision)
 
     def _on_elicitation_answer(self, pending: _Pending, raw: Raw) -> list[Item]:
+        self._answered = recent(self._answered)
         self._answered.add(pending.request_id)
         action = _DECISION.decode(raw).action
         outcome: Literal["answered", "cancelled"] = "cancelled" if action == "cancel" else "answered"
