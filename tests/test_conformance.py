@@ -18,6 +18,7 @@ from helpers import ADAPTERS, capture_files, convert_capture
 from normalize import (
     AssistantMessage,
     EventEnvelope,
+    FileDiff,
     PermissionAuto,
     PermissionRequest,
     RequestResolved,
@@ -479,3 +480,21 @@ def test_every_phase_of_a_call_names_its_tool_category_and_sub_agent_whatever_th
                 assert said == known.pop(key), f"{capture}: {body.call_id} {body.phase}"
                 checked += 1
     assert checked > 500
+
+
+#: docs/events.md, "File changes"
+CHANGE_KINDS = {"add", "update", "delete", "move", "write"}
+
+
+def test_a_file_change_says_its_kind_in_one_vocabulary_whatever_the_agent() -> None:
+    """Claude Code's structured patch and Gemini CLI's ``modify`` are an ``update``, as Codex's
+    and OpenCode's: a consumer counting created and changed files counts every agent's alike."""
+    kinds: dict[str, set[str]] = {}
+    for capture in capture_files():
+        for core in convert_capture(capture):
+            if isinstance(core, SessionEvent) and isinstance(core.event.body, FileDiff):
+                kind = core.event.body.change_kind
+                if kind is not None:
+                    kinds.setdefault(kind, set()).add(str(capture))
+    assert set(kinds) <= CHANGE_KINDS, {k: sorted(v)[:3] for k, v in kinds.items() if k not in CHANGE_KINDS}
+    assert {"add", "update"} <= set(kinds)

@@ -378,7 +378,7 @@ def _file_diff(call_id: str, view: ToolResultView) -> FileDiff | None:
         return FileDiff(call_id=call_id, path=path, diff=_created_diff(path, content), change_kind="add")
     if view.structured_patch:
         return FileDiff(
-            call_id=call_id, path=path, diff=_unified_diff(path, view.structured_patch), change_kind="modify"
+            call_id=call_id, path=path, diff=_unified_diff(path, view.structured_patch), change_kind="update"
         )
     return None
 

@@ -304,6 +304,21 @@ _NOTICE_WITHOUT_ID = {"@agentclientprotocol/codex-acp": (1, 1, 0)}
 _QUESTION_TITLES = frozenset({"@agentclientprotocol/codex-acp", "@zed-industries/codex-acp", "codex-acp"})
 
 
+#: An agent's word for a diff's change (``_meta.kind``: Gemini CLI says ``modify``) -> the
+#: ``changeKind`` every adapter writes (docs/events.md, "File changes")
+_CHANGE_KINDS = {
+    "add": "add",
+    "create": "add",
+    "update": "update",
+    "modify": "update",
+    "edit": "update",
+    "delete": "delete",
+    "remove": "delete",
+    "move": "move",
+    "write": "write",
+}
+
+
 def _version_tuple(version: str | None) -> tuple[int, ...] | None:
     """``1.10.2`` as ``(1, 10, 2)``; None when it does not start with numbers."""
     parts: list[int] = []
@@ -1237,8 +1252,8 @@ class AcpAdapter(BuiltinAdapter):
                 if call.diffs is _NO_DIFFS:
                     call.diffs = {}
                 call.diffs[path] = pair
-                kind = item.meta.kind if item.meta is not None and item.meta.kind else None
-                if kind is None:
+                kind = _CHANGE_KINDS.get(item.meta.kind) if item.meta is not None and item.meta.kind else None
+                if kind is None:  # none given, or a word not known
                     kind = "add" if item.old_text is None else "update"
                 extra.append(
                     FileDiff(
