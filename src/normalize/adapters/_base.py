@@ -17,7 +17,7 @@ from normalize._errors import UsageError
 from normalize._lifecycle import Calls
 from normalize._model import Body
 
-__all__ = ["BuiltinAdapter", "on_thread"]
+__all__ = ["BuiltinAdapter", "on_thread", "version_tuple"]
 
 
 class BuiltinAdapter(Adapter):
@@ -44,3 +44,16 @@ def on_thread(body: Body, subagent_id: str | None) -> Body | Emit:
     Here, not beside :class:`~normalize.Emit`, so that the compiled build compiles it with
     the adapters that call it for every item."""
     return body if subagent_id is None else Emit(body=body, subagent_id=subagent_id)
+
+
+def version_tuple(version: str | None) -> tuple[int, ...] | None:
+    """``1.10.2`` as ``(1, 10, 2)``; None when it does not start with numbers."""
+    parts: list[int] = []
+    for part in (version or "").split("."):
+        digits = part[: len(part) - len(part.lstrip("0123456789"))]
+        if not digits:
+            break
+        parts.append(int(digits))
+        if digits != part:
+            break
+    return tuple(parts) or None

@@ -218,7 +218,7 @@ from ._acp_views import (
     _UpdateRpc,
     _UsageUpdate,
 )
-from ._base import BuiltinAdapter, on_thread
+from ._base import BuiltinAdapter, on_thread, version_tuple
 from ._claude_common import SUBAGENT_TOOLS, subagent_started
 from ._limits import (
     BUFFER_TEXT,
@@ -297,12 +297,6 @@ _COMPACTION_STATUS: dict[str, Literal["in_progress", "completed", "failed", "can
 #: id, so a chunk without one is the model's text.
 _NOTICE_WITHOUT_ID = {"@agentclientprotocol/codex-acp": (1, 1, 0)}
 
-#: Agents whose permission request titles the question, not the call: codex-acp 2.1.1 asks
-#: "Run command" about a call it announced as ``touch made.txt`` (2.6.0 repeats the command),
-#: and both ask "Edit files" about a call announced as "Editing files" (1.6.2 sends no title).
-#: Over them the request's title does not rename a call that has one.
-_QUESTION_TITLES = frozenset({"@agentclientprotocol/codex-acp", "@zed-industries/codex-acp", "codex-acp"})
-
 
 #: An agent's word for a diff's change (``_meta.kind``: Gemini CLI says ``modify``) -> the
 #: ``changeKind`` every adapter writes (docs/events.md, "File changes")
@@ -317,19 +311,6 @@ _CHANGE_KINDS = {
     "move": "move",
     "write": "write",
 }
-
-
-def _version_tuple(version: str | None) -> tuple[int, ...] | None:
-    """``1.10.2`` as ``(1, 10, 2)``; None when it does not start with numbers."""
-    parts: list[int] = []
-    for part in (version or "").split("."):
-        digits = part[: len(part) - len(part.lstrip("0123456789"))]
-        if not digits:
-            break
-        parts.append(int(digits))
-        if digits != part:
-            break
-    return tuple(parts) or None
 
 
 #: How a user message an agent injects itself begins: context, not the user's words (Gemini
@@ -1130,7 +1111,7 @@ class AcpAdapter(BuiltinAdapter):
         first = _NOTICE_WITHOUT_ID.get(self._via or "")
         if first is None:
             return False
-        version = _version_tuple(self._via_version)
+        version = version_tuple(self._via_version)
         return version is None or version >= first
 
     def _chunk(self, kind: _Kind, view: _Chunk) -> list[Item]:
@@ -1348,7 +1329,11 @@ class AcpAdapter(BuiltinAdapter):
             if tc.tool_call_id:
                 out, call = self._tool(tc)
         else:
-            if call.title and tc.title is not None and self._via in _QUESTION_TITLES:
+            # codex-acp titles a permission request with the question: 2.1.1 asks "Run command"
+            # about a call it announced as ``touch made.txt`` (2.6.0 repeats the command), both
+            # ask "Edit files" about "Editing files" (1.6.2 sends no title); over it the request's
+            # title does not rename a call that has one
+            if call.title and tc.title is not None and self._via is not None and self.agent == "codex":
                 tc = msgspec.structs.replace(tc, title=None)  # the question's heading, not the call's title
             _, extra = self._merge(call, tc)
             out += [e for e in extra if isinstance(e, FileDiff)]

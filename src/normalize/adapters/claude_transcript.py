@@ -148,7 +148,7 @@ from normalize.adapters._claude_common import (
     tokens_of,
 )
 
-from ._base import BuiltinAdapter, on_thread
+from ._base import BuiltinAdapter, on_thread, version_tuple
 from ._claude_transcript_views import (
     _API_ERROR,
     _ATTACHMENT,
@@ -212,10 +212,8 @@ _SUBAGENT_PHASES: dict[str, Literal["completed", "failed", "cancelled"]] = {
 def _writes_copies(version: str | None) -> bool:
     """Whether Claude Code ``version`` may write an answer again at the next stdin prompt
     (before 1.0.98; an unknown or unreadable version may)."""
-    parts = version.split(".") if version else []
-    if len(parts) < 3 or not all(p.isdigit() for p in parts[:3]):
-        return True
-    return (int(parts[0]), int(parts[1]), int(parts[2])) < (1, 0, 98)
+    known = version_tuple(version)
+    return known is None or known < (1, 0, 98)
 
 
 class ClaudeTranscriptAdapter(BuiltinAdapter):
