@@ -51,7 +51,7 @@ from normalize._places import inputs_or_defaults
 
 from ._export import ExportReport
 from ._listing import ListedInput, is_url, list_inputs, listed_events
-from ._load import Loaded, rows_of
+from ._load import Loaded, outranks, rows_of
 from ._store import ExportResult, ParquetStore, drop_sessions, write_partitions
 from ._tables import SessionRows, new_redactor, redact_rows
 
@@ -203,9 +203,7 @@ def convert_task(
 
 def _better(a: Staged, b: Staged) -> bool:
     """Whether staged copy ``a`` beats ``b`` of the same session: the rule of :func:`~._load.prefer`."""
-    if a.richness != b.richness:
-        return a.richness > b.richness
-    return a.source < b.source
+    return outranks((a.richness, a.source), (b.richness, b.source))
 
 
 def export_on(

@@ -46,6 +46,7 @@ __all__ = [
     "input_events",
     "is_normalized",
     "load",
+    "outranks",
     "prefer",
     "read_all",
     "read_input",
@@ -215,9 +216,15 @@ class Loaded:
 
 def prefer(new: SessionRows, old: SessionRows) -> bool:
     """Whether ``new`` replaces ``old`` (same session): more turns, else more events, else the path sorts first."""
-    if new.richness != old.richness:
-        return new.richness > old.richness
-    return new.source < old.source
+    return outranks((new.richness, new.source), (old.richness, old.source))
+
+
+def outranks(new: tuple[tuple[int, int], str], old: tuple[tuple[int, int], str]) -> bool:
+    """:func:`prefer`'s rule on two copies of a session given as ``(richness, source)``: the
+    form a store keeps of what it wrote, and a cluster of what it staged."""
+    if new[0] != old[0]:
+        return new[0] > old[0]
+    return new[1] < old[1]
 
 
 Progress = Callable[[int, int], None]

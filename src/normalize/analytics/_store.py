@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from normalize import UsageError
 
-from ._load import InputSpec, prefer
+from ._load import InputSpec, outranks, prefer
 from ._schema import ANALYTICS_SCHEMA_VERSION, TABLES, ColumnType
 from ._tables import Row, SessionRows, key_of
 
@@ -266,15 +266,12 @@ class _Buffered:
         if stored is not None:
             # written earlier in this run: the rule of the buffer (a tie goes to the path that
             # sorts first), so the copy kept does not depend on when the buffer was flushed
-            if rows.key in self.written:
-                better = rows.richness > stored[0] or (rows.richness == stored[0] and rows.source < stored[1])
-            else:
-                better = rows.richness > stored[0]
-            if not better:
+            same_run = rows.key in self.written
+            if not (outranks((rows.richness, rows.source), stored) if same_run else rows.richness > stored[0]):
                 self.result.skipped += 1
                 return
             self.replace.add(rows.key)
-            if rows.key in self.written:
+            if same_run:
                 self.result.skipped += 1  # one session read twice in this run: the richer kept
             else:
                 self.result.replaced += 1
