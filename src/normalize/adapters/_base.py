@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+from msgspec import Raw
+
 from normalize._contract import Adapter, Emit
 from normalize._errors import UsageError
 from normalize._lifecycle import Calls
 from normalize._model import Body
 
-__all__ = ["BuiltinAdapter", "on_thread", "version_tuple"]
+__all__ = ["BuiltinAdapter", "TextMemo", "on_thread", "version_tuple"]
 
 
 class BuiltinAdapter(Adapter):
@@ -57,3 +60,37 @@ def version_tuple(version: str | None) -> tuple[int, ...] | None:
         if digits != part:
             break
     return tuple(parts) or None
+
+
+_STR: msgspec.json.Decoder[str | None] = msgspec.json.Decoder(str | None)
+
+
+class TextMemo:
+    """Long JSON strings that recur whole from session to session (a release's system
+    prompt, written at the start of each of its sessions), each read as one ``str``.
+
+    ``text(raw)`` decodes the JSON string (or ``null``) ``raw`` (``msgspec.DecodeError``
+    when it is neither), or gives back the ``str`` it gave for the same bytes before.  The same object
+    again saves decoding it and, for text beyond ASCII, encoding it: the first encode
+    keeps its UTF-8 in the ``str``.  Texts are told apart by their length, then by their
+    bytes; up to ``size`` of them are kept (a folder's sessions come from a few releases),
+    the oldest forgotten first.
+    """
+
+    __slots__ = ("_by_length", "_size")
+
+    def __init__(self, size: int = 8) -> None:
+        self._by_length: dict[int, tuple[Raw, str | None]] = {}
+        self._size = size
+
+    def text(self, raw: Raw) -> str | None:
+        length = len(raw)
+        known = self._by_length.get(length)
+        if known is not None and known[0] == raw:
+            return known[1]
+        text = _STR.decode(raw)
+        by_length = self._by_length
+        if known is None and len(by_length) >= self._size:
+            del by_length[next(iter(by_length))]
+        by_length[length] = (raw.copy(), text)  # a copy: not a view keeping the whole line
+        return text

@@ -31,7 +31,7 @@ class _Text(Struct, frozen=True, gc=False):
 
 
 class _Instructions(Struct, frozen=True, gc=False):
-    text: str | None = None
+    text: Raw = ci.NULL  # a JSON string, read by the adapter's TextMemo (the same in every session)
 
 
 class _ThreadSpawn(Struct, frozen=True, gc=False):
@@ -60,7 +60,7 @@ class _Meta(Struct, frozen=True, gc=False):
     model_provider: str | None = None
     originator: str | None = None
     base_instructions: _Instructions | None = None
-    instructions: str | None = None
+    instructions: Raw = ci.NULL  # as _Instructions.text
     parent_thread_id: str | None = None  # a sub-agent's thread (0.171, multi_agent)
     source: Raw = ci.NULL  # 0.96 names a sub-agent's parent only here
 

@@ -106,7 +106,7 @@ from normalize import (
 from normalize.adapters import _codex_items as ci
 from normalize.adapters._limits import OPEN_CALLS, Bounded, Recent
 
-from ._base import BuiltinAdapter
+from ._base import BuiltinAdapter, TextMemo
 from ._codex_rollout_views import (
     Event,
     _any_decoder,
@@ -143,6 +143,10 @@ __all__ = ["CodexRolloutAdapter"]
 
 #: each typed line view's envelope type (its tag)
 _TAGS: dict[type, str] = {cls: cls.__struct_config__.tag for cls in get_args(_TypedLine)}
+#: a release's base instructions, the same at the start of each of its sessions: read
+#: once, given as one str (and, beyond ASCII, encoded once)
+_INSTRUCTIONS = TextMemo()
+
 #: the payload's decoder of each envelope type read as ``_Line`` (payload raw)
 _PAYLOADS: dict[str, msgspec.json.Decoder[Any]] = {
     "session_meta": _meta_decoder,
@@ -470,6 +474,12 @@ class CodexRolloutAdapter(BuiltinAdapter):
     # ------------------------------------------------------------ line types
 
     def _session_meta(self, meta: _Meta) -> list[Item]:
+        base = meta.base_instructions
+        where = "base_instructions.text" if base is not None else "instructions"
+        try:  # before any state changes
+            text = _INSTRUCTIONS.text(base.text if base is not None else meta.instructions)
+        except msgspec.DecodeError as exc:  # said as the payload's decoder says it
+            raise msgspec.DecodeError(f"{exc} - at `$.{where}`") from None
         record = SessionRecord(
             id="",
             agent="",
@@ -483,7 +493,6 @@ class CodexRolloutAdapter(BuiltinAdapter):
         )
         self._cwd = meta.cwd
         out: list[Item] = [SessionCreated(session_id="", record=record)]
-        text = meta.base_instructions.text if meta.base_instructions is not None else meta.instructions
         if text:
             out.append(_instructions(text))
         return out
