@@ -14,9 +14,9 @@ import pytest
 
 from helpers import capture_files, capture_id, companions, convert_records, fixed_clock, protocol_of, records_of
 from normalize import _convert, encode
-from normalize._codec import encode_lines
 from normalize._convert import NormalizedLines
 from normalize._model import Origin
+from normalize._pipeline import encode_lines
 
 CAPTURES = capture_files()
 

@@ -8,7 +8,6 @@ The first line of a stream is a :class:`StreamHeader`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, Union
 
 import msgspec
@@ -131,50 +130,7 @@ def _encode_event(ev: SessionEvent) -> bytes:
     )
 
 
-_encode_into = _encoder.encode_into
 _EVENT_HEAD = b'{"type":"session.event","sessionId":'
-
-
-def encode_lines(events: Iterable[_Core], buf: bytearray | None = None) -> bytearray:
-    """Events as JSON lines, each ending in a newline: :func:`encode` of each, written into one buffer.
-
-    The same bytes as ``b"".join(encode(e) + b"\\n" for e in events)``, without a
-    bytes object per line (msgspec writes each part in place); appended to ``buf``
-    when one is given (and returned), else to a new buffer.
-    """
-    if buf is None:
-        buf = bytearray()
-    into = _encode_into
-    # the line's head up to its event, the same for every event of a session: encoded
-    # once per run of events of one session
-    sid: str | None = None
-    head = b""
-    for ev in events:
-        if type(ev) is SessionEvent:
-            env = ev.event
-            if ev.session_id is not sid:
-                sid = ev.session_id
-                head = _EVENT_HEAD + _encoder.encode(sid) + b',"event":'
-            buf += head
-            wire = _EnvelopeWire(
-                session_id=env.session_id,
-                agent=env.agent,
-                seq=env.seq,
-                ts=env.ts,
-                turn_id=env.turn_id,
-                origin=env.origin,
-                native=env.native,
-                subagent_id=env.subagent_id,
-            )
-            into(wire, buf, len(buf))
-            end = len(buf) - 1  # the envelope's closing brace: the body's fields follow it
-            into(env.body, buf, end)
-            buf[end] = 44  # "," in place of the body's opening brace
-            buf += b"}\n"
-        else:
-            into(ev, buf, len(buf))
-            buf += b"\n"
-    return buf
 
 
 def encode(event: _Core | StreamHeader) -> bytes:

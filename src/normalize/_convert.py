@@ -12,13 +12,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from ._codec import encode, encode_lines
+from ._codec import encode
 from ._connection import Connection
 from ._contract import Adapter, Sample
 from ._errors import DetectionError, NotASession, UnreadableInput, UsageError
 from ._lines import DEFAULT_MAX_LINE, CaptureParser, Message, Record
 from ._model import Error as ErrorBody
 from ._model import Origin, SessionEvent, _Core
+from ._pipeline import batches, encode_lines
 from ._places import is_agent_file
 from ._registry import adapter_class, available, detect_protocol, is_stream_header
 from ._session import Clock, Session
@@ -259,27 +260,10 @@ class NormalizedLines:
     def _batches(self, session: Session | Connection, records: Iterator[Record], batch: int) -> Iterator[list[_Core]]:
         """The events of ``batch`` records at a time (or of :data:`BATCH_BYTES` of input), the
         close's events with the last; :attr:`recognised` is kept up to date."""
-        feed = session.feed
-        out: list[_Core] = []
-        n = size = 0
-        for rec in records:
-            if type(rec) is Message:
-                data = rec.data
-                out += feed(data, rec.from_, t=rec.t)
-                size += len(data)
-            else:
-                out += session.feed_problem(rec.error, t=rec.t)  # type: ignore[union-attr]
-            n += 1
-            if n == batch or size >= BATCH_BYTES:
-                if not self.recognised:
-                    self.recognised = any(map(_recognised, out))
-                yield out
-                out = []
-                n = size = 0
-        out += session.close()
-        if not self.recognised:
-            self.recognised = any(map(_recognised, out))
-        yield out
+        for out in batches(session, records, Message, batch, BATCH_BYTES):
+            if not self.recognised:
+                self.recognised = any(map(_recognised, out))
+            yield out
 
     def _open(self) -> tuple[Session | Connection, Iterator[Record]]:
         """The session (or connection) for the records, and the records from the first."""

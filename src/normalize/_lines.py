@@ -40,6 +40,7 @@ from msgspec import Raw, Struct, field
 
 from ._contract import Direction
 from ._errors import InputError, LineTooLong, MalformedMessage, TruncatedLine
+from ._pipeline import plain_messages, tap_messages
 
 __all__ = [
     "DEFAULT_MAX_LINE",
@@ -258,16 +259,10 @@ class CaptureParser:
             self._doc.add(lines)
             return []
         if self.fmt == "plain" and not last:  # the common case: every line is a message
-            # (a type test: an isinstance that fails costs ten times more, once per line)
-            made = [Message(i[1], "agent", None, i[0]) if type(i) is tuple else i for i in lines]
-            return cast(list[Record], made)  # the rest are LineProblems
+            return plain_messages(lines, Message)  # the rest are LineProblems
         if self.fmt == "tap" and not last:  # the common case of a tap: every line a tap record
-            decode = _tap_decoder.decode
             try:
-                made = [
-                    Message(bytes((tap := decode(i[1])).msg), tap.from_, tap.t, i[0]) if type(i) is tuple else i
-                    for i in lines
-                ]
+                made = tap_messages(lines, Message, _tap_decoder.decode)
             except (msgspec.DecodeError, RecursionError):
                 pass  # a line that is not one: each line read again below, that one for its error
             else:

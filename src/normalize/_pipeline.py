@@ -1,0 +1,110 @@
+"""The loops that run once per native line or per event of a conversion: records into
+a session a batch at a time, and events into JSON lines.
+
+Their own module so that the compiled build compiles them (docs/performance.md, "The
+compiled build"): interpreted, a loop's bytecode costs a few hundred instructions a line
+around the translation it drives.  No msgspec Struct is defined here (the wire structs
+are :mod:`normalize._codec`'s, the records :mod:`normalize._lines`').
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ._codec import _EVENT_HEAD, _encoder, _EnvelopeWire
+from ._model import SessionEvent, _Core
+
+__all__ = ["batches", "encode_lines", "plain_messages", "tap_messages"]
+
+
+def encode_lines(events: Iterable[_Core], buf: bytearray | None = None) -> bytearray:
+    """Events as JSON lines, each ending in a newline: :func:`~normalize.encode` of each,
+    written into one buffer.
+
+    The same bytes as ``b"".join(encode(e) + b"\\n" for e in events)``, without a
+    bytes object per line (msgspec writes each part in place); appended to ``buf``
+    when one is given (and returned), else to a new buffer.
+    """
+    if buf is None:
+        buf = bytearray()
+    into = _encoder.encode_into
+    # the line's head up to its event, the same for every event of a session: encoded
+    # once per run of events of one session
+    sid: str | None = None
+    head = b""
+    for ev in events:
+        if type(ev) is SessionEvent:
+            event: Any = ev
+            env = event.event
+            if event.session_id is not sid:
+                sid = event.session_id
+                head = _EVENT_HEAD + _encoder.encode(sid) + b',"event":'
+            buf += head
+            wire = _EnvelopeWire(
+                session_id=env.session_id,
+                agent=env.agent,
+                seq=env.seq,
+                ts=env.ts,
+                turn_id=env.turn_id,
+                origin=env.origin,
+                native=env.native,
+                subagent_id=env.subagent_id,
+            )
+            into(wire, buf, len(buf))
+            end = len(buf) - 1  # the envelope's closing brace: the body's fields follow it
+            into(env.body, buf, end)
+            buf[end] = 44  # "," in place of the body's opening brace
+            buf += b"}\n"
+        else:
+            into(ev, buf, len(buf))
+            buf += b"\n"
+    return buf
+
+
+def batches(
+    session: Any, records: Iterator[Any], message_type: type, batch: int, batch_bytes: int
+) -> Iterator[list[_Core]]:
+    """The events of ``batch`` records at a time (or of ``batch_bytes`` of input), the
+    close's events with the last.  ``session`` is a Session or a Connection, ``records``
+    :class:`~normalize._lines.Message` (``message_type``) and LineProblem records."""
+    feed = session.feed
+    out: list[_Core] = []
+    n = size = 0
+    rec: Any
+    for rec in records:
+        kind: object = type(rec)  # (compared as an object: the test does not narrow ``rec``)
+        if kind is message_type:
+            data = rec.data
+            out += feed(data, rec.from_, t=rec.t)
+            size += len(data)
+        else:
+            out += session.feed_problem(rec.error, t=rec.t)
+        n += 1
+        if n == batch or size >= batch_bytes:
+            yield out
+            out = []
+            n = size = 0
+    out += session.close()
+    yield out
+
+
+def plain_messages(lines: list[Any], message_type: Any) -> list[Any]:
+    """A plain capture's numbered lines (``(lineno, line)``; a LineProblem as it is) as
+    messages from the agent."""
+    # (a type test: an isinstance that fails costs ten times more, once per line)
+    return [message_type(i[1], "agent", None, i[0]) if type(i) is tuple else i for i in lines]
+
+
+def tap_messages(lines: list[Any], message_type: Any, decode: Any) -> list[Any]:
+    """A tap capture's numbered lines as messages, each decoded by ``decode`` (the tap
+    record's view); ``msgspec.DecodeError`` (or ``RecursionError``) for a line that is
+    not a tap record."""
+    out: list[Any] = []
+    for i in lines:
+        if type(i) is tuple:
+            tap = decode(i[1])
+            out.append(message_type(bytes(tap.msg), tap.from_, tap.t, i[0]))
+        else:
+            out.append(i)
+    return out
