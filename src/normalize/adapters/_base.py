@@ -10,7 +10,7 @@ In the pure-Python build this class adds nothing but the declarations.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 from msgspec import Raw
@@ -62,7 +62,7 @@ def version_tuple(version: str | None) -> tuple[int, ...] | None:
     return tuple(parts) or None
 
 
-_STR: msgspec.json.Decoder[str | None] = msgspec.json.Decoder(str | None)
+_STR: Final[msgspec.json.Decoder[str | None]] = msgspec.json.Decoder(str | None)
 
 
 class TextMemo:

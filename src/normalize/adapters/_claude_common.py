@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Final, Literal, Protocol
 
 import msgspec
 from msgspec import Raw
@@ -115,12 +115,12 @@ __all__ = [
 
 #: The sub-agent tool: ``Agent`` in ``tool_use`` blocks since 2.1.2xx, ``Task`` in
 #: ``init.tools`` and in older builds.
-SUBAGENT_TOOLS = frozenset({"Agent", "Task"})
+SUBAGENT_TOOLS: Final = frozenset({"Agent", "Task"})
 
-_SHELL_TOOLS = frozenset({"Bash", "BashOutput", "KillShell", "KillBash", "PowerShell"})
-_EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+_SHELL_TOOLS: Final = frozenset({"Bash", "BashOutput", "KillShell", "KillBash", "PowerShell"})
+_EDIT_TOOLS: Final = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
 
-_CATEGORIES: dict[str, Category] = {
+_CATEGORIES: Final[dict[str, Category]] = {
     "Bash": "execute",
     "BashOutput": "execute",
     "KillShell": "execute",
@@ -219,7 +219,7 @@ def text_of(content: Raw | None) -> str:
 
 #: a text block Claude Code (2.1.3xx) puts before a sub-agent's report, for the parent model: the
 #: tools the sub-agent used, no part of its answer (stdout's task_notification leaves it out)
-_HARNESS_NOTE = re.compile(r"\s*<tools-used-before-summary>[^<]*</tools-used-before-summary>\s*")
+_HARNESS_NOTE: Final = re.compile(r"\s*<tools-used-before-summary>[^<]*</tools-used-before-summary>\s*")
 
 
 def _answer_of(content: Raw | None) -> str:
@@ -275,7 +275,7 @@ def tool_locations(inp: ToolInput) -> list[Location] | None:
     return [Location(path=path)] if path else None
 
 
-_TODO_STATUS: dict[str, Literal["pending", "in_progress", "completed"]] = {
+_TODO_STATUS: Final[dict[str, Literal["pending", "in_progress", "completed"]]] = {
     "pending": "pending",
     "in_progress": "in_progress",
     "completed": "completed",
@@ -352,7 +352,7 @@ def subagent_started(call_id: str, inp: AgentInput) -> Subagent:
     )
 
 
-_EXIT_CODE = re.compile(r"^(?:Error: )?Exit code (\d+)")
+_EXIT_CODE: Final = re.compile(r"^(?:Error: )?Exit code (\d+)")
 
 
 def _unified_diff(path: str, hunks: list[_Hunk]) -> str:

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from msgspec import Raw
 
@@ -148,15 +148,15 @@ def raw_or_none(value: Raw) -> Raw | None:
     return value if present(value) else None
 
 
-COMMAND_TOOL = "exec_command"
-PATCH_TOOL = "apply_patch"
-IMAGE_TOOL = "view_image"
+COMMAND_TOOL: Final = "exec_command"
+PATCH_TOOL: Final = "apply_patch"
+IMAGE_TOOL: Final = "view_image"
 
 Phase = Literal["started", "updated", "completed", "failed"]
 
 # Every spelling of an item status seen across the surfaces, folded:
 # lower case, no "_" ("inProgress" / "in_progress" -> "inprogress").
-_TERMINAL: dict[str, Literal["completed", "failed"]] = {
+_TERMINAL: Final[dict[str, Literal["completed", "failed"]]] = {
     "completed": "completed",
     "failed": "failed",
     "declined": "failed",

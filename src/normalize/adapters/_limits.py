@@ -27,7 +27,7 @@ from __future__ import annotations
 import gc
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 # from the core's modules, not the package: the Session (``_session.py``) imports this module
 from normalize._contract import Adapter, Emit, Item
@@ -65,7 +65,7 @@ OPEN_ITEMS = 10_000
 SEEN_IDS = 100_000
 #: Text buffered for one message while it streams, in characters: 16 Mi, as the default line
 #: bound, so a message may hold as much as one line can carry.
-BUFFER_TEXT = 16 * 1024 * 1024
+BUFFER_TEXT: Final = 16 * 1024 * 1024
 #: A tool call's input streamed in pieces is re-read whole after each piece, to report it
 #: as it grows; past this many characters that would be quadratic (a large file written by
 #: a tool), so the partial input is no longer reported and the complete call carries it.
@@ -152,7 +152,7 @@ def table(adapter: Adapter, what: str, limit: int) -> Bounded[Any, Any]:
     return made
 
 
-_NO_KEYS: OrderedDict[Any, None] = OrderedDict()  # shared, never written
+_NO_KEYS: Final[OrderedDict[Any, None]] = OrderedDict()  # shared, never written
 
 
 class Recent:
@@ -217,7 +217,7 @@ class _UnmadeRecent(Recent):
 #: The one empty :class:`Recent` an adapter holds in place of a set most sessions never fill
 #: (a connection keeps every session, idle or not, and each set costs its object): read it
 #: like any; add to the one :func:`recent` makes.
-NO_RECENT: Recent = _UnmadeRecent(0)
+NO_RECENT: Final[Recent] = _UnmadeRecent(0)
 
 
 def recent(held: Recent, limit: int | None = None) -> Recent:

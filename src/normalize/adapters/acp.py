@@ -85,7 +85,7 @@ import difflib
 import posixpath
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -245,7 +245,7 @@ def _given(raw: Raw) -> bool:
 # --------------------------------------------------------------------------
 # Mapping tables
 
-_CATEGORY: dict[str, Category] = {
+_CATEGORY: Final[dict[str, Category]] = {
     "read": "read",
     "edit": "edit",
     "delete": "delete",
@@ -260,7 +260,7 @@ _CATEGORY: dict[str, Category] = {
 
 _Stop = Literal["end_turn", "max_tokens", "max_turns", "refusal", "cancelled", "error"]
 
-_STOP_REASON: dict[str, _Stop] = {
+_STOP_REASON: Final[dict[str, _Stop]] = {
     "end_turn": "end_turn",
     "max_tokens": "max_tokens",
     "max_turn_requests": "max_turns",
@@ -268,7 +268,7 @@ _STOP_REASON: dict[str, _Stop] = {
     "cancelled": "cancelled",
 }
 
-_RPC_ERROR_TYPE = {
+_RPC_ERROR_TYPE: Final = {
     -32700: "parse-error",
     -32600: "invalid-request",
     -32601: "method-not-found",
@@ -279,12 +279,12 @@ _RPC_ERROR_TYPE = {
     -32002: "resource-not-found",
 }
 
-_PLAN_STATUS: dict[str, Literal["pending", "in_progress", "completed"]] = {
+_PLAN_STATUS: Final[dict[str, Literal["pending", "in_progress", "completed"]]] = {
     "pending": "pending",
     "in_progress": "in_progress",
     "completed": "completed",
 }
-_COMPACTION_STATUS: dict[str, Literal["in_progress", "completed", "failed", "cancelled"]] = {
+_COMPACTION_STATUS: Final[dict[str, Literal["in_progress", "completed", "failed", "cancelled"]]] = {
     "in_progress": "in_progress",
     "completed": "completed",
     "failed": "failed",
@@ -295,12 +295,12 @@ _COMPACTION_STATUS: dict[str, Literal["in_progress", "completed", "failed", "can
 #: the first version that gives model text an id: codex-acp 1.1.0.  Before it (1.0.0, and every
 #: ``@zed-industries/codex-acp`` 0.x, whose ``agentInfo.name`` is ``codex-acp``) no chunk has an
 #: id, so a chunk without one is the model's text.
-_NOTICE_WITHOUT_ID = {"@agentclientprotocol/codex-acp": (1, 1, 0)}
+_NOTICE_WITHOUT_ID: Final = {"@agentclientprotocol/codex-acp": (1, 1, 0)}
 
 
 #: An agent's word for a diff's change (``_meta.kind``: Gemini CLI says ``modify``) -> the
 #: ``changeKind`` every adapter writes (docs/events.md, "File changes")
-_CHANGE_KINDS = {
+_CHANGE_KINDS: Final = {
     "add": "add",
     "create": "add",
     "update": "update",
@@ -315,12 +315,12 @@ _CHANGE_KINDS = {
 
 #: How a user message an agent injects itself begins: context, not the user's words (Gemini
 #: CLI 0.45.2 replays its ``<session_context>`` on ``session/load``).
-_INJECTED = ("<session_context>",)
+_INJECTED: Final = ("<session_context>",)
 
 #: ACP bridges: packages that run another agent behind ACP, and the agent they run.  Over
 #: them ``agent`` names the agent (the same as over its own protocol), and the record keeps
 #: the package and its version as ``via`` / ``viaVersion`` (docs/events.md, "Identity").
-_BRIDGES = {
+_BRIDGES: Final = {
     "@agentclientprotocol/claude-agent-acp": "claude-code",
     "@zed-industries/claude-code-acp": "claude-code",
     "claude-code-acp": "claude-code",
@@ -334,10 +334,12 @@ _BRIDGES = {
 #: ``BashOutput`` and ``KillShell`` off and serves copies of them (the same inputs) through the
 #: client as its MCP tools ``mcp__acp__<name>``, the name ``_meta.claudeCode.toolName`` gives:
 #: the tool is Claude Code's, named as claude-agent-acp 0.101.0 and stream-json name it.
-_BRIDGE_TOOLS = {f"mcp__acp__{name}": name for name in ("Read", "Write", "Edit", "Bash", "BashOutput", "KillShell")}
+_BRIDGE_TOOLS: Final = {
+    f"mcp__acp__{name}": name for name in ("Read", "Write", "Edit", "Bash", "BashOutput", "KillShell")
+}
 
 #: The ACP session methods that mark a stream as ACP (detection).
-_ACP_METHODS = {
+_ACP_METHODS: Final = {
     "session/new",
     "session/load",
     "session/resume",
@@ -523,8 +525,8 @@ class _Buffer:
 
 
 _Kind = Literal["message", "thought"]
-_NO_DIFFS: dict[str, tuple[str | None, str]] = {}  # shared, never written
-_NO_BUFFERS: dict[_Kind, _Buffer | None] = {"message": None, "thought": None}  # shared, never written
+_NO_DIFFS: Final[dict[str, tuple[str | None, str]]] = {}  # shared, never written
+_NO_BUFFERS: Final[dict[_Kind, _Buffer | None]] = {"message": None, "thought": None}  # shared, never written
 
 
 def _one(value: str | None) -> str | None:
@@ -1646,7 +1648,7 @@ def _choices(f: _SchemaField) -> list[QuestionOption]:
     return [QuestionOption(id=str(v), label=str(v)) for v in src.enum or ()]
 
 
-_REQUESTS: dict[str, _RequestHandler] = {
+_REQUESTS: Final[dict[str, _RequestHandler]] = {
     "initialize": AcpAdapter._req_passthrough,
     "session/new": AcpAdapter._req_new,
     "session/load": AcpAdapter._req_load,
@@ -1666,7 +1668,7 @@ _REQUESTS: dict[str, _RequestHandler] = {
     "terminal/release": AcpAdapter._req_terminal,
 }
 
-_RESPONSES: dict[str, _ResponseHandler] = {
+_RESPONSES: Final[dict[str, _ResponseHandler]] = {
     "initialize": AcpAdapter._res_initialize,
     "session/new": AcpAdapter._res_new,
     "session/load": AcpAdapter._res_load,
@@ -1684,20 +1686,20 @@ _RESPONSES: dict[str, _ResponseHandler] = {
     "terminal/release": AcpAdapter._res_terminal_release,
 }
 
-_NOTIFICATIONS: dict[str, Callable[[AcpAdapter, Raw], list[Item]]] = {
+_NOTIFICATIONS: Final[dict[str, Callable[[AcpAdapter, Raw], list[Item]]]] = {
     "session/update": AcpAdapter._update,
     "session/cancel": AcpAdapter._note_cancel,
     "$/cancel_request": AcpAdapter._cancel_request,
 }
 
 #: The head of a message of a known method: one shared Source each (frozen; the core reads it).
-_SOURCES = {method: Source(method=method) for method in (*_REQUESTS, *_NOTIFICATIONS)}
+_SOURCES: Final = {method: Source(method=method) for method in (*_REQUESTS, *_NOTIFICATIONS)}
 _UPDATE_SOURCE = _SOURCES["session/update"]
 
 _UpdateHandler = Callable[[AcpAdapter, Any], list[Item]]
 
 #: The variants of ``session/update``: each one's decoder (alone) and handler.
-_VARIANTS: dict[str, tuple[msgspec.json.Decoder[Any], _UpdateHandler]] = {
+_VARIANTS: Final[dict[str, tuple[msgspec.json.Decoder[Any], _UpdateHandler]]] = {
     "user_message_chunk": (_CHUNK, AcpAdapter._user_chunk),
     "agent_message_chunk": (_CHUNK, AcpAdapter._agent_chunk),
     "agent_thought_chunk": (_CHUNK, AcpAdapter._thought_chunk),
@@ -1715,13 +1717,13 @@ _VARIANTS: dict[str, tuple[msgspec.json.Decoder[Any], _UpdateHandler]] = {
 }
 
 #: The same, by the class of the one-pass view (``_Update``): the variant's name and handler.
-_UPDATES: dict[type, tuple[str, _UpdateHandler]] = {
+_UPDATES: Final[dict[type, tuple[str, _UpdateHandler]]] = {
     cls: (tag, _VARIANTS[tag][1]) for cls in get_args(_AnyUpdate) if isinstance(tag := cls.__struct_config__.tag, str)
 }
 assert len(_UPDATES) == len(_VARIANTS)  # every variant has its tagged view
 
 #: The variants that are no output of a turn's model: a cancelled turn's late cost may follow them.
-_NO_OUTPUT = frozenset(
+_NO_OUTPUT: Final = frozenset(
     ("usage_update", "available_commands_update", "current_mode_update", "config_option_update", "session_info_update")
 )
 

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import ClassVar, Literal
+from typing import ClassVar, Final, Literal
 
 import msgspec
 from msgspec import Raw
@@ -120,7 +120,7 @@ __all__ = ["AntigravityStreamJsonAdapter"]
 # Tables
 
 #: Tool name -> category.  Tools not listed are "other"; ``browser_*`` too.
-_CATEGORIES: dict[str, Category] = {
+_CATEGORIES: Final[dict[str, Category]] = {
     "view_file": "read",
     "list_dir": "read",
     "grep_search": "search",
@@ -137,23 +137,23 @@ _CATEGORIES: dict[str, Category] = {
 }
 
 #: ``denied_actions[].action`` -> the tools that action names (1.2.x).
-_DENIED_TOOLS: dict[str, tuple[str, ...]] = {
+_DENIED_TOOLS: Final[dict[str, tuple[str, ...]]] = {
     "command": ("run_command",),
     "write_file": ("write_to_file", "replace_file_content", "multi_replace_file_content"),
 }
 
 #: ``result.status`` -> Completion stop reason (``error: "interrupted"`` is checked first).
-_STOP_REASONS: dict[str, Literal["end_turn", "cancelled", "error"]] = {
+_STOP_REASONS: Final[dict[str, Literal["end_turn", "cancelled", "error"]]] = {
     "SUCCESS": "end_turn",
     "CANCELED": "cancelled",
     "INTERRUPTED": "cancelled",
 }
 
 #: A step line that gives no event is kept as it is.
-_STEP_PASSTHROUGH = Passthrough(method="step_update")
+_STEP_PASSTHROUGH: Final = Passthrough(method="step_update")
 
 #: The option id of a soft-denied action's PermissionAuto (agy has no options to name one).
-DENY_OPTION = "deny"
+DENY_OPTION: Final = "deny"
 
 
 def _title(tool: str, p: _Params) -> str:
@@ -180,7 +180,7 @@ def _tokens(u: _Usage) -> Tokens:
     )
 
 
-_ZERO = Tokens(input=0, output=0, total=0, cache_read=0, reasoning=0)
+_ZERO: Final = Tokens(input=0, output=0, total=0, cache_read=0, reasoning=0)
 
 
 def _error_text(err: _ToolError | str | None) -> str | None:
@@ -662,7 +662,7 @@ AntigravityStreamJsonAdapter._STEPS = {
     "unknown": AntigravityStreamJsonAdapter._on_untranslated,
 }
 #: The Source of each handled line (frozen, so one per event name serves every line).
-_SOURCES = {
+_SOURCES: Final = {
     event: Source(method=event)
     for event in (*AntigravityStreamJsonAdapter._AGENT_EVENTS, *AntigravityStreamJsonAdapter._CLIENT_EVENTS)
 }

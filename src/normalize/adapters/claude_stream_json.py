@@ -62,7 +62,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Final, Generic, Literal, TypeVar
 
 import msgspec
 from msgspec import Raw
@@ -216,8 +216,8 @@ class _Method:
 
 #: per line view, the methods seen so far, by subtype; a stream may name any number of
 #: subtypes, so only the first few of each view are kept
-_METHODS: dict[type, dict[str | None, _Method]] = {cls: {} for cls in _TAG}
-_KEPT_METHODS = 64
+_METHODS: Final[dict[type, dict[str | None, _Method]]] = {cls: {} for cls in _TAG}
+_KEPT_METHODS: Final = 64
 
 
 def _method(cls: type, sub: str | None) -> _Method:
@@ -232,7 +232,7 @@ def _method(cls: type, sub: str | None) -> _Method:
 
 
 #: documented line types this adapter reads (used by :meth:`detect`)
-_KNOWN_TYPES = frozenset(
+_KNOWN_TYPES: Final = frozenset(
     {
         "system",
         "assistant",
@@ -349,7 +349,7 @@ def _with_start_input(delta: UsageView, start: UsageView | None) -> UsageView:
     )
 
 
-_SUBAGENT_PHASE: dict[str, Literal["progress", "completed", "failed", "cancelled"]] = {
+_SUBAGENT_PHASE: Final[dict[str, Literal["progress", "completed", "failed", "cancelled"]]] = {
     "pending": "progress",
     "running": "progress",
     "paused": "progress",
@@ -358,24 +358,24 @@ _SUBAGENT_PHASE: dict[str, Literal["progress", "completed", "failed", "cancelled
     "killed": "cancelled",
     "stopped": "cancelled",
 }
-_TASK_KIND: dict[str, Literal["shell", "agent", "workflow", "monitor", "subagent", "collab"]] = {
+_TASK_KIND: Final[dict[str, Literal["shell", "agent", "workflow", "monitor", "subagent", "collab"]]] = {
     "local_bash": "shell",
     "local_workflow": "workflow",
     "in_process_teammate": "collab",
     "monitor": "monitor",
 }
-_HOOK_PHASE: dict[str, Literal["completed", "failed", "cancelled"]] = {
+_HOOK_PHASE: Final[dict[str, Literal["completed", "failed", "cancelled"]]] = {
     "success": "completed",
     "error": "failed",
     "cancelled": "cancelled",
 }
-_STOP_REASONS: dict[str, Literal["max_tokens", "refusal"]] = {"max_tokens": "max_tokens", "refusal": "refusal"}
+_STOP_REASONS: Final[dict[str, Literal["max_tokens", "refusal"]]] = {"max_tokens": "max_tokens", "refusal": "refusal"}
 
-_OPTIONS = [
+_OPTIONS: Final = [
     PermissionOption(id="allow", kind="allow_once", label="Allow"),
     PermissionOption(id="deny", kind="reject_once", label="Deny"),
 ]
-_OPTIONS_WITH_RULES = [
+_OPTIONS_WITH_RULES: Final = [
     PermissionOption(id="allow", kind="allow_once", label="Allow"),
     PermissionOption(id="allow_always", kind="allow_always", label="Allow and apply the suggested rules"),
     PermissionOption(id="deny", kind="reject_once", label="Deny"),

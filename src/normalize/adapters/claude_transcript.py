@@ -97,7 +97,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar, Final, Literal
 
 import msgspec
 from msgspec import Raw, structs
@@ -174,30 +174,30 @@ __all__ = ["ClaudeTranscriptAdapter"]
 # --------------------------------------------------------------------------
 # Tables
 
-_MESSAGE_TYPES = frozenset({"user", "assistant"})
+_MESSAGE_TYPES: Final = frozenset({"user", "assistant"})
 #: how much of a sub-agent file's first line is read to find the session it belongs to
-_OWNER_LINE = 1 << 20
+_OWNER_LINE: Final = 1 << 20
 #: The session is announced at the first conversation line (it has a ``uuid`` and,
 #: in real files, ``version`` and ``cwd``: the third line of a 2.1.332 file), or
 #: after this many lines without one, well within the Session's hold limit
 #: (``normalize.HOLD_LIMIT``), or at close.
-_ANNOUNCE_WITHIN = 8
+_ANNOUNCE_WITHIN: Final = 8
 #: Lines without a ``sessionId`` (``summary``, ``file-history-snapshot``) do not count
 #: towards ``_ANNOUNCE_WITHIN``, but the session is announced before the Session's hold
 #: limit is reached whatever the lines say.
-_HOLD_MARGIN = HOLD_LIMIT - 1
-_INTERRUPTS = frozenset({"[Request interrupted by user]", "[Request interrupted by user for tool use]"})
+_HOLD_MARGIN: Final = HOLD_LIMIT - 1
+_INTERRUPTS: Final = frozenset({"[Request interrupted by user]", "[Request interrupted by user for tool use]"})
 #: stop reasons after which the turn goes on (the model called a tool)
-_CONTINUES = frozenset({"tool_use", "pause_turn"})
+_CONTINUES: Final = frozenset({"tool_use", "pause_turn"})
 #: prompt texts the CLI writes itself (slash commands, their output, caveats)
-_META_PREFIXES = ("<local-command-", "<command-name>", "<command-message>")
+_META_PREFIXES: Final = ("<local-command-", "<command-name>", "<command-message>")
 #: a slash command the user typed (the CLI writes its expansion next, as an ``isMeta`` line)
-_COMMAND_PREFIXES = ("<command-name>", "<command-message>")
-_CLEAR = "<command-name>/clear</command-name>"
+_COMMAND_PREFIXES: Final = ("<command-name>", "<command-message>")
+_CLEAR: Final = "<command-name>/clear</command-name>"
 #: what a local command printed: the CLI's own answer, no model reply follows
-_LOCAL_OUTPUT_PREFIXES = ("<local-command-stdout>", "<local-command-stderr>")
-_TAG = re.compile(r"<(task-id|tool-use-id|status|summary|result)>(.*?)</\1>", re.S)
-_SUBAGENT_PHASES: dict[str, Literal["completed", "failed", "cancelled"]] = {
+_LOCAL_OUTPUT_PREFIXES: Final = ("<local-command-stdout>", "<local-command-stderr>")
+_TAG: Final = re.compile(r"<(task-id|tool-use-id|status|summary|result)>(.*?)</\1>", re.S)
+_SUBAGENT_PHASES: Final[dict[str, Literal["completed", "failed", "cancelled"]]] = {
     "completed": "completed",
     "failed": "failed",
     "killed": "cancelled",

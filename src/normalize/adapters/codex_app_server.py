@@ -41,7 +41,7 @@ Facts (codex-cli 0.169.0 captures unless marked otherwise):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 from msgspec import Raw
@@ -219,7 +219,7 @@ def _split_git_diff(diff: str) -> list[tuple[str, str, str]]:
 
 
 # Approval decisions -> permission option kinds (ACP's vocabulary).
-_DECISION_KIND = {
+_DECISION_KIND: Final = {
     "accept": "allow_once",
     "acceptForSession": "allow_always",
     "acceptWithExecpolicyAmendment": "allow_always",
@@ -227,7 +227,7 @@ _DECISION_KIND = {
     "decline": "reject_once",
     "cancel": "reject_once",
 }
-_DECISION_LABEL = {
+_DECISION_LABEL: Final = {
     "accept": "Allow",
     "acceptForSession": "Allow for this session",
     "acceptWithExecpolicyAmendment": "Always allow this command",
@@ -235,7 +235,7 @@ _DECISION_LABEL = {
     "decline": "Decline",
     "cancel": "Decline and stop the turn",
 }
-_DEFAULT_DECISIONS = ("accept", "acceptForSession", "decline", "cancel")
+_DEFAULT_DECISIONS: Final = ("accept", "acceptForSession", "decline", "cancel")
 
 
 def _option(name: str) -> PermissionOption:
@@ -303,10 +303,10 @@ _ResponseHandler = Callable[["CodexAppServerAdapter", "_Pending", Raw], list[Ite
 _ItemHandler = Callable[["CodexAppServerAdapter", Raw, "_Note | None"], list[Body]]
 
 #: Keep the message as is: one shared value (frozen; the core reads it).
-_PASS = Passthrough()
+_PASS: Final = Passthrough()
 
 _StopReason = Literal["end_turn", "cancelled", "error"]
-_TERMINAL_STATUS: dict[str, tuple[Literal["ok", "interrupt"], _StopReason]] = {
+_TERMINAL_STATUS: Final[dict[str, tuple[Literal["ok", "interrupt"], _StopReason]]] = {
     "completed": ("ok", "end_turn"),
     "interrupted": ("interrupt", "cancelled"),
     # a failed turn did not complete normally: reason "interrupt", stopReason "failed"
@@ -1173,10 +1173,10 @@ class CodexAppServerAdapter(BuiltinAdapter):
 
 #: Open items that are not texts, and whose start is not a ``tool-call`` body: the core
 #: does not know them as calls, and does not settle them.
-_NOT_CALLS = frozenset({"webSearch", "contextCompaction"})
+_NOT_CALLS: Final = frozenset({"webSearch", "contextCompaction"})
 
 
-_MCP_ACTION: dict[str, Literal["added", "removed", "updated", "failed"]] = {
+_MCP_ACTION: Final[dict[str, Literal["added", "removed", "updated", "failed"]]] = {
     "starting": "updated",
     "ready": "added",
     "failed": "failed",
@@ -1185,7 +1185,7 @@ _MCP_ACTION: dict[str, Literal["added", "removed", "updated", "failed"]] = {
 
 A = CodexAppServerAdapter
 
-_ITEM_STARTED: dict[str, _ItemHandler] = {
+_ITEM_STARTED: Final[dict[str, _ItemHandler]] = {
     "commandExecution": A._started_command,
     "fileChange": A._started_file_change,
     "mcpToolCall": A._started_mcp,
@@ -1199,7 +1199,7 @@ _ITEM_STARTED: dict[str, _ItemHandler] = {
     # userMessage, agentMessage, reasoning, plan: nothing to say before the text
 }
 
-_ITEM_COMPLETED: dict[str, _ItemHandler] = {
+_ITEM_COMPLETED: Final[dict[str, _ItemHandler]] = {
     "userMessage": A._completed_user_message,
     "agentMessage": A._completed_agent_message,
     "plan": A._completed_plan,
@@ -1220,7 +1220,7 @@ _ITEM_COMPLETED: dict[str, _ItemHandler] = {
 
 #: Items that are not tool calls, kept open in the adapter (``_open``), by how their turn's
 #: end closes them.
-_ITEM_CLOSE: dict[str, Callable[[CodexAppServerAdapter, str, _Open], list[Body]]] = {
+_ITEM_CLOSE: Final[dict[str, Callable[[CodexAppServerAdapter, str, _Open], list[Body]]]] = {
     "userMessage": A._close_user_message,
     "agentMessage": A._close_text,
     "plan": A._close_text,
@@ -1231,7 +1231,7 @@ _ITEM_CLOSE: dict[str, Callable[[CodexAppServerAdapter, str, _Open], list[Body]]
 
 #: Items that are tool calls (open in the core's table, ``Adapter.calls``, with a ``_Note``),
 #: by how their turn's end closes them.
-_CALL_CLOSE: dict[str, Callable[[CodexAppServerAdapter, str, _Note], list[Body]]] = {
+_CALL_CLOSE: Final[dict[str, Callable[[CodexAppServerAdapter, str, _Note], list[Body]]]] = {
     "commandExecution": A._close_command,
     "fileChange": A._close_file_change,
     "mcpToolCall": A._close_mcp,
@@ -1242,7 +1242,7 @@ _CALL_CLOSE: dict[str, Callable[[CodexAppServerAdapter, str, _Note], list[Body]]
     "subAgentActivity": A._close_named,  # a spawn (``kind: started``): the others start no call
 }
 
-_AGENT_NOTIFICATIONS: dict[str, _Handler] = {
+_AGENT_NOTIFICATIONS: Final[dict[str, _Handler]] = {
     "thread/started": A._on_thread_started,
     "thread/name/updated": A._on_thread_name,
     "thread/compacted": A._on_compacted,
@@ -1274,7 +1274,7 @@ _AGENT_NOTIFICATIONS: dict[str, _Handler] = {
     "serverRequest/resolved": A._on_request_resolved,
 }
 
-_SERVER_REQUESTS: dict[str, Callable[[CodexAppServerAdapter, Raw, int | str], list[Item]]] = {
+_SERVER_REQUESTS: Final[dict[str, Callable[[CodexAppServerAdapter, Raw, int | str], list[Item]]]] = {
     "item/commandExecution/requestApproval": A._on_command_approval,
     "item/fileChange/requestApproval": A._on_file_approval,
     "item/permissions/requestApproval": A._on_permissions_approval,
@@ -1284,7 +1284,7 @@ _SERVER_REQUESTS: dict[str, Callable[[CodexAppServerAdapter, Raw, int | str], li
 }
 
 # The client's answers to the server's requests, by the request's method.
-_CLIENT_RESPONSES: dict[str, _ResponseHandler] = {
+_CLIENT_RESPONSES: Final[dict[str, _ResponseHandler]] = {
     "item/commandExecution/requestApproval": A._on_answer,
     "item/fileChange/requestApproval": A._on_answer,
     "item/permissions/requestApproval": A._on_answer,
@@ -1294,7 +1294,7 @@ _CLIENT_RESPONSES: dict[str, _ResponseHandler] = {
 }
 
 # The server's answers to the client's requests, by the request's method.
-_AGENT_RESPONSES: dict[str, _ResponseHandler] = {
+_AGENT_RESPONSES: Final[dict[str, _ResponseHandler]] = {
     "initialize": A._on_initialize,
     "thread/start": A._on_thread_start,
     "thread/fork": A._on_thread_start,

@@ -42,6 +42,7 @@ rollout adapter's own rules (see ``_Legacy``).  Such a stream has no ``task_comp
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Final
 
 import msgspec
 from msgspec import Raw, structs
@@ -87,14 +88,14 @@ __all__ = ["CodexExecJsonAdapter"]
 
 #: The prefixes of a retry notice (a transient error the turn survives): "Reconnecting...",
 #: spelt "Re-connecting..." up to 0.5x.
-RETRY_PREFIXES = ("Reconnecting...", "Re-connecting...")
+RETRY_PREFIXES: Final = ("Reconnecting...", "Re-connecting...")
 
 
 #: keys of the older shape's config line (codex-cli 0.40)
-CONFIG_KEYS = frozenset({"model", "provider", "workdir", "approval", "sandbox", "reasoning effort"})
+CONFIG_KEYS: Final = frozenset({"model", "provider", "workdir", "approval", "sandbox", "reasoning effort"})
 
 #: Every top-level ``type`` of the stream (for detection).
-LINE_TYPES = frozenset(
+LINE_TYPES: Final = frozenset(
     {
         "thread.started",
         "turn.started",
@@ -111,8 +112,8 @@ LINE_TYPES = frozenset(
 
 _Phase = str  # "started" | "updated" | "completed"
 #: The Source of each line type, made once: a Source is immutable, one serves every line.
-_SOURCES: dict[str | None, Source] = {t: Source(method=t) for t in LINE_TYPES}
-_PHASES: dict[str | None, _Phase] = {
+_SOURCES: Final[dict[str | None, Source]] = {t: Source(method=t) for t in LINE_TYPES}
+_PHASES: Final[dict[str | None, _Phase]] = {
     "item.started": "started",
     "item.updated": "updated",
     "item.completed": "completed",
@@ -353,7 +354,7 @@ class CodexExecJsonAdapter(BuiltinAdapter):
 
 
 #: The events whose rollout items hold a TurnStart (``_task_started``'s).
-_TASK_STARTED = frozenset({"task_started", "turn_started"})
+_TASK_STARTED: Final = frozenset({"task_started", "turn_started"})
 
 
 class _Legacy:
@@ -462,7 +463,7 @@ class _Legacy:
         return out + self.rollout.close()
 
 
-_keys_decoder = msgspec.json.Decoder(dict[str, object])
+_keys_decoder: Final = msgspec.json.Decoder(dict[str, object])
 
 
 def _any_keys(data: bytes) -> set[str]:

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 import msgspec
 from msgspec import Raw, structs
@@ -142,13 +142,13 @@ __all__ = ["CodexRolloutAdapter"]
 
 
 #: each typed line view's envelope type (its tag)
-_TAGS: dict[type, str] = {cls: cls.__struct_config__.tag for cls in get_args(_TypedLine)}
+_TAGS: Final[dict[type, str]] = {cls: cls.__struct_config__.tag for cls in get_args(_TypedLine)}
 #: a release's base instructions, the same at the start of each of its sessions: read
 #: once, given as one str (and, beyond ASCII, encoded once)
-_INSTRUCTIONS = TextMemo()
+_INSTRUCTIONS: Final = TextMemo()
 
 #: the payload's decoder of each envelope type read as ``_Line`` (payload raw)
-_PAYLOADS: dict[str, msgspec.json.Decoder[Any]] = {
+_PAYLOADS: Final[dict[str, msgspec.json.Decoder[Any]]] = {
     "session_meta": _meta_decoder,
     "turn_context": _context_decoder,
     "response_item": _ritem_decoder,
@@ -157,11 +157,11 @@ _PAYLOADS: dict[str, msgspec.json.Decoder[Any]] = {
 }
 
 #: Envelope line types (detection; anything else in an envelope is passed through).
-LINE_TYPES = frozenset(
+LINE_TYPES: Final = frozenset(
     {"session_meta", "turn_context", "response_item", "event_msg", "compacted", "world_state", "token_usage_record"}
 )
 #: Response item types a bare (envelope-less) line may have.
-RESPONSE_ITEM_TYPES = frozenset(
+RESPONSE_ITEM_TYPES: Final = frozenset(
     {
         "message",
         "reasoning",
@@ -178,12 +178,12 @@ RESPONSE_ITEM_TYPES = frozenset(
 )
 
 #: How the user messages Codex injects itself begin (context, not the user's words).
-INJECTED = ("<environment_context>", "<turn_aborted>", "<user_instructions>", "# AGENTS.md instructions")
+INJECTED: Final = ("<environment_context>", "<turn_aborted>", "<user_instructions>", "# AGENTS.md instructions")
 #: the folder an ``<environment_context>`` message names
-_ENV_CWD = re.compile(r"<cwd>([^<\n]+)</cwd>")
+_ENV_CWD: Final = re.compile(r"<cwd>([^<\n]+)</cwd>")
 
 #: Tools that run a shell command.
-SHELL_TOOLS = frozenset({"shell", "exec_command", "container.exec", "local_shell", "shell_command"})
+SHELL_TOOLS: Final = frozenset({"shell", "exec_command", "container.exec", "local_shell", "shell_command"})
 
 
 def _camel(snake: str) -> str:
@@ -224,9 +224,9 @@ def _output_text(output: Raw) -> str | None:
     return None
 
 
-_EXIT_MARKERS = ("Process exited with code ", "Exit code: ")
+_EXIT_MARKERS: Final = ("Process exited with code ", "Exit code: ")
 #: how far into an output its header is looked for: the lines before ``Output:``
-_HEADER_CHARS = 512
+_HEADER_CHARS: Final = 512
 
 
 def _command_result(text: str) -> tuple[str, int | None]:
@@ -1126,7 +1126,7 @@ def _mcp_start(call_id: str, server: str, tool: str, args: Any) -> list[Item]:
     return [Emit(body=started, note=mcp), mcp]
 
 
-_PATCH_HEADERS = {"*** Add File: ": "add", "*** Update File: ": "update", "*** Delete File: ": "delete"}
+_PATCH_HEADERS: Final = {"*** Add File: ": "add", "*** Update File: ": "update", "*** Delete File: ": "delete"}
 
 
 def _patch_changes(patch: str, cwd: str | None) -> list[ci.Change]:
@@ -1145,12 +1145,12 @@ def _patch_changes(patch: str, cwd: str | None) -> list[ci.Change]:
 
 
 #: The collab tools (0.96) whose output says a spawn or a sub-agent's end.
-_COLLAB_OUTPUTS = frozenset({"spawn_agent", "wait"})
+_COLLAB_OUTPUTS: Final = frozenset({"spawn_agent", "wait"})
 
-_PATCH_COMMANDS = ("apply_patch", "applypatch")
-_SHELLS = ("bash", "sh", "zsh")
+_PATCH_COMMANDS: Final = ("apply_patch", "applypatch")
+_SHELLS: Final = ("bash", "sh", "zsh")
 #: ``[cd <dir> &&] apply_patch <<['"]EOF['"]``, the first line of a heredoc invocation
-_HEREDOC = re.compile(
+_HEREDOC: Final = re.compile(
     r"""(?:cd\s+(?P<cd>\S+)\s+&&\s+)?(?:apply_patch|applypatch)\s+<<-?\s*(?P<q>['"]?)(?P<end>\w+)(?P=q)\s*"""
 )
 
@@ -1195,7 +1195,7 @@ def _merged_changes(known: list[ci.Change], told: list[ci.Change]) -> list[ci.Ch
     return merged + list(by_path.values())
 
 
-_CHANGE_KINDS = frozenset({"add", "delete", "update"})
+_CHANGE_KINDS: Final = frozenset({"add", "delete", "update"})
 
 
 def _path_change(raw: Raw) -> _PathChange:

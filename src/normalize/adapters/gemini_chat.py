@@ -43,7 +43,7 @@ in the file, unanswered: its turn ends with the file, ``ok``, as the chat gives 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 import msgspec
 
@@ -88,8 +88,8 @@ __all__ = ["GeminiChatAdapter"]
 
 
 #: frozen: one serves every update line
-_SET_SOURCE = Source(method="$set")
-_KEPT = Passthrough()
+_SET_SOURCE: Final = Source(method="$set")
+_KEPT: Final = Passthrough()
 
 RECORD_TYPES = frozenset({"user", "gemini", "info", "warning", "error"})
 

@@ -40,7 +40,7 @@ Older releases (captures gemini-cli-0.38.2, 0.31.0, 0.25.0, 0.20.0, 0.11.3; adap
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -80,9 +80,9 @@ __all__ = ["GeminiStreamJsonAdapter"]
 
 
 #: frozen and empty: one serves every line
-_IN_TURN = InTurn()
+_IN_TURN: Final = InTurn()
 
-LINE_TYPES = frozenset({"init", "message", "tool_use", "tool_result", "error", "result"})
+LINE_TYPES: Final = frozenset({"init", "message", "tool_use", "tool_result", "error", "result"})
 
 
 def _refused(error: _ErrorInfo) -> bool:

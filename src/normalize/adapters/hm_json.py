@@ -44,7 +44,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 from msgspec import Raw, structs
@@ -134,7 +134,7 @@ from ._limits import (
 __all__ = ["HmJsonAdapter"]
 
 #: Every documented agent line type (events.md and rpc.md).
-LINE_TYPES = frozenset(
+LINE_TYPES: Final = frozenset(
     {
         "session_start",
         "message_start",
@@ -162,11 +162,11 @@ LINE_TYPES = frozenset(
 )
 
 #: The placeholder hm sends for an image to a model without vision (doc: ``warning``).
-_NO_VISION = "[image omitted: model has no vision]"
+_NO_VISION: Final = "[image omitted: model has no vision]"
 
 #: ``approval_needed.category`` -> category: what the mode asks about, which may be more
 #: precise than the tool (a ``shell`` call that deletes, or reaches the network).
-APPROVAL_CATEGORIES: dict[str, Category] = {
+APPROVAL_CATEGORIES: Final[dict[str, Category]] = {
     "read": "read",
     "edit": "edit",
     "delete": "delete",
@@ -178,7 +178,7 @@ APPROVAL_CATEGORIES: dict[str, Category] = {
 }
 
 #: Tool name -> category.  hm's built-in tools as the captures show them; others are "other".
-TOOL_CATEGORIES: dict[str, Category] = {
+TOOL_CATEGORIES: Final[dict[str, Category]] = {
     "shell": "execute",
     "read": "read",
     "edit": "edit",
@@ -194,23 +194,23 @@ TOOL_CATEGORIES: dict[str, Category] = {
 }
 
 #: Tools whose result is a shell command's output.
-SHELL_TOOLS = frozenset({"shell"})
+SHELL_TOOLS: Final = frozenset({"shell"})
 #: The tool that spawns sub-agents.
-AGENT_TOOL = "agent"
+AGENT_TOOL: Final = "agent"
 
 #: The choices of an approval, as ``permission-request`` options.
 ALLOW, ALLOW_SESSION, REJECT = "allow", "allow-session", "reject"
-PERMISSION_OPTIONS = [
+PERMISSION_OPTIONS: Final = [
     PermissionOption(id=ALLOW, kind="allow_once", label="Allow"),
     PermissionOption(id=ALLOW_SESSION, kind="allow_always", label="Allow for this session"),
     PermissionOption(id=REJECT, kind="reject_once", label="Refuse"),
 ]
 
 #: ``turn_end.error`` / ``subagent_end.error`` for an abort.
-ABORTED = "aborted"
+ABORTED: Final = "aborted"
 
 #: The commands whose text is a user message.
-MESSAGE_COMMANDS = frozenset({"prompt", "steer", "follow_up"})
+MESSAGE_COMMANDS: Final = frozenset({"prompt", "steer", "follow_up"})
 
 
 # ------------------------------------------------------------------ state

@@ -21,6 +21,7 @@ Facts (OpenCode 1.18.33, captures in adapters/opencode-json/captures/opencode-1.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 import msgspec
 
@@ -52,9 +53,9 @@ __all__ = ["OpenCodeJsonAdapter"]
 
 
 #: frozen and empty: one serves every line
-_IN_TURN = InTurn()
+_IN_TURN: Final = InTurn()
 
-LINE_TYPES = frozenset({"step_start", "text", "reasoning", "tool_use", "step_finish", "error"})
+LINE_TYPES: Final = frozenset({"step_start", "text", "reasoning", "tool_use", "step_finish", "error"})
 
 
 class OpenCodeJsonAdapter(BuiltinAdapter):
