@@ -191,3 +191,52 @@ def test_a_chunk_after_one_of_long_lines_is_split_the_same() -> None:
     assert sp.feed(b'"a":1}\r\n\n' + long + b"\r\n" + long[:10]) == [(3, b'{"a":1}'), (5, long)]
     assert sp.feed(long[10:] + b"\n") == [(6, long)]
     assert sp.close() == []
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+).map(msgspec.json.encode)
+_times = st.one_of(
+    st.just("2026-11-29T19:05:39.123Z"),
+    st.text(max_size=12),  # escapes, control and non-ASCII characters, quotes
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_times, st.sampled_from(["agent", "client"]), _json_values, st.sampled_from(["exact", "spaced", "reordered"]))
+def test_a_tap_record_gives_the_message_its_decoded_members_give_however_it_is_written(
+    t: str, from_: str, msg: bytes, form: str
+) -> None:
+    """A tap record written exactly as normalize writes it is cut apart where its members
+    begin and end, any other read by decoding it: both give what decoding gives."""
+    head = b'"t":%s,"from":"%s"' % (msgspec.json.encode(t), from_.encode())
+    line = {
+        "exact": b'{%s,"msg":%s}' % (head, msg),
+        "spaced": b'{ %s, "msg": %s }' % (head, msg),
+        "reordered": b'{"msg":%s,%s}' % (msg, head),
+    }[form]
+    first = b'{"t":"2026-11-29T19:05:39.000Z","from":"client","msg":{"id":0}}\n'  # the format is a tap's
+    # read to detect the format (the first line: a tap's begins as normalize writes one), or after
+    for data in (line + b"\n", first + line + b"\n") if form == "exact" else (first + line + b"\n",):
+        got = parse(data)[-1]
+        assert got == Message(msg, from_, t, data.count(b"\n"))  # type: ignore[arg-type]
+
+
+def test_a_tap_record_whose_message_is_not_json_is_reported_by_the_session_and_the_stream_goes_on() -> None:
+    """The message of a record written as normalize writes one is the rest of its line,
+    decoded by the adapter: a message that is not JSON is an error event (with the line's
+    message as written), and the next record is read."""
+    good = b'{"t":"2026-11-29T19:05:39.000Z","from":"agent","msg":%s}\n'
+    said = [msg(normalize.AssistantMessage(message_id=f"m{n}", text=t)) for n, t in enumerate(("before", "after"))]
+    data = good % said[0] + good % b"{not json" + good % said[1]
+    records = parse(data)
+    assert [r.data for r in records if isinstance(r, Message)][1] == b"{not json"
+    session = normalize.Session(ScriptedAdapter(), clock=lambda: 0.0)
+    events = [e for r in records if isinstance(r, Message) for e in session.feed(r.data, r.from_, t=r.t)]
+    events += session.close()
+    bodies = [e.event.body for e in events if isinstance(e, normalize.SessionEvent)]
+    errors = [b for b in bodies if isinstance(b, normalize.Error)]
+    assert len(errors) == 1 and errors[0].error_type == "malformed"
+    assert [b.text for b in bodies if isinstance(b, normalize.AssistantMessage)] == ["before", "after"]

@@ -40,7 +40,7 @@ from msgspec import Raw, Struct, field
 
 from ._contract import Direction
 from ._errors import InputError, LineTooLong, MalformedMessage, TruncatedLine
-from ._pipeline import plain_messages, tap_messages
+from ._pipeline import plain_messages, tap_messages, tap_record
 
 __all__ = [
     "DEFAULT_MAX_LINE",
@@ -294,16 +294,20 @@ class CaptureParser:
             if self.fmt == "plain":
                 out.append(Message(line, "agent", None, lineno))
                 continue
-            try:
-                tap = _tap_decoder.decode(line)
-            except (msgspec.DecodeError, RecursionError) as exc:
-                out.append(
-                    LineProblem(
-                        MalformedMessage(f"line {lineno} is not a tap record: {exc}", kept=_whole(line)), line=lineno
+            record = tap_record(line, lineno, Message)
+            if record is None:
+                try:
+                    tap = _tap_decoder.decode(line)
+                except (msgspec.DecodeError, RecursionError) as exc:
+                    out.append(
+                        LineProblem(
+                            MalformedMessage(f"line {lineno} is not a tap record: {exc}", kept=_whole(line)),
+                            line=lineno,
+                        )
                     )
-                )
-                continue
-            out.append(Message(bytes(tap.msg), tap.from_, tap.t, lineno))
+                    continue
+                record = Message(bytes(tap.msg), tap.from_, tap.t, lineno)
+            out.append(record)
         return out
 
     @staticmethod

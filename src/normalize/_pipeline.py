@@ -10,12 +10,12 @@ are :mod:`normalize._codec`'s, the records :mod:`normalize._lines`').
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Final
 
 from ._codec import _EVENT_HEAD, _encoder, _EnvelopeWire
 from ._model import SessionEvent, _Core
 
-__all__ = ["batches", "encode_lines", "plain_messages", "tap_messages"]
+__all__ = ["batches", "encode_lines", "plain_messages", "tap_messages", "tap_record"]
 
 
 def encode_lines(events: Iterable[_Core], buf: bytearray | None = None) -> bytearray:
@@ -96,15 +96,58 @@ def plain_messages(lines: list[Any], message_type: Any) -> list[Any]:
     return [message_type(i[1], "agent", None, i[0]) if type(i) is tuple else i for i in lines]
 
 
+#: the head of a tap record as normalize writes it (docs/live.md, "The recording"), up to
+#: its time; the rest up to ``msg``'s value, by direction
+_TAP_HEAD: Final = b'{"t":"'
+_TAP_AGENT: Final = b'","from":"agent","msg":'
+_TAP_CLIENT: Final = b'","from":"client","msg":'
+
+
 def tap_messages(lines: list[Any], message_type: Any, decode: Any) -> list[Any]:
-    """A tap capture's numbered lines as messages, each decoded by ``decode`` (the tap
-    record's view); ``msgspec.DecodeError`` (or ``RecursionError``) for a line that is
-    not a tap record."""
+    """A tap capture's numbered lines as messages (:func:`tap_record`, else each decoded by
+    ``decode``, the tap record's view); ``msgspec.DecodeError`` (or ``RecursionError``)
+    for a line that is not a tap record."""
     out: list[Any] = []
     for i in lines:
-        if type(i) is tuple:
-            tap = decode(i[1])
-            out.append(message_type(bytes(tap.msg), tap.from_, tap.t, i[0]))
-        else:
+        if type(i) is not tuple:
             out.append(i)
+            continue
+        made = tap_record(i[1], i[0], message_type)
+        if made is None:
+            tap = decode(i[1])
+            made = message_type(bytes(tap.msg), tap.from_, tap.t, i[0])
+        out.append(made)
     return out
+
+
+def tap_record(line: bytes, lineno: int, message_type: Any) -> Any | None:
+    """The message of a tap record written exactly as normalize writes one, or None.
+
+    ``{"t":"<time>","from":"agent"|"client","msg":<line>}`` (no space, ``msg`` last, a
+    time without escapes) is cut apart where its parts begin and end: ``msg`` is the rest
+    of the line but its closing brace, left to the adapter to decode (every built-in
+    adapter decodes each message whole, and reports one that is not JSON).  Any other
+    line (members in another order, spaced, escaped) is for the caller to decode."""
+    n = len(line)
+    if n < 31 or line[n - 1] != 125 or line[:6] != _TAP_HEAD:  # 125: "}"
+        return None
+    # (slices and comparisons, not bytes methods: compiled, those are calls by name)
+    end = 30 if line[30] == 34 else line.find(b'"', 6)  # 34: '"' after a time of 24 characters
+    if end <= 6:
+        return None
+    if line[end : end + len(_TAP_AGENT)] == _TAP_AGENT:
+        start, from_ = end + len(_TAP_AGENT), "agent"
+    elif line[end : end + len(_TAP_CLIENT)] == _TAP_CLIENT:
+        start, from_ = end + len(_TAP_CLIENT), "client"
+    else:
+        return None
+    if start >= n - 1:
+        return None
+    try:
+        text = line[6:end].decode()
+    except UnicodeDecodeError:
+        return None
+    # the time's string ends at its first quote and holds no escape nor control character
+    if '"' in text or "\\" in text or not text.isprintable():
+        return None
+    return message_type(line[start : n - 1], from_, text, lineno)
