@@ -419,6 +419,8 @@ SUBAGENT_EVENTS = [
     "claude-transcript/captures/claude-code-2.1.332/24-subagent-with-tool",
     "acp/captures/claude-agent-acp-0.101.0/claude-h-subagent.tap.jsonl",
     "codex-app-server/captures/codex-0.171.0/i_collab_agent.tap.jsonl",
+    # a subAgentActivity spawn and end, as 0.171, without the sub-agent's model
+    "codex-app-server/captures/codex-0.155.0/i_collab_agent.tap.jsonl",
     "codex-app-server/captures/codex-0.142.2/i_collab_agent.tap.jsonl",  # the spawn said only at its end
     # a collabAgentToolCall spawn (as 0.96), the thread speaking before it is named
     "codex-app-server/captures/codex-0.131.0/i_collab_agent.tap.jsonl",
@@ -445,7 +447,7 @@ def test_a_sub_agents_calls_are_told_apart_whatever_the_agent(rel: str) -> None:
 #: collabAgentToolCall as in 0.96; 0.96: the spawn is a collabAgentToolCall
 #: (receiverThreadIds), the sub-agent's thread and turns are never started, and its rollout
 #: names the parent only in ``source.subagent.thread_spawn``
-@pytest.mark.parametrize("version", ["0.171.0", "0.142.2", "0.131.0", "0.96.0"])
+@pytest.mark.parametrize("version", ["0.171.0", "0.155.0", "0.142.2", "0.131.0", "0.96.0"])
 def test_a_codex_sub_agent_thread_is_the_same_session_live_and_stored(version: str) -> None:
     live = _facts(f"codex-app-server/captures/codex-{version}/i_collab_agent.tap.jsonl")
     stored = _facts(f"codex-rollout/captures/codex-{version}/app-server-i_collab_agent-2.jsonl")

@@ -48,7 +48,7 @@ from normalize.adapters.codex_app_server import CodexAppServerAdapter
 KIT = ADAPTERS / "codex-app-server" / "captures"
 #: Captures per recorded Codex version (the folder names the version): the versions whose
 #: facts these tests state (0.77, 0.120: tests/test_history.py and the goldens)
-RECORDED = {"codex-0.131.0": 10, "codex-0.142.2": 10, "codex-0.169.0": 7, "codex-0.171.0": 10}
+RECORDED = {"codex-0.131.0": 10, "codex-0.142.2": 10, "codex-0.155.0": 10, "codex-0.169.0": 7, "codex-0.171.0": 10}
 CAPTURES = sorted(c for c in KIT.rglob("*.jsonl") if c.relative_to(KIT).parts[0] in RECORDED)
 VERSION = "0.169.0"  # of the hand-built messages below
 

@@ -23,7 +23,15 @@ from normalize import SessionEvent, encode
 #: app-server has no thread API, 0.29 has none), each with whether its rollout keeps Codex's
 #: message ids (0.169's items do; 0.142's messages are event_msg lines with none: the adapter
 #: numbers them, ``user@N``, ``msg@N``).
-VERSIONS = {"0.169.0": True, "0.142.2": False, "0.131.0": False, "0.96.0": False, "0.55.0": False, "0.29.0": False}
+VERSIONS = {
+    "0.169.0": True,
+    "0.155.0": True,
+    "0.142.2": False,
+    "0.131.0": False,
+    "0.96.0": False,
+    "0.55.0": False,
+    "0.29.0": False,
+}
 #: The versions whose rollouts write no task events (0.96, like 0.77): their turns are
 #: inferred (made by the core, ``native.protocol`` "core") and end without a
 #: ``stopReason``; the live turns are compared with them by their kind and reason.
@@ -33,6 +41,10 @@ INFERRED_TURNS = {"0.96.0", "0.55.0", "0.29.0"}
 NO_THREAD_ID = {"0.29.0": "the older exec shape (config line, prompt line, {id, msg}) has no thread id"}
 #: Runs whose stored side cannot say what the live one does, and why.
 NOT_STORED = {
+    ("0.155.0", "g_resume"): "thread/resume's history has no usage; the rollout keeps the first process's",
+    ("0.155.0", "i_collab_agent"): "live, the sub-agent's thread is on the same stream (its own session; the "
+    "rollout keeps it in its own file) and the spawn is a subAgentActivity item (spawnAgent; stored: the "
+    "spawn_agent call)",
     ("0.142.2", "failed_turn"): "0.142 stores a failed turn's task_complete without its error: it reads completed",
     ("0.142.2", "http_500"): "the same",
     ("0.142.2", "h_api_error"): "the same",
