@@ -16,7 +16,7 @@ from helpers import ADAPTERS, convert_records, records_of
 from normalize import AssistantMessage, EventEnvelope, SessionEvent, SessionInput, Subagent, find_inputs
 
 #: the Claude Code versions recorded both ways by the same runs, and how many cases each shares
-VERSIONS = {"2.1.67": 15, "2.1.142": 15, "2.1.235": 15, "2.1.290": 15, "2.1.332": 26}
+VERSIONS = {"2.1.67": 15, "2.1.142": 15, "2.1.190": 15, "2.1.235": 15, "2.1.290": 15, "2.1.332": 26}
 
 
 def _stream_dir(version: str) -> Path:
@@ -60,6 +60,7 @@ VERSION_EXCEPTIONS: dict[tuple[str, str, str], str] = {
     ("2.1.142", "15-permission-stdio-deny", "refusal-as-output"): "2.1.142's session file does not say the "
     "call was refused (no toolDenialKind, no permissionDecision): the refusal is written as a failed "
     "command's output, as before 2.1; stdout has the control protocol's answer",
+    ("2.1.190", "15-permission-stdio-deny", "refusal-as-output"): "as 2.1.142's above",
 }
 
 
