@@ -435,6 +435,21 @@ def test_an_epoch_number_is_written_as_datetime_writes_it(ms: int) -> None:
     assert ms_time(ms) == _datetime_text(ms // 1000)[:-4] + f"{ms % 1000:03d}Z"
 
 
+@given(
+    st.integers(min_value=-(10**12), max_value=253402300799999 - 10**6),
+    st.lists(st.integers(min_value=-2500, max_value=2500), max_size=20),
+)
+def test_epoch_numbers_close_together_are_each_written_as_datetime_writes_it(start: int, steps: list[int]) -> None:
+    """Consecutive messages' times, most in the same second as the one before, some across
+    its edge or back in time: each as if written alone (the last second's text is kept)."""
+    ms = start
+    for step in [0, *steps]:
+        ms += step
+        assert ms_time(ms) == _datetime_text(ms // 1000)[:-4] + f"{ms % 1000:03d}Z"
+    assert ms_time(99999999999999999) is None  # and the second kept is not one without a date
+    assert ms_time(ms) == _datetime_text(ms // 1000)[:-4] + f"{ms % 1000:03d}Z"
+
+
 def test_an_epoch_number_no_calendar_holds_is_no_time() -> None:
     assert ms_time(99999999999999999) is None and s_time(10**12) is None
     assert s_time(0) == "1970-01-01T00:00:00.000Z"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from datetime import UTC, datetime
+from typing import Final
 
 __all__ = ["ms_time", "s_time"]
 
@@ -25,10 +26,34 @@ def _second(seconds: int) -> str | None:
         return None
 
 
+#: each millisecond's text, and the zone after it (``"042Z"``)
+_MILLIS: Final = tuple(f"{ms:03d}Z" for ms in range(1000))
+
+
+class _Last:
+    """The last second asked for and its text: consecutive messages share their second (a
+    test of one number instead of a call of the memo of 256)."""
+
+    __slots__ = ("seconds", "text")
+
+    def __init__(self) -> None:
+        self.seconds = -(1 << 62)  # no second anyone asks for: _second(-2**62) has no date
+        self.text: str | None = None
+
+
+_LAST: Final = _Last()
+
+
 def ms_time(ms: int) -> str | None:
     """Unix milliseconds as a time, or None when no date holds it."""
-    second = _second(ms // 1000)
-    return None if second is None else f"{second}{ms % 1000:03d}Z"
+    seconds = ms // 1000
+    last = _LAST
+    if seconds == last.seconds:
+        second = last.text
+    else:
+        second = _second(seconds)
+        last.seconds, last.text = seconds, second
+    return None if second is None else second + _MILLIS[ms - seconds * 1000]
 
 
 def s_time(seconds: int) -> str | None:
