@@ -103,31 +103,10 @@ _body_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(AnyBody)
 
 
 def _encode_event(ev: SessionEvent) -> bytes:
-    env = ev.event
-    head = _encoder.encode(
-        _EnvelopeWire(
-            session_id=env.session_id,
-            agent=env.agent,
-            seq=env.seq,
-            ts=env.ts,
-            turn_id=env.turn_id,
-            origin=env.origin,
-            native=env.native,
-            subagent_id=env.subagent_id,
-        )
-    )
-    body = _encoder.encode(env.body)
-    return b"".join(
-        (
-            b'{"type":"session.event","sessionId":',
-            _encoder.encode(ev.session_id),
-            b',"event":',
-            head[:-1],
-            b",",
-            body[1:],
-            b"}",
-        )
-    )
+    # the one writer of an event's line (here: the module of the writer imports this one)
+    from ._pipeline import encode_lines
+
+    return bytes(encode_lines((ev,)))[:-1]
 
 
 _EVENT_HEAD = b'{"type":"session.event","sessionId":'
