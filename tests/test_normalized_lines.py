@@ -127,3 +127,22 @@ def test_a_connection_s_chunk_is_released_once_the_next_is_asked_for() -> None:
     next(chunks)
     with pytest.raises(ValueError, match="released"):
         bytes(first)
+
+
+def test_the_writer_s_envelope_has_the_wire_envelope_s_fields_in_its_order() -> None:
+    """``encode_lines`` makes the envelope by position from the fields of an
+    EventEnvelope: the writer's struct and the documented wire envelope (the JSON
+    schema's) name the same fields in the same order, and an EventEnvelope's fields are
+    in the order the writer reads them."""
+    import msgspec
+
+    from normalize._codec import _EnvelopeOut, _EnvelopeWire
+    from normalize._model import EventEnvelope
+
+    def named(cls: type) -> list[tuple[str, str]]:
+        return [(f.name, f.encode_name) for f in msgspec.structs.fields(cls)]
+
+    assert named(_EnvelopeOut) == named(_EnvelopeWire)
+    assert EventEnvelope.__struct_fields__ == (
+        "session_id", "agent", "seq", "ts", "origin", "native", "body", "turn_id", "subagent_id"
+    )  # fmt: skip

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Union
 
 import msgspec
-from msgspec import Raw, Struct
+from msgspec import UNSET, Raw, Struct, UnsetType
 
 from ._errors import MalformedMessage
 from ._model import (
@@ -60,6 +60,21 @@ class _EnvelopeWire(Struct, frozen=True, kw_only=True, rename="camel", omit_defa
     turn_id: str | None = None
     origin: Origin
     native: Native
+    subagent_id: str | None = None
+
+
+class _EnvelopeOut(Struct, frozen=True, rename="camel", omit_defaults=True):
+    """:class:`_EnvelopeWire` as the writer makes it: positional, in the wire's order (a
+    struct made from keywords matches each name to its field).  ``origin`` and ``native``
+    are always given; their ``UNSET`` default only lets them follow ``turn_id``."""
+
+    session_id: str
+    agent: str
+    seq: int
+    ts: str
+    turn_id: str | None = None
+    origin: Origin | UnsetType = UNSET
+    native: Native | UnsetType = UNSET
     subagent_id: str | None = None
 
 

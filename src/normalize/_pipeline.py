@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-from ._codec import _EVENT_HEAD, _encoder, _EnvelopeWire
+from msgspec.structs import astuple
+
+from ._codec import _EVENT_HEAD, _encoder, _EnvelopeOut
 from ._model import SessionEvent, _Core
 
 __all__ = ["batches", "encode_lines", "plain_messages", "tap_messages", "tap_record"]
@@ -41,19 +43,13 @@ def encode_lines(events: Iterable[_Core], buf: bytearray | None = None) -> bytea
                 sid = event.session_id
                 head = _EVENT_HEAD + _encoder.encode(sid) + b',"event":'
             buf += head
-            wire = _EnvelopeWire(
-                session_id=env.session_id,
-                agent=env.agent,
-                seq=env.seq,
-                ts=env.ts,
-                turn_id=env.turn_id,
-                origin=env.origin,
-                native=env.native,
-                subagent_id=env.subagent_id,
-            )
+            # the envelope's fields in one call (astuple: the struct's field order, below),
+            # the wire's made from them by position
+            f = astuple(env)
+            wire = _EnvelopeOut(f[0], f[1], f[2], f[3], f[7], f[4], f[5], f[8])
             into(wire, buf, len(buf))
             end = len(buf) - 1  # the envelope's closing brace: the body's fields follow it
-            into(env.body, buf, end)
+            into(f[6], buf, end)
             buf[end] = 44  # "," in place of the body's opening brace
             buf += b"}\n"
         else:
