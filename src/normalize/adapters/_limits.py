@@ -104,7 +104,8 @@ class Bounded(OrderedDict[K, V]):
     __slots__ = ("limit", "outbox", "what")
 
     def __init__(self, what: str, limit: int) -> None:
-        super().__init__()
+        # (not OrderedDict.__init__: it only adds what it is given, and a table starts
+        # empty; the call cost more than the rest of making a table, made per request)
         self.what = what
         self.limit = limit
         self.outbox: list[tuple[Bounded[Any, Any], Any]] = []
