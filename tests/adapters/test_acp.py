@@ -84,7 +84,7 @@ def _injected(update: Wire) -> bool:
 
 def _loaded(capture: Path) -> bool:
     """Whether the capture has a ``session/load`` the agent answered with a result after
-    replaying the user's words (Gemini CLI 0.61.0 and 0.51.0 answered their load with an
+    replaying the user's words (Gemini CLI 0.61.0, 0.56.0 and 0.51.0 answered their load with an
     error; 0.45.2 replayed only its injected ``<session_context>``: no history there)."""
     lines = wire(capture)
     ids = {m["id"] for d, m in lines if d == "client" and m.get("method") == "session/load"}
@@ -181,9 +181,10 @@ def test_every_capture_set_is_here() -> None:
         "gemini-cli-0.31.0",
         "gemini-cli-0.45.2",
         "gemini-cli-0.51.0",
+        "gemini-cli-0.56.0",
         "gemini-cli-0.61.0",
     }
-    assert len(CAPTURES) == 133
+    assert len(CAPTURES) == 141
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
