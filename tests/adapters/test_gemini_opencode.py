@@ -261,6 +261,7 @@ def _bodies(capture: Path) -> list[dict[str, Any]]:
     ("version", "reason"),
     [
         ("0.61.0", "Tool execution denied by policy."),  # policy_violation
+        ("0.56.0", "Tool execution denied by policy."),  # policy_violation
         ("0.51.0", "Tool execution denied by policy."),  # policy_violation
         ("0.45.2", "Tool execution denied by policy."),  # policy_violation
         ("0.38.2", "Tool execution denied by policy."),  # policy_violation

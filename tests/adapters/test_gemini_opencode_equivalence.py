@@ -22,8 +22,8 @@ from normalize import SessionCreated, SessionEvent, encode
 GEMINI_LIVE = ADAPTERS / "gemini-stream-json/captures/gemini-cli-0.61.0"
 GEMINI_STORED = ADAPTERS / "gemini-chat/captures/gemini-cli-0.61.0"
 #: Every release whose chats are ``.jsonl`` (0.39 on), and whether its chat keeps the prompt of a
-#: failed request (0.51 and 0.45 do, unanswered; 0.61 withdraws it with a ``$set.messages``).
-GEMINI_JSONL: dict[str, bool] = {"0.61.0": False, "0.51.0": True, "0.45.2": True}
+#: failed request (0.51 and 0.45 do, unanswered; 0.61 and 0.56 withdraw it with a ``$set.messages``).
+GEMINI_JSONL: dict[str, bool] = {"0.61.0": False, "0.56.0": False, "0.51.0": True, "0.45.2": True}
 #: Older releases, and the cases each could not run: their chats are one ``.json`` document each
 #: (before 0.39); 0.11 has no ``--resume``.
 GEMINI_OLD: dict[str, frozenset[str]] = {
