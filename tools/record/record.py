@@ -357,6 +357,10 @@ def run_chains(
         with FakeServer(with_cwd(sc.script(), str(scratch.cwd)), scratch.root / "requests.jsonl", handler) as srv:
             srv.ids.skip(state.get("ids", 0))  # a continued session gets new message ids
             env, argv = setup(sc, scratch, srv.url)
+            if any("{session}" in a for a in argv) and not state.get("session"):
+                log(f"{label} {sc.case}: FAILED (no session to continue); scratch kept in {scratch.root}")
+                scratch = None
+                continue
             argv = [a.replace("{session}", str(state.get("session", ""))) for a in fill(argv, str(scratch.cwd))]
             try:
                 rc, data, tap = run_cli(argv, sc, scratch, env, state)
@@ -775,6 +779,20 @@ def _opencode_storage(scratch: Scratch, dest: Path) -> int:
     return len(sessions)
 
 
+def _opencode_session(scratch: Scratch) -> str | None:
+    """The id of the first session a run stored in this HOME (database, or 1.0 / 1.1 ``storage/``)."""
+    import sqlite3
+
+    data = scratch.home / ".local" / "share" / "opencode"
+    if (data / "opencode.db").exists():
+        with contextlib.closing(sqlite3.connect(f"file:{data / 'opencode.db'}?mode=ro", uri=True)) as db:
+            row = db.execute("select id from session order by time_created, id limit 1").fetchone()
+        return str(row[0]) if row else None
+    stored = [json.loads(f.read_bytes()) for f in data.glob("storage/session/*/*.json")]
+    stored.sort(key=lambda s: (s.get("time", {}).get("created", 0), s.get("id", "")))
+    return str(stored[0]["id"]) if stored else None
+
+
 def record_opencode(binary: Path, out: Output, cases: set[str] | None, log: Callable[[str], None]) -> None:
     version = version_of(binary)
     name = f"opencode-{version}"
@@ -788,6 +806,11 @@ def record_opencode(binary: Path, out: Output, cases: set[str] | None, log: Call
 
     def setup(sc: Scenario, scratch: Scratch, url: str) -> tuple[dict[str, str], list[str]]:
         args = [a for a in sc.args if has_thinking or a != "--thinking"]
+        if any("{session}" in a for a in args):
+            # the session to continue is the one stored by the run before: some releases
+            # (1.15) can exit before printing any line that names it
+            stored = _opencode_session(scratch)
+            args = [a.replace("{session}", stored) if stored else a for a in args]
         return _opencode_home(sc, scratch, url), [str(binary), *args]
 
     def write(sc: Scenario, data: bytes, tap: bool) -> None:
