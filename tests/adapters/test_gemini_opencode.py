@@ -19,7 +19,12 @@ from normalize._convert import detect_file
 from normalize._lines import Message
 
 NEW = ("gemini-stream-json", "gemini-chat", "opencode-json", "opencode-db")
-CAPTURES = [c for c in capture_files() if protocol_of(c) in NEW and "edge-cases" not in c.parts]
+#: (an empty file names no protocol: OpenCode 1.15.4's `run` can exit before printing a line)
+CAPTURES = [
+    c
+    for c in capture_files()
+    if protocol_of(c) in NEW and "edge-cases" not in c.parts and not (c.is_file() and c.stat().st_size == 0)
+]
 ALL_DATABASES = sorted((ADAPTERS / "opencode-db" / "captures").rglob("*.db"))
 DATABASES = sorted((ADAPTERS / "opencode-db" / "captures" / "opencode-1.18.33").glob("*.db"))
 
