@@ -2,8 +2,9 @@
 
 On the wire a ``session.event``'s ``event`` is one flat object, the envelope's
 fields then the body's (``EventEnvelope & NormalizedBody``); in Python the body
-is ``event.body``.  This module is the only place that knows the difference.
-The first line of a stream is a :class:`StreamHeader`.
+is ``event.body``.  This module and the writer of its lines
+(:func:`normalize._pipeline.encode_lines`, compiled in the compiled build) are the only
+places that know the difference.  The first line of a stream is a :class:`StreamHeader`.
 """
 
 from __future__ import annotations

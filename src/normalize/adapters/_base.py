@@ -70,11 +70,12 @@ class TextMemo:
     prompt, written at the start of each of its sessions), each read as one ``str``.
 
     ``text(raw)`` decodes the JSON string (or ``null``) ``raw`` (``msgspec.DecodeError``
-    when it is neither), or gives back the ``str`` it gave for the same bytes before.  The same object
-    again saves decoding it and, for text beyond ASCII, encoding it: the first encode
-    keeps its UTF-8 in the ``str``.  Texts are told apart by their length, then by their
-    bytes; up to ``size`` of them are kept (a folder's sessions come from a few releases),
-    the oldest forgotten first.
+    when it is neither), or gives back the ``str`` it gave for the same bytes before.
+    The same object again saves decoding it and, for text beyond ASCII, encoding it: the
+    first encode keeps its UTF-8 in the ``str``.  Texts are told apart by their length,
+    then by their bytes; up to ``size`` of them are kept (a folder's sessions come from a
+    few releases), the oldest forgotten first.  What it gives depends only on the bytes:
+    sessions (and threads) may share it.
     """
 
     __slots__ = ("_by_length", "_size")
