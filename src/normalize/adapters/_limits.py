@@ -85,6 +85,11 @@ def _python_class(cls: C) -> C:
     return cls
 
 
+#: OrderedDict's own item setter, called as a function: ``super()`` makes an object and looks
+#: the method up at each call, made for every entry a table takes
+_od_setitem: Final = OrderedDict.__setitem__
+
+
 @_python_class
 class Bounded(OrderedDict[K, V]):
     """A dict that keeps at most ``limit`` entries, evicting the oldest inserted.
@@ -115,7 +120,7 @@ class Bounded(OrderedDict[K, V]):
             oldest, _ = self.popitem(last=False)
             if len(self.outbox) < self.limit:
                 self.outbox.append((self, oldest))
-        super().__setitem__(key, value)
+        _od_setitem(self, key, value)
 
     def setdefault(self, key: K, default: V) -> V:
         if key not in self:
