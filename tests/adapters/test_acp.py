@@ -174,6 +174,7 @@ def test_every_capture_set_is_here() -> None:
         "claude-code-acp-0.16.2",
         "codex-acp-0.7.4",
         "codex-acp-1.0.0",
+        "codex-acp-1.3.0",
         "codex-acp-1.6.2",
         "codex-acp-2.1.1",
         "codex-acp-2.6.0",
@@ -184,7 +185,7 @@ def test_every_capture_set_is_here() -> None:
         "gemini-cli-0.56.0",
         "gemini-cli-0.61.0",
     }
-    assert len(CAPTURES) == 141
+    assert len(CAPTURES) == 149
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
