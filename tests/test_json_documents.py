@@ -97,3 +97,22 @@ def test_stats_and_convert_of_a_folder_read_its_json_chats(tmp_path: Path, capsy
         "0123abcd/chats/shell_allowed.normalized.jsonl",
         "0123abcd/chats/two_turns.normalized.jsonl",
     ]
+
+
+def test_a_forced_protocol_takes_no_json_document_its_adapter_does_not_read(tmp_path: Path) -> None:
+    """Claude Code (2.1.20) keeps a ``sessions-index.json`` beside a project's sessions: an
+    index, no session, also when the folder is read with ``--protocol claude-transcript``."""
+    session = ADAPTERS / "claude-transcript/captures/claude-code-2.1.20/28-resume"
+    for f in session.iterdir():
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    assert (tmp_path / "sessions-index.json").is_file()
+    for protocol in (None, "claude-transcript"):
+        found = list(find_inputs([tmp_path], protocol=protocol))
+        assert [(i.main.name, i.protocol) for i in found] == [  # type: ignore[union-attr]
+            ("7c0ef2f4-fab5-4bb6-bc82-99b923cb9b15.jsonl", "claude-transcript")
+        ]
+    chats = tmp_path / "chats"
+    chats.mkdir()
+    (chats / DOCUMENT.name).write_bytes(DOCUMENT.read_bytes())
+    found = list(find_inputs([chats], protocol="gemini-chat"))
+    assert [(i.main, i.protocol) for i in found] == [(chats / DOCUMENT.name, "gemini-chat")]  # type: ignore[union-attr]

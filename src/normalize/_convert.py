@@ -681,6 +681,11 @@ def _find_in_folder(
             if f not in documents or isinstance(found, UnreadableInput):
                 yield found  # (a JSON document no adapter reads, a settings file, is no session: not said)
             continue
+        if protocol is not None and f in documents and _detected(f, None, max_line) != protocol:
+            # a forced protocol is not detected, but a JSON document is a session only when that
+            # protocol's adapter reads it: Claude Code's sessions-index.json beside its sessions
+            # (2.1.20) is an index, no session, whatever protocol is forced
+            continue
         proto = found
         cls = adapter_class(proto)
         if folder.is_companion(f, cls):
