@@ -216,6 +216,7 @@ def test_turn_usage_excludes_subagents_and_session_usage_is_cumulative() -> None
         ("2.0.0", None),
         ("2.0.30", 2),
         ("2.0.76", 2),
+        ("2.1.20", 2),
         ("2.1.67", 2),
         ("2.1.142", 2),
         ("2.1.190", 2),
@@ -253,7 +254,7 @@ def test_api_retries_are_warnings_and_a_failed_call_ends_with_an_api_error(versi
         assert done.result.error is not None and done.result.error.error_type == "api_error"
 
 
-@pytest.mark.parametrize("version", ["2.0.76", "2.1.67"])
+@pytest.mark.parametrize("version", ["2.0.76", "2.1.20", "2.1.67"])
 def test_an_api_error_without_a_terminal_reason_ends_the_turn_with_its_message(version: str) -> None:
     """Before 2.1.142 the retries are not on stdout and the failed call's ``result`` names no
     cause (no ``terminal_reason``, no ``api_error_status``): the turn still ends in error, with
@@ -288,7 +289,7 @@ def test_a_synthetic_api_error_line_without_an_error_field_is_an_error(version: 
     assert [(b.error_type, b.message) for b in _bodies(_events(main), Error)] == [(err.error_type, err.message)]
 
 
-@pytest.mark.parametrize("version", ["2.0.0", "2.0.30", "2.0.76", "2.1.142", "2.1.190", "2.1.235"])
+@pytest.mark.parametrize("version", ["2.0.0", "2.0.30", "2.0.76", "2.1.20", "2.1.142", "2.1.190", "2.1.235"])
 def test_a_streamed_call_counts_the_input_its_message_start_counted(version: str) -> None:
     """A ``message_delta`` whose usage gives only ``output_tokens`` (the API's shape, as the fake
     server sends it) does not say the call read nothing: its input is the ``message_start``'s."""
@@ -306,7 +307,10 @@ def test_refused_command_has_no_command_output() -> None:
 
 @pytest.mark.parametrize(
     "version",
-    ["1.0.60", "1.0.98", "2.0.0", "2.0.30", "2.0.76", "2.1.67", "2.1.142", "2.1.190", "2.1.235", "2.1.290", "2.1.332"],
+    [
+        *("1.0.60", "1.0.98", "2.0.0", "2.0.30", "2.0.76"),
+        *("2.1.20", "2.1.67", "2.1.142", "2.1.190", "2.1.235", "2.1.290", "2.1.332"),
+    ],
 )
 @pytest.mark.parametrize("case", ["15-permission-stdio-deny", "16-permission-stdio-allow"])
 def test_a_permission_request_names_its_call_and_a_denied_call_did_not_run(version: str, case: str) -> None:

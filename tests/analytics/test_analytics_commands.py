@@ -124,9 +124,16 @@ def _native_session_id(protocol: str, capture: Path) -> str | None:
 
 #: versions left out here: their live stream and stored file give different figures by the
 #: agent's own account (before 2.1, stream-json's ``result`` counts the last call only, or
-#: warm-up requests), or the live stream names no session to pair (the older exec shape of
-#: Codex 0.20-0.40 has no thread id)
-OWN_FIGURES_DIFFER = ("claude-code-1.", "claude-code-2.0.", "codex-0.20.", "codex-0.29.", "codex-0.40.")
+#: warm-up requests; 2.1.20's session file keeps only each message's start usage), or the live
+#: stream names no session to pair (the older exec shape of Codex 0.20-0.40 has no thread id)
+OWN_FIGURES_DIFFER = (
+    "claude-code-1.",
+    "claude-code-2.0.",
+    "claude-code-2.1.20",
+    "codex-0.20.",
+    "codex-0.29.",
+    "codex-0.40.",
+)
 #: single runs left out so, (version folder, case): 2.1.67's stream-json totals leave out the
 #: reply asked again without streaming after a cut stream, which its session file counts;
 #: 2.1.290's leave out the reply cut by an interrupt, whose call its session file counts
