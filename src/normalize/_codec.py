@@ -119,10 +119,10 @@ _body_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(AnyBody)
 
 
 def _encode_event(ev: SessionEvent) -> bytes:
-    # the one writer of an event's line (here: the module of the writer imports this one)
-    from ._pipeline import encode_lines
-
-    return bytes(encode_lines((ev,)))[:-1]
+    # the one writer of an event's line, _pipeline.encode_lines (bound below: it imports this module)
+    buf = _encode_lines((ev,))
+    del buf[-1]  # its newline
+    return bytes(buf)
 
 
 _EVENT_HEAD = b'{"type":"session.event","sessionId":'
@@ -205,3 +205,7 @@ def to_builtins(obj: Any) -> Any:
     if isinstance(obj, _Core | StreamHeader):
         return msgspec.json.decode(encode(obj))
     return msgspec.json.decode(_encoder.encode(obj))
+
+
+# the writer of the lines (_pipeline imports the wire structs above; compiled, in that build)
+from ._pipeline import encode_lines as _encode_lines  # noqa: E402
