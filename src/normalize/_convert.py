@@ -676,15 +676,15 @@ def _find_in_folder(
         if f in taken:
             continue
         if found is None:
-            found = _detected(f, protocol, max_line)
+            # a forced protocol is not detected, but a JSON document is a session only when that
+            # protocol's adapter reads it: Claude Code's sessions-index.json beside its sessions
+            # (2.1.20) is an index, no session, whatever protocol is forced
+            found = _detected(f, None if f in documents else protocol, max_line)
         if isinstance(found, DetectionError):
             if f not in documents or isinstance(found, UnreadableInput):
                 yield found  # (a JSON document no adapter reads, a settings file, is no session: not said)
             continue
-        if protocol is not None and f in documents and _detected(f, None, max_line) != protocol:
-            # a forced protocol is not detected, but a JSON document is a session only when that
-            # protocol's adapter reads it: Claude Code's sessions-index.json beside its sessions
-            # (2.1.20) is an index, no session, whatever protocol is forced
+        if protocol is not None and found != protocol:  # (a document detected as another protocol)
             continue
         proto = found
         cls = adapter_class(proto)
