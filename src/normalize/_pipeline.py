@@ -31,12 +31,17 @@ def encode_lines(events: Iterable[_Core], buf: bytearray | None = None) -> bytea
     if buf is None:
         buf = bytearray()
     into = _encoder.encode_into
+    # (the names read per event bound here: compiled, a module's global, and any name it
+    # imports, is a dictionary lookup at each use)
+    event_type: Any = SessionEvent
+    out_type: Any = _EnvelopeOut
+    fields = astuple
     # the line's head up to its event, the same for every event of a session: encoded
     # once per run of events of one session
     sid: str | None = None
     head = b""
     for ev in events:
-        if type(ev) is SessionEvent:
+        if type(ev) is event_type:
             event: Any = ev
             env = event.event
             if event.session_id is not sid:
@@ -45,8 +50,8 @@ def encode_lines(events: Iterable[_Core], buf: bytearray | None = None) -> bytea
             buf += head
             # the envelope's fields in one call (astuple: the struct's field order, below),
             # the wire's made from them by position
-            f = astuple(env)
-            wire = _EnvelopeOut(f[0], f[1], f[2], f[3], f[7], f[4], f[5], f[8])
+            f: tuple[Any, ...] = fields(env)
+            wire = out_type(f[0], f[1], f[2], f[3], f[7], f[4], f[5], f[8])
             into(wire, buf, len(buf))
             end = len(buf) - 1  # the envelope's closing brace: the body's fields follow it
             into(f[6], buf, end)

@@ -165,12 +165,18 @@ def _is_json(message: bytes) -> bool:
     return True
 
 
-try:  # the compiled build's scan (src/normalize/_scan.c): the same answer as decoding, sooner
-    from ._scan import first_invalid as _scan_utf8
-except ImportError:  # the pure-Python build: a line not all ASCII is decoded
-    _first_invalid: Callable[[bytes], int] | None = None
-else:
-    _first_invalid = _scan_utf8
+def _utf8_scan() -> Callable[[bytes], int] | None:
+    """The compiled build's scan (src/normalize/_scan.c): the same answer as decoding,
+    sooner; None in the pure-Python build, where a line not all ASCII is decoded."""
+    try:
+        from ._scan import first_invalid
+    except ImportError:
+        return None
+    return first_invalid
+
+
+#: (Final: compiled, read per line from a C global, not the module's dictionary)
+_first_invalid: Final = _utf8_scan()
 
 
 def _utf8_error(message: bytes) -> MalformedMessage | None:

@@ -412,13 +412,20 @@ def _images(blocks: Sequence[_Block]) -> list[Image] | None:
 def _one_pass_view(message: bytes) -> _UpdateRpc | None:
     """A ``session/update`` notification written with the head every agent seen writes,
     decoded whole in one pass; None for any other line, or one that view does not take."""
-    if not message.startswith(_UPDATE_HEAD_BYTES):
+    if not message.startswith(_UPDATE_PREFIX):
         return None
     try:
-        update = _UPDATE_RPC.decode(message)
+        update = _UPDATE_DECODE(message)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    return update if update.method == "session/update" and update.id is UNSET else None
+    return update if update.method == "session/update" and update.id is _UNSET else None
+
+
+# (the names read per line as Final aliases: compiled, a name the module imports is read
+# from its dictionary at each use, a Final one from a C global)
+_UPDATE_PREFIX: Final = _UPDATE_HEAD_BYTES
+_UPDATE_DECODE: Final = _UPDATE_RPC.decode
+_UNSET: Final = UNSET
 
 
 def _unified(path: str, old: str | None, new: str) -> str:
@@ -1565,10 +1572,11 @@ class AcpAdapter(BuiltinAdapter):
         return [Passthrough(method="session/update")]
 
     def _commands(self, view: _CommandsUpdate) -> list[Item]:
+        entry = CommandEntry  # (a local: read once, not per command)
         return [
             CommandsUpdate(
                 commands=[
-                    CommandEntry(
+                    entry(
                         name=c.name, description=c.description or None, argument_hint=c.input.hint if c.input else None
                     )
                     for c in view.available_commands
