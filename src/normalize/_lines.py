@@ -144,8 +144,7 @@ class LineSplitter:
                 lines = bytes(data).split(b"\n")
             self._long = len(data) >= _LONG * len(lines)
             if buf:  # the start of the first line came with an earlier chunk
-                buf += lines[0]
-                lines[0] = bytes(buf)
+                lines[0] = b"".join((buf, lines[0]))  # (one copy of each part)
                 buf.clear()
             buf += lines.pop()
             if self._discarding and lines:  # the end of a line already reported as too long
