@@ -145,6 +145,11 @@ class Connection:
         if routing is None:
             raise UsageError(f"{type(adapter).__name__} does not route sessions (no routing)")
         self._routing: Routing = routing
+        # (the routing's members read per message, kept here: compiled, an attribute of this
+        # class is read from its struct, one of a msgspec Struct by a generic lookup)
+        self._key_name = routing.key
+        self._opened_by: dict[str, tuple[str, ...]] = routing.opened_by
+        self._named_in: dict[str, tuple[str, ...]] = routing.named_in
         self._factory = factory
         self._opts = (origin, clock, strict)
         self._decoder = _view(routing.key)
@@ -214,8 +219,8 @@ class Connection:
                 view = self._decoder.decode(message)
             except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
                 return self._last.feed(message, from_, t=t)  # the Session reports it
-            method, rid = view.method, view.id
-            key = getattr(view.params, self._routing.key) if view.params is not None else None
+            method, rid, params = view.method, view.id, view.params
+            key = getattr(params, self._key_name) if params is not None else None
         out: list[_Core] = []
         target = self._route(method, rid, key, message, from_, out)
         marks = self._spawn_marks.get(method) if method is not None else None
@@ -247,7 +252,7 @@ class Connection:
         if len(self.sessions) != 1 or self._in_handshake or self._opening or id(first) not in self._bound:
             return None
         key = self._bound[id(first)]
-        self._named = b'"' + self._routing.key.encode() + b'":"' + key.encode() + b'"'
+        self._named = b'"' + self._key_name.encode() + b'":"' + key.encode() + b'"'
         return first
 
     def _stays_with_only(self, message: bytes, from_: Direction) -> bool:
@@ -287,7 +292,6 @@ class Connection:
         out: list[_Core],
     ) -> Session:
         """The Session of a message: its method, id and the session its params name (``key``)."""
-        routing = self._routing
         if method is None:
             if rid is None:
                 return self._last
@@ -296,7 +300,7 @@ class Connection:
             if sent is None:  # unrecorded: sent while the first session was the only one
                 return self.sessions[0]
             session, req_method = sent
-            path = routing.opened_by.get(req_method)
+            path = self._opened_by.get(req_method)
             if path is not None:
                 self._opening.pop(id(session), None)
                 self._changed = True
@@ -304,8 +308,10 @@ class Connection:
                 if key is not None and key not in self._by_key:
                     self._bind(session, key)  # also when named early by another member: both name it
             return session
-        if key is None and method in routing.named_in:
-            key = _at(message, ("params", *routing.named_in[method]))
+        if key is None:
+            named = self._named_in.get(method)
+            if named is not None:
+                key = _at(message, ("params", *named))
         if key is not None:
             if self._in_handshake:
                 self._in_handshake = False
@@ -322,7 +328,7 @@ class Connection:
                 else:
                     session = opening[-1]
                 self._bind(session, key)
-        elif method in routing.opened_by:
+        elif method in self._opened_by:
             if self._in_handshake:
                 self._in_handshake = False
                 self._changed = True
