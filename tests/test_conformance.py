@@ -426,6 +426,7 @@ SUBAGENT_EVENTS = [
     "codex-app-server/captures/codex-0.131.0/i_collab_agent.tap.jsonl",
     # the older collab tools: the spawn a collabAgentToolCall, the thread never started
     "codex-app-server/captures/codex-0.96.0/i_collab_agent.tap.jsonl",
+    "codex-app-server/captures/codex-0.87.0/i_collab_agent.tap.jsonl",  # as 0.96
 ]
 
 
@@ -446,7 +447,7 @@ def test_a_sub_agents_calls_are_told_apart_whatever_the_agent(rel: str) -> None:
 #: 0.142: the thread speaks before its spawn is said; 0.131: the same, the spawn a
 #: collabAgentToolCall as in 0.96; 0.96: the spawn is a collabAgentToolCall
 #: (receiverThreadIds), the sub-agent's thread and turns are never started, and its rollout
-#: names the parent only in ``source.subagent.thread_spawn``
+#: names the parent only in ``source.subagent.thread_spawn`` (0.87's names it nowhere: below)
 @pytest.mark.parametrize("version", ["0.171.0", "0.155.0", "0.142.2", "0.131.0", "0.96.0"])
 def test_a_codex_sub_agent_thread_is_the_same_session_live_and_stored(version: str) -> None:
     live = _facts(f"codex-app-server/captures/codex-{version}/i_collab_agent.tap.jsonl")
@@ -459,6 +460,20 @@ def test_a_codex_sub_agent_thread_is_the_same_session_live_and_stored(version: s
     for facts in (live, stored):
         own = [e for e in facts.envelopes if e.session_id == child.id]
         assert own and all(e.turn_id is not None for e in own if isinstance(e.body, ToolCall))
+
+
+def test_a_codex_0_87_sub_agent_rollout_is_the_same_session_but_names_no_parent() -> None:
+    """0.87 writes a sub-agent thread's rollout as any thread's (``source: "vscode"``, no
+    ``parent_thread_id``, no ``thread_spawn``): read alone it is the live sub-agent's session
+    (the same id), unlinked; its parent's rollout names it in the ``spawn_agent`` output."""
+    live = _facts("codex-app-server/captures/codex-0.87.0/i_collab_agent.tap.jsonl")
+    stored = _facts("codex-rollout/captures/codex-0.87.0/app-server-i_collab_agent-2.jsonl")
+    parent = _facts("codex-rollout/captures/codex-0.87.0/app-server-i_collab_agent.jsonl")
+    (child,) = [r for r in live.records.values() if r.parent_id is not None]
+    (alone,) = stored.records.values()
+    assert alone.id == child.id and alone.parent_id is None
+    spawned = {b.subagent_id for b in parent.bodies(Subagent) if isinstance(b, Subagent) and b.phase == "started"}
+    assert spawned == {alone.native_session_id}
 
 
 def test_every_phase_of_a_call_names_its_tool_category_and_sub_agent_whatever_the_agent() -> None:

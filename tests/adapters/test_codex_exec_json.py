@@ -18,6 +18,7 @@ from normalize.adapters.codex_exec_json import CodexExecJsonAdapter
 #: tests/test_history.py and the goldens)
 VERSIONS = (
     "codex-0.55.0",
+    "codex-0.87.0",
     "codex-0.96.0",
     "codex-0.131.0",
     "codex-0.142.2",
