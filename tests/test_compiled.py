@@ -90,18 +90,20 @@ def test_version_says_which_build_runs(capsys: pytest.CaptureFixture[str]) -> No
 
 def test_the_scans_are_in_the_compiled_build_only() -> None:
     """Built with the mypyc modules (hatch_build.py), used by the Session and the reader when present."""
-    from normalize import _lines, _session
+    from normalize import _lines, _pipeline, _session
 
     try:
-        from normalize._scan import first_invalid, split_lines
+        from normalize._scan import first_invalid, split_lines, tap_split
     except ImportError:
         assert not COMPILED_BUILD
         assert _session._first_invalid is None
         assert _lines._split_lines is None
+        assert _pipeline._TAP_SPLIT is None
     else:
         assert COMPILED_BUILD
         assert _session._first_invalid is first_invalid
         assert _lines._split_lines is split_lines
+        assert _pipeline._TAP_SPLIT is tap_split
 
 
 def _decoder_start(data: bytes) -> int:
@@ -187,3 +189,44 @@ def test_the_line_split_takes_buffers_only() -> None:
     assert split_lines(b"") == [b""]
     with pytest.raises(TypeError, match="bytes-like object"):
         split_lines("a\nb")  # type: ignore[arg-type]
+
+
+# the tap record's parts: a time as normalize writes it, others of every length around the
+# 24 characters the cut looks at first (quotes, escapes, control and non-ASCII characters)
+_tap_times = st.one_of(st.just("2026-11-29T19:05:39.123Z"), st.text(max_size=30))
+_tap_messages = st.one_of(
+    st.just(b'{"jsonrpc":"2.0","method":"session/update","params":{}}'),
+    st.binary(max_size=12),  # not JSON, or nothing: the adapter's to report
+)
+
+
+@pytest.mark.skipif(not COMPILED_BUILD, reason="the pure-Python build has no C module (scripts/test-compiled)")
+@given(_tap_times, st.sampled_from([b"agent", b"client", b"Agent", b"user"]), _tap_messages, st.integers(0, 3))
+def test_the_tap_cut_takes_what_the_python_cut_takes_and_gives_the_same(
+    t: str, from_: bytes, msg: bytes, cut: int
+) -> None:
+    """The C cut gives what tap_cut (the Python rules) gives, or None and leaves the line to
+    it: only for a time of other characters than printable ASCII."""
+    from normalize._lines import Message
+    from normalize._pipeline import tap_cut, tap_record
+    from normalize._scan import tap_split
+
+    line = b'{"t":' + msgspec.json.encode(t) + b',"from":"' + from_ + b'","msg":' + msg + b"}"
+    line = line[: len(line) - cut]  # and cut short by up to 3 bytes
+    python = tap_cut(line, 7, Message)
+    got = tap_split(line)
+    if got is not None:
+        assert python == Message(got[2], got[1], got[0], 7)  # type: ignore[arg-type]
+    elif python is not None:
+        assert not all(" " <= c <= "~" for c in python.t)  # left to the Python rules
+    assert tap_record(line, 7, Message) == python
+
+
+@pytest.mark.skipif(not COMPILED_BUILD, reason="the pure-Python build has no C module (scripts/test-compiled)")
+def test_the_tap_cut_takes_bytes_only() -> None:
+    from normalize._scan import tap_split
+
+    line = b'{"t":"2026-11-29T19:05:39.123Z","from":"agent","msg":{}}'
+    assert tap_split(line) == ("2026-11-29T19:05:39.123Z", "agent", b"{}")
+    with pytest.raises(TypeError, match="takes bytes, not bytearray"):
+        tap_split(bytearray(line))  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ are :mod:`normalize._codec`'s, the records :mod:`normalize._lines`').
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 from msgspec.structs import astuple
@@ -17,7 +17,7 @@ from msgspec.structs import astuple
 from ._codec import _EVENT_HEAD, _encoder, _EnvelopeOut
 from ._model import SessionEvent, _Core
 
-__all__ = ["batches", "encode_lines", "plain_messages", "tap_messages", "tap_record"]
+__all__ = ["batches", "encode_lines", "plain_messages", "tap_cut", "tap_messages", "tap_record"]
 
 
 def encode_lines(events: Iterable[_Core], buf: bytearray | None = None) -> bytearray:
@@ -97,6 +97,19 @@ def plain_messages(lines: list[Any], message_type: Any) -> list[Any]:
     return [message_type(i[1], "agent", None, i[0]) if type(i) is tuple else i for i in lines]
 
 
+def _tap_scan() -> Callable[[bytes], tuple[str, str, bytes] | None] | None:
+    """The compiled build's cut of a tap record (src/normalize/_scan.c): what
+    :func:`tap_record` gives of a line whose time is printable ASCII, in one call; None in
+    the pure-Python build."""
+    try:
+        from ._scan import tap_split
+    except ImportError:
+        return None
+    return tap_split
+
+
+_TAP_SPLIT: Final = _tap_scan()
+
 #: the head of a tap record as normalize writes it (docs/live.md, "The recording"), up to
 #: its time; the rest up to ``msg``'s value, by direction
 _TAP_HEAD: Final = b'{"t":"'
@@ -129,6 +142,18 @@ def tap_record(line: bytes, lineno: int, message_type: Any) -> Any | None:
     of the line but its closing brace, left to the adapter to decode (every built-in
     adapter decodes each message whole, and reports one that is not JSON).  Any other
     line (members in another order, spaced, escaped) is for the caller to decode."""
+    split = _TAP_SPLIT
+    if split is not None:
+        cut = split(line)
+        if cut is not None:
+            return message_type(cut[2], cut[1], cut[0], lineno)
+        # else not such a record, or one whose time is not printable ASCII: read below
+    return tap_cut(line, lineno, message_type)
+
+
+def tap_cut(line: bytes, lineno: int, message_type: Any) -> Any | None:
+    """:func:`tap_record` in Python (the pure-Python build's, and the compiled build's for
+    a line its C cut does not take)."""
     n = len(line)
     if n < 31 or line[n - 1] != 125 or line[:6] != _TAP_HEAD:  # 125: "}"
         return None

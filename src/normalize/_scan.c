@@ -1,8 +1,9 @@
 /*
  * normalize._scan: the compiled build's scans of bytes (docs/performance.md, "The
- * compiled build"): the UTF-8 check of each native line, and the split of what is read
- * into lines.  The pure-Python build (and any build without this module) does both with
- * Python's own methods, with the same results.
+ * compiled build"): the UTF-8 check of each native line, the split of what is read
+ * into lines, and the cut of a tap record into its members.  The pure-Python build (and
+ * any build without this module) does all three with Python's own methods, with the same
+ * results.
  *
  * The UTF-8 check.  Session.feed checks that every native line is UTF-8 before an
  * adapter sees it: the adapters' views skip most of a line's strings, and the line is
@@ -142,6 +143,89 @@ scan_split_lines(PyObject *module, PyObject *data)
     return out;
 }
 
+/* A tap record written exactly as normalize writes one (normalize._pipeline.tap_record,
+   whose rules these are): {"t":"<time>","from":"agent"|"client","msg":<message>}, cut
+   apart where its members begin and end.  (time, direction, message), or None for any
+   other line, and for a time of any character but printable ASCII (0x20..0x7E, no quote,
+   no backslash): those are left to tap_record's own reading, which says the same of
+   every line this takes. */
+static PyObject *agent_str, *client_str;
+
+static PyObject *
+scan_tap_split(PyObject *module, PyObject *data)
+{
+    (void)module;
+    if (!PyBytes_Check(data)) {
+        PyErr_Format(PyExc_TypeError, "tap_split() takes bytes, not %.200s", Py_TYPE(data)->tp_name);
+        return NULL;
+    }
+    static const char head[] = "{\"t\":\"";
+    static const char agent[] = "\",\"from\":\"agent\",\"msg\":";
+    static const char client[] = "\",\"from\":\"client\",\"msg\":";
+    const char *s = PyBytes_AS_STRING(data);
+    Py_ssize_t n = PyBytes_GET_SIZE(data);
+    if (n < 31 || s[n - 1] != '}' || memcmp(s, head, 6) != 0) {
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t end;
+    if (s[30] == '"') {
+        end = 30; /* the time of 24 characters normalize writes */
+    }
+    else {
+        const char *q = memchr(s + 6, '"', (size_t)(n - 6));
+        if (q == NULL) {
+            Py_RETURN_NONE;
+        }
+        end = q - s;
+    }
+    if (end <= 6) {
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t start;
+    PyObject *from;
+    if (n - end >= (Py_ssize_t)(sizeof agent - 1) && memcmp(s + end, agent, sizeof agent - 1) == 0) {
+        start = end + (Py_ssize_t)(sizeof agent - 1);
+        from = agent_str;
+    }
+    else if (n - end >= (Py_ssize_t)(sizeof client - 1) && memcmp(s + end, client, sizeof client - 1) == 0) {
+        start = end + (Py_ssize_t)(sizeof client - 1);
+        from = client_str;
+    }
+    else {
+        Py_RETURN_NONE;
+    }
+    if (start >= n - 1) {
+        Py_RETURN_NONE;
+    }
+    for (Py_ssize_t i = 6; i < end; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c > 0x7E || c == '"' || c == '\\') {
+            Py_RETURN_NONE;
+        }
+    }
+    PyObject *t = PyUnicode_FromStringAndSize(s + 6, end - 6);
+    if (t == NULL) {
+        return NULL;
+    }
+    PyObject *msg = PyBytes_FromStringAndSize(s + start, n - 1 - start);
+    if (msg == NULL) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    Py_INCREF(from);
+    PyObject *out = PyTuple_New(3);
+    if (out == NULL) {
+        Py_DECREF(t);
+        Py_DECREF(msg);
+        Py_DECREF(from);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, t);
+    PyTuple_SET_ITEM(out, 1, from);
+    PyTuple_SET_ITEM(out, 2, msg);
+    return out;
+}
+
 static PyMethodDef scan_methods[] = {
     {"first_invalid", scan_first_invalid, METH_O,
      "first_invalid(data, /)\n--\n\n"
@@ -151,6 +235,10 @@ static PyMethodDef scan_methods[] = {
      "split_lines(data, /)\n--\n\n"
      "data.split(b'\\n'): the lines of data, and what follows its last newline (b'' when\n"
      "data ends with one).  data is bytes or any other buffer."},
+    {"tap_split", scan_tap_split, METH_O,
+     "tap_split(line, /)\n--\n\n"
+     "(time, direction, message) of a tap record written exactly as normalize writes one,\n"
+     "its time printable ASCII; None for any other line."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -165,5 +253,11 @@ static struct PyModuleDef scan_module = {
 PyMODINIT_FUNC
 PyInit__scan(void)
 {
+    /* the two directions, interned once: each record shares them, as a decode's would */
+    agent_str = PyUnicode_InternFromString("agent");
+    client_str = PyUnicode_InternFromString("client");
+    if (agent_str == NULL || client_str == NULL) {
+        return NULL;
+    }
     return PyModuleDef_Init(&scan_module);
 }
