@@ -37,9 +37,11 @@ def encode_lines(events: Iterable[_Core], buf: bytearray | None = None) -> bytea
     out_type: Any = _EnvelopeOut
     fields = astuple
     # the line's head up to its event, the same for every event of a session: encoded
-    # once per run of events of one session
+    # once per run of events of one session; a session event's line is ended ("}\n") with
+    # what follows it, in one append: the next one's head (``joint``), else below
     sid: str | None = None
-    head = b""
+    head = joint = b""
+    ended = True
     for ev in events:
         if type(ev) is event_type:
             event: Any = ev
@@ -47,19 +49,25 @@ def encode_lines(events: Iterable[_Core], buf: bytearray | None = None) -> bytea
             if event.session_id is not sid:
                 sid = event.session_id
                 head = _EVENT_HEAD + _encoder.encode(sid) + b',"event":'
-            buf += head
+                joint = b"}\n" + head
+            buf += head if ended else joint
+            ended = False
             # the envelope's fields in one call (astuple: the struct's field order, below),
             # the wire's made from them by position
             f: tuple[Any, ...] = fields(env)
             wire = out_type(f[0], f[1], f[2], f[3], f[7], f[4], f[5], f[8])
-            into(wire, buf, len(buf))
+            into(wire, buf, -1)  # (-1: at the end, without an int object for the offset)
             end = len(buf) - 1  # the envelope's closing brace: the body's fields follow it
             into(f[6], buf, end)
             buf[end] = 44  # "," in place of the body's opening brace
-            buf += b"}\n"
         else:
-            into(ev, buf, len(buf))
+            if not ended:
+                buf += b"}\n"
+                ended = True
+            into(ev, buf, -1)
             buf += b"\n"
+    if not ended:
+        buf += b"}\n"
     return buf
 
 
