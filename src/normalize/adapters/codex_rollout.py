@@ -1133,6 +1133,8 @@ def _patch_changes(patch: str, cwd: str | None) -> list[ci.Change]:
     """The files an ``apply_patch`` input names (paths made absolute against ``cwd``)."""
     changes: list[ci.Change] = []
     for line in patch.splitlines():
+        if not line.startswith("*** "):  # a line of a file's hunks (most are): no header
+            continue
         for header, kind in _PATCH_HEADERS.items():
             if line.startswith(header):
                 path = line[len(header) :].strip()
@@ -1170,6 +1172,8 @@ def _patch_invocation(command: str | list[Any]) -> tuple[str, str | None] | None
 
 
 def _heredoc_patch(script: str) -> tuple[str, str | None] | None:
+    if "apply_patch" not in script and "applypatch" not in script:
+        return None  # (most commands: no copy of the script, no match tried)
     first, _, rest = script.strip().partition("\n")
     m = _HEREDOC.fullmatch(first.strip())
     if m is None:
