@@ -426,6 +426,8 @@ def _one_pass_view(message: bytes) -> _UpdateRpc | None:
 _UPDATE_PREFIX: Final = _UPDATE_HEAD_BYTES
 _UPDATE_DECODE: Final = _UPDATE_RPC.decode
 _UNSET: Final = UNSET
+_RPC_DECODE: Final = _RPC.decode
+_UPDATE_VIEW: Final = _UpdateRpc
 
 
 def _unified(path: str, old: str | None, new: str) -> str:
@@ -643,7 +645,7 @@ class AcpAdapter(BuiltinAdapter):
         if update is not None:
             return self._one_pass(update)
         try:
-            msg = _RPC.decode(message)
+            msg = _RPC_DECODE(message)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise MalformedMessage(
                 f"not a JSON-RPC message: {exc}", kept=message[:1024].decode("utf-8", "replace")
@@ -652,7 +654,7 @@ class AcpAdapter(BuiltinAdapter):
         out: list[Item]
         try:
             if type(method) is str:
-                if msg.id is UNSET:
+                if msg.id is _UNSET:
                     handler = _NOTIFICATIONS.get(method)
                     out = handler(self, msg.params) if handler is not None else [Passthrough(method=method)]
                 else:
@@ -660,7 +662,7 @@ class AcpAdapter(BuiltinAdapter):
                 # every handler returns a list of its own: the head goes in front of it (no copy)
                 out.insert(0, _SOURCES.get(method) or Source(method=method))
                 return out
-            if msg.id is not UNSET:
+            if msg.id is not _UNSET:
                 return self._response(msg, from_)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             method = msg.method if isinstance(msg.method, str) else None
@@ -677,7 +679,7 @@ class AcpAdapter(BuiltinAdapter):
         return ("session/update", update.params.session_id, update) if update is not None else None
 
     def given(self, message: bytes, view: object) -> None:
-        if type(view) is _UpdateRpc:
+        if type(view) is _UPDATE_VIEW:
             self._peeked = (message, view)
 
     def _one_pass(self, update: _UpdateRpc) -> list[Item]:
@@ -1702,7 +1704,7 @@ _NOTIFICATIONS: Final[dict[str, Callable[[AcpAdapter, Raw], list[Item]]]] = {
 
 #: The head of a message of a known method: one shared Source each (frozen; the core reads it).
 _SOURCES: Final = {method: Source(method=method) for method in (*_REQUESTS, *_NOTIFICATIONS)}
-_UPDATE_SOURCE = _SOURCES["session/update"]
+_UPDATE_SOURCE: Final = _SOURCES["session/update"]
 
 _UpdateHandler = Callable[[AcpAdapter, Any], list[Item]]
 
