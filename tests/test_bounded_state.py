@@ -543,4 +543,18 @@ def test_the_shared_empty_table_is_never_written() -> None:
         _limits.NO_TABLE["key"] = "value"
     with pytest.raises(TypeError, match="never written"):
         _limits.NO_TABLE.setdefault("key", "value")
+    with pytest.raises(TypeError, match="never written"):
+        _limits.put(_limits.NO_TABLE, "key", "value")  # the adapters' way to set an entry
     assert not _limits.NO_TABLE
+
+
+def test_put_is_the_bounded_assignment() -> None:
+    """``put`` (what adapters call in place of ``table[key] = value``) evicts the oldest
+    entry of a full table and queues it, as the assignment does."""
+    by_put: _limits.Bounded[str, int] = _limits.Bounded("call", 2)
+    by_item: _limits.Bounded[str, int] = _limits.Bounded("call", 2)
+    for n, key in enumerate(["a", "b", "a", "c", "d"]):
+        _limits.put(by_put, key, n)
+        by_item[key] = n
+    assert list(by_put.items()) == list(by_item.items()) == [("c", 3), ("d", 4)]
+    assert [k for _, k in by_put.outbox] == [k for _, k in by_item.outbox] == ["a", "b"]

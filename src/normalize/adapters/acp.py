@@ -230,6 +230,7 @@ from ._limits import (
     Bounded,
     Recent,
     buffer_warning,
+    put,
     recent,
     table,
 )
@@ -705,7 +706,7 @@ class AcpAdapter(BuiltinAdapter):
         pending = _Pending(method)
         if self._pending is NO_TABLE:
             self._pending = table(self, "request", PENDING_REQUESTS)
-        self._pending[(from_, rid)] = pending
+        put(self._pending, (from_, rid), pending)
         handler = _REQUESTS.get(method)
         return handler(self, rid, params, pending) if handler is not None else [Passthrough(method=method)]
 

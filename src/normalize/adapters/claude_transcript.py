@@ -166,7 +166,7 @@ from ._claude_transcript_views import (
     _Prompt,
     _RawAttachmentLine,
 )
-from ._limits import OPEN_ITEMS, SEEN_IDS, Bounded, Recent
+from ._limits import OPEN_ITEMS, SEEN_IDS, Bounded, Recent, put
 
 __all__ = ["ClaudeTranscriptAdapter"]
 
@@ -422,7 +422,7 @@ class ClaudeTranscriptAdapter(BuiltinAdapter):
             # comes after; the first line is the prompt of the Agent call that spawned it
             claimed = self._claim_task(line) if line.parentUuid is None else "unknown"
             thread = line.agentId if claimed == "unknown" else claimed
-            self._agents[line.agentId] = thread
+            put(self._agents, line.agentId, thread)
         return thread
 
     def _went_back(self, line: _Line) -> bool:
@@ -654,7 +654,7 @@ class ClaudeTranscriptAdapter(BuiltinAdapter):
         tool = call.tool if call is not None else "unknown"
         result = decode_tool_result(present(line.toolUseResult)) if single else None
         if isinstance(result, ToolResultView) and result.agent_id is not None:
-            self._agents[result.agent_id] = call_id
+            put(self._agents, result.agent_id, call_id)
         thread = self._thread(line)
         if single:  # the line's permission decision (one tool result per line in 2.1.332)
             title = (call.title if call is not None else None) or tool
@@ -684,7 +684,7 @@ class ClaudeTranscriptAdapter(BuiltinAdapter):
         usage = present(msg.usage)
         if usage is not None and msg.model != "<synthetic>":
             if self._usage_msg.get(thread) != msg_id:
-                self._usage_msg[thread] = msg_id
+                put(self._usage_msg, thread, msg_id)
                 self._usage(usage, thread, items)
             else:
                 self._usage_more(usage, thread, items)
@@ -736,7 +736,8 @@ class ClaudeTranscriptAdapter(BuiltinAdapter):
                 return
             first = self._first_text.get(thread)
             if first is None or first[0] != msg_id:
-                first = self._first_text[thread] = (msg_id, index)
+                first = (msg_id, index)
+                put(self._first_text, thread, first)
             body: Body = AssistantMessage(message_id=block_message_id(msg_id, index, first[1]), text=block.text or "")
             self._put(items, body, thread)
         elif block.type in ("thinking", "redacted_thinking"):
@@ -771,7 +772,8 @@ class ClaudeTranscriptAdapter(BuiltinAdapter):
             usage = _USAGE.decode(raw)
         except msgspec.ValidationError:
             return
-        tokens = self._usage_given[thread] = tokens_of(usage)
+        tokens = tokens_of(usage)
+        put(self._usage_given, thread, tokens)
         self._put(items, Usage(tokens=tokens, scope="call"), thread)
 
     def _usage_more(self, raw: Raw, thread: str | None, items: list[Item]) -> None:
@@ -791,7 +793,7 @@ class ClaudeTranscriptAdapter(BuiltinAdapter):
             return
         more = _more(now, given)
         if more is not None:
-            self._usage_given[thread] = now
+            put(self._usage_given, thread, now)
             self._put(items, Usage(tokens=more, scope="call"), thread)
 
     # ------------------------------------------------------ other lines

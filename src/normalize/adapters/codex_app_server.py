@@ -106,7 +106,17 @@ from normalize import (
     Warning as WarningBody,
 )
 from normalize.adapters import _codex_items as ci
-from normalize.adapters._limits import NO_RECENT, NO_TABLE, OPEN_CALLS, PENDING_REQUESTS, Bounded, Recent, recent, table
+from normalize.adapters._limits import (
+    NO_RECENT,
+    NO_TABLE,
+    OPEN_CALLS,
+    PENDING_REQUESTS,
+    Bounded,
+    Recent,
+    put,
+    recent,
+    table,
+)
 from normalize.adapters._times import ms_time, s_time
 
 from ._base import BuiltinAdapter
@@ -480,12 +490,12 @@ class CodexAppServerAdapter(BuiltinAdapter):
         if method is not None:
             if from_ != "agent":
                 if rid is not None:
-                    self._pending_table()[("client", rid)] = _Pending(method)
+                    put(self._pending_table(), ("client", rid), _Pending(method))
                 out = [_PASS]  # the client's requests: their answers carry the meaning
             elif rid is not None:
                 handler = _SERVER_REQUESTS.get(method)
                 if handler is None:
-                    self._pending_table()[("agent", rid)] = _Pending(method, str(rid))
+                    put(self._pending_table(), ("agent", rid), _Pending(method, str(rid)))
                     out = [_PASS]
                 else:
                     out = handler(self, env.params, rid)
@@ -668,7 +678,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
         if head.type in _ITEM_CLOSE:
             if self._open is NO_TABLE:
                 self._open = table(self, "item", OPEN_CALLS)
-            self._open[head.id] = _Open(head.type, p.item)
+            put(self._open, head.id, _Open(head.type, p.item))
         if started is None:
             return [Passthrough()]
         if head.type not in _CALL_CLOSE:
