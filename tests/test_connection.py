@@ -288,36 +288,40 @@ def _acp_connection_stream() -> list[Message]:
     return messages + [Message(data=line, from_="agent", t="2026-01-01T00:00:00.000Z") for line in odd]
 
 
+def _on_one_connection(protocol: str, messages: list[Message], peeked: list[bytes] | None) -> list[bytes]:
+    """The events of ``messages`` on one Connection, encoded: routed with the adapter's
+    ``peek`` (each message it peeks at added to ``peeked``), or, ``peeked`` None, with
+    every message decoded by the Connection itself."""
+    connection = Connection(adapter_class(protocol), clock=fixed_clock)
+    own = connection._peek
+    assert own is not None  # the adapter peeks
+    if peeked is not None:
+        seen = peeked
+
+        def counted(message: bytes) -> tuple[str, str | None, object] | None:
+            view = own(message)
+            if view is not None:
+                seen.append(message)
+            return view
+
+        connection._peek = counted
+    else:
+        connection._peek = None
+    out: list[Any] = []
+    for m in messages:
+        out += connection.feed(m.data, m.from_, t=m.t)
+    out += connection.close()
+    assert len(connection.sessions) > 20
+    return [encode(e) for e in out]
+
+
 def test_a_notification_the_adapter_peeks_at_gives_what_one_decoded_twice_gives() -> None:
     """A Connection routes an ACP ``session/update`` with the adapter's own decode (``peek``)
     and hands the view to the session's adapter: the events are those of the Connection
     that decodes every message itself, over every ACP capture on one connection."""
     messages = _acp_connection_stream()
     peeked: list[bytes] = []
-
-    def run(peek: bool) -> list[bytes]:
-        connection = Connection(adapter_class("acp"), clock=fixed_clock)
-        own = connection._peek
-        assert own is not None  # the ACP adapter peeks
-        if peek:
-
-            def counted(message: bytes) -> tuple[str, str | None, object] | None:
-                view = own(message)
-                if view is not None:
-                    peeked.append(message)
-                return view
-
-            connection._peek = counted
-        else:
-            connection._peek = None
-        out: list[Any] = []
-        for m in messages:
-            out += connection.feed(m.data, m.from_, t=m.t)
-        out += connection.close()
-        assert len(connection.sessions) > 20
-        return [encode(e) for e in out]
-
-    assert run(peek=True) == run(peek=False)
+    assert _on_one_connection("acp", messages, peeked) == _on_one_connection("acp", messages, None)
     updates = [m.data for m in messages if m.data.startswith(b'{"jsonrpc":"2.0","method":"session/update"')]
     assert len(peeked) > len(updates) // 2  # most of them, once the connection holds several sessions
     assert b"\xff" in b"".join(peeked)  # the line the Session rejects was peeked at, its view never used
@@ -356,31 +360,8 @@ def test_a_codex_notification_the_adapter_peeks_at_gives_what_one_decoded_twice_
     connection."""
     messages = _codex_connection_stream()
     peeked: list[bytes] = []
-
-    def run(peek: bool) -> list[bytes]:
-        connection = Connection(adapter_class("codex-app-server"), clock=fixed_clock)
-        own = connection._peek
-        assert own is not None  # the Codex app-server adapter peeks
-        if peek:
-
-            def counted(message: bytes) -> tuple[str, str | None, object] | None:
-                view = own(message)
-                if view is not None:
-                    peeked.append(message)
-                return view
-
-            connection._peek = counted
-        else:
-            connection._peek = None
-        out: list[Any] = []
-        for m in messages:
-            out += connection.feed(m.data, m.from_, t=m.t)
-        out += connection.close()
-        assert len(connection.sessions) > 20
-        return [encode(e) for e in out]
-
-    with_peek = run(peek=True)
-    assert with_peek == run(peek=False)
+    with_peek = _on_one_connection("codex-app-server", messages, peeked)
+    assert with_peek == _on_one_connection("codex-app-server", messages, None)
     assert len(peeked) > len(messages) // 4  # a third of the messages, once the connection holds several threads
     assert b"\xff" in b"".join(peeked)  # the line the Session rejects was peeked at, its view never used
     assert b"from the client" in b"".join(peeked)  # peeked at, then read as the client's
