@@ -288,82 +288,36 @@ def _acp_connection_stream() -> list[Message]:
     return messages + [Message(data=line, from_="agent", t="2026-01-01T00:00:00.000Z") for line in odd]
 
 
-def _on_one_connection(protocol: str, messages: list[Message], peeked: list[bytes] | None) -> list[bytes]:
-    """The events of ``messages`` on one Connection, encoded: routed with the adapter's
-    ``peek`` (each message it peeks at added to ``peeked``), or, ``peeked`` None, with
-    every message decoded by the Connection itself."""
-    connection = Connection(adapter_class(protocol), clock=fixed_clock)
-    own = connection._peek
-    assert own is not None  # the adapter peeks
-    if peeked is not None:
-        seen = peeked
-
-        def counted(message: bytes) -> tuple[str, str | None, object] | None:
-            view = own(message)
-            if view is not None:
-                seen.append(message)
-            return view
-
-        connection._peek = counted
-    else:
-        connection._peek = None
-    out: list[Any] = []
-    for m in messages:
-        out += connection.feed(m.data, m.from_, t=m.t)
-    out += connection.close()
-    assert len(connection.sessions) > 20
-    return [encode(e) for e in out]
-
-
 def test_a_notification_the_adapter_peeks_at_gives_what_one_decoded_twice_gives() -> None:
     """A Connection routes an ACP ``session/update`` with the adapter's own decode (``peek``)
     and hands the view to the session's adapter: the events are those of the Connection
     that decodes every message itself, over every ACP capture on one connection."""
     messages = _acp_connection_stream()
     peeked: list[bytes] = []
-    assert _on_one_connection("acp", messages, peeked) == _on_one_connection("acp", messages, None)
+
+    def run(peek: bool) -> list[bytes]:
+        connection = Connection(adapter_class("acp"), clock=fixed_clock)
+        own = connection._peek
+        assert own is not None  # the ACP adapter peeks
+        if peek:
+
+            def counted(message: bytes) -> tuple[str, str | None, object] | None:
+                view = own(message)
+                if view is not None:
+                    peeked.append(message)
+                return view
+
+            connection._peek = counted
+        else:
+            connection._peek = None
+        out: list[Any] = []
+        for m in messages:
+            out += connection.feed(m.data, m.from_, t=m.t)
+        out += connection.close()
+        assert len(connection.sessions) > 20
+        return [encode(e) for e in out]
+
+    assert run(peek=True) == run(peek=False)
     updates = [m.data for m in messages if m.data.startswith(b'{"jsonrpc":"2.0","method":"session/update"')]
     assert len(peeked) > len(updates) // 2  # most of them, once the connection holds several sessions
     assert b"\xff" in b"".join(peeked)  # the line the Session rejects was peeked at, its view never used
-
-
-def _codex_connection_stream() -> list[Message]:
-    """Every Codex app-server capture's messages one after another on one connection (a
-    thread per capture and more, as the benchmark's generated stream has), with a few lines
-    the adapter's one-pass views do not take, or that are not what they look like."""
-    messages: list[Message] = []
-    for path in sorted((ADAPTERS / "codex-app-server" / "captures").rglob("*.tap.jsonl")):
-        messages += [r for r in records_of([path]) if isinstance(r, Message)]
-    head = b'{"method":"item/agentMessage/delta","params":'
-    tid = next(json.loads(m.data)["params"]["threadId"] for m in messages if m.data.startswith(head)).encode()
-    delta = b'{"method":"item/agentMessage/delta","params":{"threadId":"%s","itemId":"m-odd","delta":"%s"}}'
-    odd = [
-        # not UTF-8 in a member the view skips: peeked at, then reported by the Session
-        delta.replace(b'"delta"', b'"extra":"\xff","delta"') % (tid, b"not UTF-8"),
-        delta % (tid, b"after the bad line"),
-        delta.replace(b'"params"', b'"id":7,"params"') % (tid, b"a request"),  # not a notification
-        delta.replace(b',"itemId":"m-odd"', b"") % (tid, b"no item"),  # the view refuses it: an error
-        b'{"params":{"threadId":"%s","itemId":"m-odd","delta":"last"},"method":"item/agentMessage/delta"}' % tid,
-        delta % (b"no-such-thread", b"a thread named first here"),
-        b'{"method":"thread/tokenUsage/updated","params":{"threadId":"%s","tokenUsage":{}}}' % tid,
-        delta % (tid, b"and back"),
-    ]
-    out = messages + [Message(data=line, from_="agent", t="2026-01-01T00:00:00.000Z") for line in odd]
-    # a client's message of a method the adapter peeks at: the client's, passed on
-    return [*out, Message(data=delta % (tid, b"from the client"), from_="client", t="2026-01-01T00:00:01.000Z")]
-
-
-def test_a_codex_notification_the_adapter_peeks_at_gives_what_one_decoded_twice_gives() -> None:
-    """A Connection routes Codex app-server's most frequent notifications with the adapter's
-    own decode (``peek``) and hands the view to the thread's adapter: the events are those
-    of the Connection that decodes every message itself, over every capture on one
-    connection."""
-    messages = _codex_connection_stream()
-    peeked: list[bytes] = []
-    with_peek = _on_one_connection("codex-app-server", messages, peeked)
-    assert with_peek == _on_one_connection("codex-app-server", messages, None)
-    assert len(peeked) > len(messages) // 4  # a third of the messages, once the connection holds several threads
-    assert b"\xff" in b"".join(peeked)  # the line the Session rejects was peeked at, its view never used
-    assert b"from the client" in b"".join(peeked)  # peeked at, then read as the client's
-    errors = [e for e in with_peek if b'"kind":"error"' in e]
-    assert any(b"item/agentMessage/delta" in e and b"itemId" in e for e in errors)  # the refused view's error

@@ -438,61 +438,6 @@ _ITEM_PARAMS = _decoder(_ItemParams)
 _DELTA = _decoder(_DeltaParams)
 
 
-# The notifications a connection of several threads decodes once (``peek``): the most frequent,
-# each with its params' view and the thread they name (``threadId``, the routing key), as a
-# tagged union on ``method``.  Any other message, one of these with an ``id``, or one the view
-# does not take, is decoded by the connection to route it and by the adapter as before.
-
-
-class _RoutedItemParams(_ItemParams, frozen=True, kw_only=True):
-    thread_id: str | None = None
-
-
-class _RoutedDeltaParams(_DeltaParams, frozen=True, kw_only=True):
-    thread_id: str | None = None
-
-
-class _RoutedTokenUsageParams(_TokenUsageParams, frozen=True, kw_only=True):
-    thread_id: str | None = None
-
-
-class _Peeked(_V, frozen=True, kw_only=True, tag_field="method"):
-    id: int | str | None = None
-    emitted_at_ms: int | None = None
-
-
-class _PeekedItemStarted(_Peeked, frozen=True, kw_only=True, tag="item/started"):
-    params: _RoutedItemParams
-
-
-class _PeekedItemCompleted(_Peeked, frozen=True, kw_only=True, tag="item/completed"):
-    params: _RoutedItemParams
-
-
-class _PeekedTextDelta(_Peeked, frozen=True, kw_only=True, tag="item/agentMessage/delta"):
-    params: _RoutedDeltaParams
-
-
-class _PeekedReasoningDelta(_Peeked, frozen=True, kw_only=True, tag="item/reasoning/summaryTextDelta"):
-    params: _RoutedDeltaParams
-
-
-class _PeekedTokenUsage(_Peeked, frozen=True, kw_only=True, tag="thread/tokenUsage/updated"):
-    params: _RoutedTokenUsageParams
-
-
-_PEEKED: msgspec.json.Decoder[
-    _PeekedItemStarted | _PeekedItemCompleted | _PeekedTextDelta | _PeekedReasoningDelta | _PeekedTokenUsage
-] = msgspec.json.Decoder(
-    _PeekedItemStarted | _PeekedItemCompleted | _PeekedTextDelta | _PeekedReasoningDelta | _PeekedTokenUsage
-)
-#: the methods of those views, as a message's bytes name them
-_PEEKED_METHODS: frozenset[bytes] = frozenset(
-    t.__struct_config__.tag.encode()  # type: ignore[union-attr]
-    for t in (_PeekedItemStarted, _PeekedItemCompleted, _PeekedTextDelta, _PeekedReasoningDelta, _PeekedTokenUsage)
-)
-
-
 _PROGRESS = _decoder(_ProgressParams)
 
 

@@ -41,7 +41,7 @@ Facts (codex-cli 0.169.0 captures unless marked otherwise):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal
 
 import msgspec
 from msgspec import Raw
@@ -142,8 +142,6 @@ from ._codex_app_server_views import (
     _LIMIT_STATE,
     _MCP,
     _MCP_STARTUP,
-    _PEEKED,
-    _PEEKED_METHODS,
     _PERMISSIONS_APPROVAL,
     _PLAN,
     _PROGRESS,
@@ -169,19 +167,11 @@ from ._codex_app_server_views import (
     _WEB_SEARCH,
     _Breakdown,
     _ChangeView,
-    _DeltaParams,
     _Envelope,
     _ItemParams,
-    _Peeked,
-    _PeekedItemCompleted,
-    _PeekedItemStarted,
-    _PeekedReasoningDelta,
-    _PeekedTextDelta,
-    _PeekedTokenUsage,
     _Thread,
     _ThreadResult,
     _TokenUsage,
-    _TokenUsageParams,
     _Turn,
     _TurnError,
 )
@@ -389,8 +379,6 @@ class CodexAppServerAdapter(BuiltinAdapter):
         self._rate_limits: bytes | None = None
         self._account: str | None = None  # the account, as the plan names it (account.*)
         self._exhausted = False  # a usage limit was reached and has not lifted
-        #: the view its Connection decoded of the message fed next (peek, given)
-        self._peeked: tuple[bytes, _Peeked] | None = None
 
     # ------------------------------------------------------------ contract
 
@@ -410,11 +398,6 @@ class CodexAppServerAdapter(BuiltinAdapter):
 
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
-        peeked = self._peeked
-        if peeked is not None:
-            self._peeked = None
-            if peeked[0] is message and from_ == "agent":  # decoded already, by its Connection
-                return self._peeked_notification(peeked[1])
         try:  # (not UTF-8: the Session reports it before any adapter sees the line)
             env = _ENVELOPE.decode(message)
         except msgspec.DecodeError as exc:
@@ -423,48 +406,6 @@ class CodexAppServerAdapter(BuiltinAdapter):
             return self._dispatch(env, from_)
         except msgspec.DecodeError as exc:
             raise MalformedMessage(f"codex-app-server: {env.method or 'response'}: {exc}") from None
-
-    def peek(self, message: bytes) -> tuple[str, str | None, object] | None:
-        # the most frequent notifications, each decoded with its params in one pass (a
-        # message written as Codex writes them, its method first: a test of its bytes first)
-        if message[:11] != _METHOD_HEAD:
-            return None
-        end = message.find(b'"', 11)
-        if message[11:end] not in _PEEK_METHODS:
-            return None
-        try:
-            view = _PEEK_DECODE(message)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return None  # read as any message: the connection's decode, the adapter's
-        if view.id is not None:
-            return None  # a request: not a notification
-        return (_PEEKED_NAMES[type(view)], view.params.thread_id, view)
-
-    def given(self, message: bytes, view: object) -> None:
-        if type(view) in _PEEKED_NAMES:
-            self._peeked = (message, cast(_Peeked, view))
-
-    def _peeked_notification(self, view: _Peeked) -> list[Item]:
-        """A notification :meth:`peek` decoded: what :meth:`_dispatch` gives of it."""
-        ms = view.emitted_at_ms
-        method = _PEEKED_NAMES[type(view)]
-        out: list[Item]
-        try:
-            kind = type(view)
-            if kind is _ITEM_STARTED_VIEW:
-                out = self._item_started_params(cast(_PeekedItemStarted, view).params)
-            elif kind is _ITEM_COMPLETED_VIEW:
-                out = self._item_completed_params(cast(_PeekedItemCompleted, view).params)
-            elif kind is _TEXT_DELTA_VIEW:
-                out = self._text_delta(cast(_PeekedTextDelta, view).params)
-            elif kind is _REASONING_DELTA_VIEW:
-                out = self._reasoning_delta(cast(_PeekedReasoningDelta, view).params)
-            else:
-                out = self._token_usage(cast(_PeekedTokenUsage, view).params)
-        except msgspec.DecodeError as exc:
-            raise MalformedMessage(f"codex-app-server: {method}: {exc}") from None
-        out.insert(0, Source(method=method, ts=ms_time(ms) if ms is not None else None))
-        return out
 
     def close(self) -> list[Item]:
         self._closed = True
@@ -665,9 +606,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
     # ------------------------------------------------------------ items
 
     def _on_item_started(self, params: Raw) -> list[Item]:
-        return self._item_started_params(_ITEM_PARAMS.decode(params))
-
-    def _item_started_params(self, p: _ItemParams) -> list[Item]:
+        p = _ITEM_PARAMS.decode(params)
         turn = self._unannounced_turn(p.turn_id)
         out = self._item_started(p)
         return [*turn, *out] if turn else out
@@ -698,9 +637,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
         return note if isinstance(note, _Note) else None
 
     def _on_item_completed(self, params: Raw) -> list[Item]:
-        return self._item_completed_params(_ITEM_PARAMS.decode(params))
-
-    def _item_completed_params(self, p: _ItemParams) -> list[Item]:
+        p = _ITEM_PARAMS.decode(params)
         turn = self._unannounced_turn(p.turn_id)
         out = self._item_completed(p)
         return [*turn, *out] if turn else out
@@ -925,18 +862,14 @@ class CodexAppServerAdapter(BuiltinAdapter):
     # deltas --------------------------------------------------------------
 
     def _on_text_delta(self, params: Raw) -> list[Item]:
-        return self._text_delta(_DELTA.decode(params))
-
-    def _text_delta(self, p: _DeltaParams) -> list[Item]:
+        p = _DELTA.decode(params)
         op = self._open.get(p.item_id)
         if op is not None:
             op.text.append(p.delta)
         return [AssistantDelta(message_id=p.item_id, text=p.delta)]
 
     def _on_reasoning_delta(self, params: Raw) -> list[Item]:
-        return self._reasoning_delta(_DELTA.decode(params))
-
-    def _reasoning_delta(self, p: _DeltaParams) -> list[Item]:
+        p = _DELTA.decode(params)
         op = self._open.get(p.item_id)
         if op is not None:
             op.text.append(p.delta)
@@ -997,10 +930,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
         return out or [Passthrough()]  # an identical re-send
 
     def _on_token_usage(self, params: Raw) -> list[Item]:
-        return self._token_usage(_TOKEN_USAGE.decode(params))
-
-    def _token_usage(self, params: _TokenUsageParams) -> list[Item]:
-        u = params.token_usage
+        u = _TOKEN_USAGE.decode(params).token_usage
         if u == self._usage:
             return [Passthrough()]  # an identical re-send
         self._usage = u
@@ -1353,21 +1283,6 @@ _AGENT_NOTIFICATIONS: Final[dict[str, _Handler]] = {
     "model/rerouted": A._on_rerouted,
     "serverRequest/resolved": A._on_request_resolved,
 }
-
-#: the views ``peek`` decodes, and the method each is of
-_PEEKED_NAMES: Final[dict[type, str]] = {
-    t: t.__struct_config__.tag  # type: ignore[misc]
-    for t in (_PeekedItemStarted, _PeekedItemCompleted, _PeekedTextDelta, _PeekedReasoningDelta, _PeekedTokenUsage)
-}
-# (what peek reads per message, as Final names: compiled, a name the module imports is read
-# from its dictionary at each use, a Final one from a C global)
-_METHOD_HEAD: Final = b'{"method":"'
-_PEEK_METHODS: Final = _PEEKED_METHODS
-_PEEK_DECODE: Final = _PEEKED.decode
-_ITEM_STARTED_VIEW: Final = _PeekedItemStarted
-_ITEM_COMPLETED_VIEW: Final = _PeekedItemCompleted
-_TEXT_DELTA_VIEW: Final = _PeekedTextDelta
-_REASONING_DELTA_VIEW: Final = _PeekedReasoningDelta
 
 _SERVER_REQUESTS: Final[dict[str, Callable[[CodexAppServerAdapter, Raw, int | str], list[Item]]]] = {
     "item/commandExecution/requestApproval": A._on_command_approval,
