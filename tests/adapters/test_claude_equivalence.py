@@ -16,7 +16,16 @@ from helpers import ADAPTERS, convert_records, records_of
 from normalize import AssistantMessage, EventEnvelope, SessionEvent, SessionInput, Subagent, find_inputs
 
 #: the Claude Code versions recorded both ways by the same runs, and how many cases each shares
-VERSIONS = {"2.1.20": 15, "2.1.67": 15, "2.1.142": 15, "2.1.190": 15, "2.1.235": 15, "2.1.290": 15, "2.1.332": 26}
+VERSIONS = {
+    "2.1.20": 15,
+    "2.1.67": 15,
+    "2.1.142": 15,
+    "2.1.190": 15,
+    "2.1.235": 15,
+    "2.1.260": 15,
+    "2.1.290": 15,
+    "2.1.332": 26,
+}
 
 
 def _stream_dir(version: str) -> Path:

@@ -221,6 +221,7 @@ def test_turn_usage_excludes_subagents_and_session_usage_is_cumulative() -> None
         ("2.1.142", 2),
         ("2.1.190", 2),
         ("2.1.235", 2),
+        ("2.1.260", 2),
         ("2.1.290", 2),
         ("2.1.332", 2),
     ],
@@ -239,7 +240,7 @@ def test_bash_error_has_exit_code_and_output(version: str, exit_code: int | None
     assert (out.stream, out.delta) == ("merged", printed)
 
 
-@pytest.mark.parametrize("version", ["2.1.142", "2.1.190", "2.1.235", "2.1.290", "2.1.332"])
+@pytest.mark.parametrize("version", ["2.1.142", "2.1.190", "2.1.235", "2.1.260", "2.1.290", "2.1.332"])
 def test_api_retries_are_warnings_and_a_failed_call_ends_with_an_api_error(version: str) -> None:
     """The same HTTP 529 retried twice, then given up, and an HTTP 400: each 2.1 release says it
     in its own words (2.1.142 and 2.1.190: fractional retry delays, terminal_reason "completed")."""
@@ -289,7 +290,7 @@ def test_a_synthetic_api_error_line_without_an_error_field_is_an_error(version: 
     assert [(b.error_type, b.message) for b in _bodies(_events(main), Error)] == [(err.error_type, err.message)]
 
 
-@pytest.mark.parametrize("version", ["2.0.0", "2.0.30", "2.0.76", "2.1.20", "2.1.142", "2.1.190", "2.1.235"])
+@pytest.mark.parametrize("version", ["2.0.0", "2.0.30", "2.0.76", "2.1.20", "2.1.142", "2.1.190", "2.1.235", "2.1.260"])
 def test_a_streamed_call_counts_the_input_its_message_start_counted(version: str) -> None:
     """A ``message_delta`` whose usage gives only ``output_tokens`` (the API's shape, as the fake
     server sends it) does not say the call read nothing: its input is the ``message_start``'s."""
@@ -309,7 +310,7 @@ def test_refused_command_has_no_command_output() -> None:
     "version",
     [
         *("1.0.60", "1.0.98", "2.0.0", "2.0.30", "2.0.76"),
-        *("2.1.20", "2.1.67", "2.1.142", "2.1.190", "2.1.235", "2.1.290", "2.1.332"),
+        *("2.1.20", "2.1.67", "2.1.142", "2.1.190", "2.1.235", "2.1.260", "2.1.290", "2.1.332"),
     ],
 )
 @pytest.mark.parametrize("case", ["15-permission-stdio-deny", "16-permission-stdio-allow"])
