@@ -269,6 +269,7 @@ def _bodies(capture: Path) -> list[dict[str, Any]]:
         ("0.56.0", "Tool execution denied by policy."),  # policy_violation
         ("0.51.0", "Tool execution denied by policy."),  # policy_violation
         ("0.45.2", "Tool execution denied by policy."),  # policy_violation
+        ("0.41.2", "Tool execution denied by policy."),  # policy_violation
         ("0.38.2", "Tool execution denied by policy."),  # policy_violation
         ("0.25.0", "Tool execution denied by policy."),  # policy_violation
         ("0.20.0", 'Tool execution for "Shell" denied by policy.'),  # unhandled_exception

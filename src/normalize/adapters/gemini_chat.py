@@ -20,11 +20,12 @@ Facts (Gemini CLI 0.61.0, captures in adapters/gemini-chat/captures/gemini-cli-0
   total}`` of that model request, ``model``, ``toolCalls [{id, name, args, result, status:
   success|error, resultDisplay, description, displayName}]``.  ``resultDisplay`` is what
   the user was shown: a shell's output, a denial's message, an edit's ``{fileDiff,
-  filePath, isNewFile, ...}``; in 0.38 a shell's output is the terminal's screen, lines of
+  filePath, isNewFile, ...}``; in 0.38 and 0.41 a shell's output is the terminal's screen, lines of
   styled pieces (``[[{text, bold, inverse, ...}]]``), read as their text.
 * No record ends a turn, and an API error is never stored: the failed prompt's record
   is withdrawn by a ``$set.messages`` that leaves it out (so does 0.56.0).  0.51.0 and
-  0.45.2 (same layout otherwise) do not withdraw it: the prompt stays unanswered, as in the ``.json`` chats below.
+  0.45.2 (same layout otherwise) do not withdraw it: the prompt stays unanswered, as in the ``.json`` chats below;
+  nor does 0.41.2, which also writes no ``<session_context>`` ``$set`` nor ``functionResponse`` records.
 * ``--resume`` appends to the same file: a second header (same ``sessionId``), then
   ``$set`` lines restating the conversation so far.
 
