@@ -180,12 +180,13 @@ def test_every_capture_set_is_here() -> None:
         "codex-acp-2.6.0",
         "gemini-cli-0.25.0",
         "gemini-cli-0.31.0",
+        "gemini-cli-0.41.2",
         "gemini-cli-0.45.2",
         "gemini-cli-0.51.0",
         "gemini-cli-0.56.0",
         "gemini-cli-0.61.0",
     }
-    assert len(CAPTURES) == 149
+    assert len(CAPTURES) == 157
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
