@@ -92,6 +92,6 @@ class TextMemo:
         text = _STR.decode(raw)
         by_length = self._by_length
         if known is None and len(by_length) >= self._size:
-            del by_length[next(iter(by_length))]
+            by_length.pop(next(iter(by_length)), None)  # (another thread may have taken it out)
         by_length[length] = (raw.copy(), text)  # a copy: not a view keeping the whole line
         return text

@@ -32,13 +32,14 @@ _MILLIS: Final = tuple(f"{ms:03d}Z" for ms in range(1000))
 
 class _Last:
     """The last second asked for and its text: consecutive messages share their second (a
-    test of one number instead of a call of the memo of 256)."""
+    test of one number instead of a call of the memo of 256).  One pair, replaced whole:
+    sessions read in several threads never see a second with another second's text."""
 
-    __slots__ = ("seconds", "text")
+    __slots__ = ("pair",)
 
     def __init__(self) -> None:
-        self.seconds = -(1 << 62)  # no second anyone asks for: _second(-2**62) has no date
-        self.text: str | None = None
+        # no second anyone asks for: _second(-2**62) has no date
+        self.pair: tuple[int, str | None] = (-(1 << 62), None)
 
 
 _LAST: Final = _Last()
@@ -47,12 +48,12 @@ _LAST: Final = _Last()
 def ms_time(ms: int) -> str | None:
     """Unix milliseconds as a time, or None when no date holds it."""
     seconds = ms // 1000
-    last = _LAST
-    if seconds == last.seconds:
-        second = last.text
+    pair = _LAST.pair
+    if seconds == pair[0]:
+        second = pair[1]
     else:
         second = _second(seconds)
-        last.seconds, last.text = seconds, second
+        _LAST.pair = (seconds, second)
     return None if second is None else second + _MILLIS[ms - seconds * 1000]
 
 
