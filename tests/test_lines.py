@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import errno
+import io
+import itertools
+from pathlib import Path
+from typing import cast
+
 import msgspec
 import pytest
 from hypothesis import given, settings
@@ -240,3 +246,46 @@ def test_a_tap_record_whose_message_is_not_json_is_reported_by_the_session_and_t
     errors = [b for b in bodies if isinstance(b, normalize.Error)]
     assert len(errors) == 1 and errors[0].error_type == "malformed"
     assert [b.text for b in bodies if isinstance(b, normalize.AssistantMessage)] == ["before", "after"]
+
+
+def test_several_files_are_read_one_after_the_other_each_opened_when_reached(tmp_path: Path) -> None:
+    first, missing = tmp_path / "a.jsonl", tmp_path / "gone.jsonl"
+    first.write_bytes(b'{"a":1}\n{"a":2}\n')
+    records = normalize.read_records([first, missing])  # nothing opened yet: no error here
+    assert [r.data for r in itertools.islice(records, 2) if isinstance(r, Message)] == [b'{"a":1}', b'{"a":2}']
+    with pytest.raises(FileNotFoundError) as caught:
+        next(records)
+    assert caught.value.filename == str(missing)
+
+
+class _FailingDisk:
+    """A file whose second read fails as a device does: an ``OSError`` that names no file."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def open(self, mode: str) -> io.BytesIO:
+        stream = io.BytesIO(b'{"a":1}\n{"a":2}\n')
+        reads = iter([stream.read(8)])
+
+        def read(size: int = -1) -> bytes:
+            try:
+                return next(reads)
+            except StopIteration:
+                raise OSError(errno.EIO, "Input/output error") from None
+
+        stream.read = read  # type: ignore[method-assign,assignment]
+        return stream
+
+
+def test_an_error_while_reading_a_file_names_the_file(tmp_path: Path) -> None:
+    disk = str(tmp_path / "disk.jsonl")
+    records = normalize.read_records([cast(Path, _FailingDisk(disk))])
+    first = next(records)
+    assert isinstance(first, Message) and first.data == b'{"a":1}'
+    with pytest.raises(OSError, match="Input/output error") as caught:
+        next(records)
+    assert caught.value.filename == disk

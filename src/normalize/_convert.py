@@ -19,7 +19,7 @@ from ._errors import DetectionError, NotASession, UnreadableInput, UsageError
 from ._lines import DEFAULT_MAX_LINE, CaptureParser, Message, Record
 from ._model import Error as ErrorBody
 from ._model import Origin, SessionEvent, _Core
-from ._pipeline import batches, encode_lines
+from ._pipeline import batches, encode_lines, file_records, records_of
 from ._places import is_agent_file
 from ._registry import adapter_class, available, detect_protocol, is_stream_header
 from ._session import Clock, Session
@@ -45,10 +45,7 @@ def iter_records(
     stream: BinaryIO, *, max_line: int = DEFAULT_MAX_LINE, fmt: Literal["tap", "plain", "document"] | None = None
 ) -> Iterator[Record]:
     """Records of one capture stream, read in chunks (never the whole file)."""
-    parser = CaptureParser(max_line, fmt)
-    while chunk := stream.read(_CHUNK):
-        yield from parser.feed(chunk)
-    yield from parser.close()
+    return records_of(stream, CaptureParser(max_line, fmt), _CHUNK)
 
 
 def read_records(paths: Sequence[Path], *, max_line: int = DEFAULT_MAX_LINE) -> Iterator[Record]:
@@ -57,8 +54,7 @@ def read_records(paths: Sequence[Path], *, max_line: int = DEFAULT_MAX_LINE) -> 
     An ``OSError`` while reading (an I/O error, a file that vanished) is raised
     with ``filename`` set to the file, so whoever reports it can name it.
     """
-    for path in paths:
-        yield from _file_records(path, max_line)
+    return itertools.chain.from_iterable(_file_records(path, max_line) for path in paths)
 
 
 #: How many untimed records at the head of a file wait for its first time (``interleave``).
@@ -101,21 +97,20 @@ def merge_records(files: Sequence[Iterable[Record]], protocol: str) -> Iterator[
     """
     cls = adapter_class(protocol)
     if not cls.interleave or len(files) < 2:
-        yield from itertools.chain.from_iterable(files)
-        return
-    keyed = [_timed(i, iter(f), cls.time_of) for i, f in enumerate(files)]
+        return itertools.chain.from_iterable(files)
+    return _merged(files, cls.time_of)
+
+
+def _merged(files: Sequence[Iterable[Record]], time_of: Callable[[bytes], str | None]) -> Iterator[Record]:
+    keyed = [_timed(i, iter(f), time_of) for i, f in enumerate(files)]
     for *_, rec in heapq.merge(*keyed):
         yield rec
 
 
 def _file_records(path: Path, max_line: int) -> Iterator[Record]:
-    try:
-        with path.open("rb") as f:
-            yield from iter_records(f, max_line=max_line)
-    except OSError as exc:
-        if exc.filename is None:
-            exc.filename = str(path)
-        raise
+    """A file's records, the file opened at the first one asked for; an ``OSError`` while
+    reading is raised with ``filename`` set to the file."""
+    return file_records(path, CaptureParser(max_line), _CHUNK)
 
 
 def _sample(records: Iterator[Record], n: int) -> tuple[list[Record], list[Sample]]:
