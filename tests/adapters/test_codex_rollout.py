@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from collections import Counter, defaultdict
 from functools import cache
@@ -28,6 +29,7 @@ from normalize import (
     session_id_for,
 )
 from normalize._model import _Core
+from normalize.adapters import _codex_items as ci
 from normalize.adapters import codex_rollout
 from normalize.adapters._codex_rollout_views import _typed_line_decoder
 from normalize.adapters.codex_rollout import CodexRolloutAdapter
@@ -940,3 +942,27 @@ def test_a_changed_line_gives_the_same_items_or_error_either_way(
         changed.append(line)
     once, envelope_first = _both_readings(changed, monkeypatch)
     assert once == envelope_first
+
+
+def test_a_command_whose_arguments_are_not_all_strings_is_a_call_titled_with_their_json() -> None:
+    # a model's arguments are not checked by Codex: an argv may hold a number or a null
+    args = json.dumps({"command": ["ls", 1, 0, None, "a b"]})
+    out = convert_lines(
+        env("2026-01-01T00:00:00Z", "session_meta", id="x1", cwd="/w"),
+        env("2026-01-01T00:00:01Z", "event_msg", type="task_started", turn_id="t"),
+        env("2026-01-01T00:00:02Z", "response_item", type="function_call", name="shell", call_id="c1", arguments=args),
+        env("2026-01-01T00:00:03Z", "response_item", type="function_call_output", call_id="c1", output="Exit code: 0"),
+        env("2026-01-01T00:00:04Z", "event_msg", type="task_complete", turn_id="t"),
+    )
+    calls = [b for b in out if b["kind"] == "tool-call"]
+    assert [(b["phase"], b["title"]) for b in calls] == [
+        ("started", "ls 1 0 null 'a b'"),
+        ("completed", "ls 1 0 null 'a b'"),
+    ]
+    assert calls[0]["input"]["command"] == ["ls", 1, 0, None, "a b"]
+    assert not [b for b in out if b["kind"] == "error"]
+
+
+@given(st.lists(st.text(), max_size=6))
+def test_an_argv_is_titled_as_shlex_joins_it(argv: list[str]) -> None:
+    assert ci._command_title(argv) == shlex.join(argv)

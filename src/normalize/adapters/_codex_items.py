@@ -45,10 +45,11 @@ Decisions (documented in ``adapters/codex-app-server/README.md``):
 
 from __future__ import annotations
 
-import shlex
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, Literal
 
+import msgspec
 from msgspec import Raw
 
 from normalize import (
@@ -266,10 +267,33 @@ def _command_input(command: str | Sequence[str], cwd: str | None) -> dict[str, A
     return out
 
 
-def _command_title(command: str | Sequence[str]) -> str:
+#: a character ``shlex.quote`` quotes an argument for
+_UNSAFE: Final = re.compile(r"[^\w@%+=:,./-]", re.ASCII).search
+
+
+def _quoted(arg: str) -> str:
+    """``shlex.quote(arg)``, the same text (a test holds them together): compiled, without
+    the standard library's Python frames, a third of what it cost."""
+    if not arg:
+        return "''"
+    if _UNSAFE(arg) is None:
+        return arg
+    return "'" + arg.replace("'", "'\"'\"'") + "'"
+
+
+def _command_title(command: str | Sequence[object]) -> str:
     """The command as one line: a string as given; an argv shell-quoted, as the app-server
-    writes its ``command`` (``["/bin/bash", "-lc", "cat a.py"]`` -> ``/bin/bash -lc 'cat a.py'``)."""
-    return command if isinstance(command, str) else shlex.join(command)
+    writes its ``command`` (``["/bin/bash", "-lc", "cat a.py"]`` -> ``/bin/bash -lc 'cat a.py'``),
+    as ``shlex.join`` does.  An argument that is not a string (a model's arguments are
+    not checked) is quoted as its JSON text."""
+    if isinstance(command, str):
+        return command
+    quoted = _quoted
+    return " ".join([quoted(arg if isinstance(arg, str) else _json_text(arg)) for arg in command])
+
+
+def _json_text(value: object) -> str:
+    return msgspec.json.encode(value).decode()
 
 
 def command_started(call_id: str, command: str | Sequence[str], cwd: str | None) -> ToolCall:
