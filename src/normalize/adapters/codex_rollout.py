@@ -391,6 +391,9 @@ class CodexRolloutAdapter(BuiltinAdapter):
         }
         #: sub-agent threads spawned -> the spawning call, while they run
         self._subagents: Bounded[str, str] = Bounded("sub-agent", OPEN_CALLS)
+        #: the method (``event_msg:<type>``, ``response_item:<type>``) of each type translated, made once
+        self._event_methods = {t: f"event_msg:{t}" for t in self._events}
+        self._item_methods = {t: f"response_item:{t}" for t in self._ritems}
 
     # ------------------------------------------------------------- detection
 
@@ -442,10 +445,11 @@ class CodexRolloutAdapter(BuiltinAdapter):
         """An enveloped line of a type the adapter translates, its payload decoded."""
         self._method = kind
         self._ts = ts
-        out = handler(payload)
+        out = handler(payload)  # (a list of the handler's own: the Source goes into it)
         # A SessionCreated must come first; the Source applies to the bodies after it.
-        lead = [out.pop(0)] if out and type(out[0]) is SessionCreated else []  # (made here: a type test)
-        return [*lead, Source(method=self._method, ts=ts), *out]
+        at = 1 if out and type(out[0]) is SessionCreated else 0  # (made here: a type test)
+        out.insert(at, Source(method=self._method, ts=ts))
+        return out
 
     def _bare(self, line: _Line, message: bytes) -> list[Item]:
         """The oldest files: a meta line, bare response items, state lines."""
@@ -528,7 +532,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
     # -------------------------------------------------------- response items
 
     def _response_item_line(self, item: _RItem) -> list[Item]:
-        self._method = f"response_item:{item.type}"
+        self._method = self._item_methods.get(item.type) or f"response_item:{item.type}"
         return self._response_item(item)
 
     def _response_item(self, item: _RItem) -> list[Item]:
@@ -716,7 +720,7 @@ class CodexRolloutAdapter(BuiltinAdapter):
     # ------------------------------------------------------------ event_msg
 
     def _event_msg(self, event: _Event) -> list[Item]:
-        self._method = f"event_msg:{event.type}"
+        self._method = self._event_methods.get(event.type) or f"event_msg:{event.type}"
         return self._event(event)
 
     def _event(self, event: _Event) -> list[Item]:
