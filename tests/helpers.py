@@ -61,6 +61,13 @@ def session_captures() -> list[Path]:
     return [c for c in capture_files() if EDGE_CASES not in c.relative_to(ADAPTERS).parts]
 
 
+def in_versions(folder: str, listed: Iterable[str]) -> bool:
+    """Whether a captures folder (``claude-code-2.1.20``) is one of ``listed``: an entry
+    ending in "." names a family (``claude-code-1.``: every 1.x), any other one version
+    exactly (``claude-code-2.1.20`` is not 2.1.200)."""
+    return any(folder.startswith(v) if v.endswith(".") else folder == v for v in listed)
+
+
 def capture_id(capture: Path) -> str:
     """A capture's test id: its path inside adapters/."""
     return capture.relative_to(ADAPTERS).as_posix()
