@@ -430,6 +430,25 @@ def test_an_agent_without_agent_info_is_named_only_by_claude_code_s_login() -> N
     assert agent_of({"agentInfo": {"name": "other-agent", "version": "1"}, "authMethods": [login]}) == {"other-agent"}
 
 
+def test_answers_to_initialize_of_the_same_length_each_name_their_own_agent() -> None:
+    """The answers to ``initialize`` are kept decoded across sessions (the same bytes again
+    are not decoded again): one that differs, even by a letter, is read for itself."""
+
+    def agent_of(name: str, version: str) -> set[tuple[str, str | None]]:
+        out = run(
+            req("client", 0, "initialize", {"protocolVersion": 1}),
+            res("agent", 0, {"protocolVersion": 1, "agentInfo": {"name": name, "version": version}}),
+            req("client", 1, "session/new", {"cwd": "/p", "mcpServers": []}),
+            res("agent", 1, {"sessionId": "S"}),
+        )
+        return {(r.record.agent, r.record.agent_version) for r in out if isinstance(r, SessionCreated)}
+
+    for _ in range(2):
+        assert agent_of("agent-a", "1.0.0") == {("agent-a", "1.0.0")}
+        assert agent_of("agent-b", "1.0.0") == {("agent-b", "1.0.0")}
+        assert agent_of("agent-b", "1.0.1") == {("agent-b", "1.0.1")}
+
+
 # --------------------------------------------------------------------------
 # Precise mappings on inline traffic
 

@@ -10,7 +10,7 @@ In the pure-Python build this class adds nothing but the declarations.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 import msgspec
 from msgspec import Raw
@@ -64,34 +64,53 @@ def version_tuple(version: str | None) -> tuple[int, ...] | None:
 
 _STR: Final[msgspec.json.Decoder[str | None]] = msgspec.json.Decoder(str | None)
 
+T = TypeVar("T")
 
-class TextMemo:
-    """Long JSON strings that recur whole from session to session (a release's system
-    prompt, written at the start of each of its sessions), each read as one ``str``.
 
-    ``text(raw)`` decodes the JSON string (or ``null``) ``raw`` (``msgspec.DecodeError``
-    when it is neither), or gives back the ``str`` it gave for the same bytes before.
-    The same object again saves decoding it and, for text beyond ASCII, encoding it: the
-    first encode keeps its UTF-8 in the ``str``.  Texts are told apart by their length,
-    then by their bytes; up to ``size`` of them are kept (a folder's sessions come from a
-    few releases), the oldest forgotten first.  What it gives depends only on the bytes:
-    sessions (and threads) may share it.
+class DecodeMemo(Generic[T]):
+    """JSON values that recur whole from session to session, each decoded once.
+
+    ``decode(raw)`` is ``decoder.decode(raw)`` (its ``msgspec.DecodeError`` too), or the
+    value it gave for the same bytes before: a release's system prompt, written at the
+    start of each of its sessions; the answer to a connection's handshake, fed again to
+    each session the connection opens.  Values are told apart by their length, then by
+    their bytes; up to ``size`` of them are kept (a folder's sessions come from a few
+    releases), the oldest forgotten first.  What it gives depends only on the bytes:
+    sessions (and threads) may share it, so a value given must not be changed.
     """
 
-    __slots__ = ("_by_length", "_size")
+    __slots__ = ("_by_length", "_decode", "_size")
 
-    def __init__(self, size: int = 8) -> None:
-        self._by_length: dict[int, tuple[Raw, str | None]] = {}
+    def __init__(self, decoder: msgspec.json.Decoder[T], size: int = 8) -> None:
+        self._by_length: dict[int, tuple[Raw, T]] = {}
+        self._decode = decoder.decode
         self._size = size
 
-    def text(self, raw: Raw) -> str | None:
+    def decode(self, raw: Raw) -> T:
         length = len(raw)
         known = self._by_length.get(length)
         if known is not None and known[0] == raw:
             return known[1]
-        text = _STR.decode(raw)
+        value: T = self._decode(raw)
         by_length = self._by_length
         if known is None and len(by_length) >= self._size:
             by_length.pop(next(iter(by_length)), None)  # (another thread may have taken it out)
-        by_length[length] = (raw.copy(), text)  # a copy: not a view keeping the whole line
-        return text
+        by_length[length] = (raw.copy(), value)  # a copy: not a view keeping the whole line
+        return value
+
+
+class TextMemo(DecodeMemo[str | None]):
+    """Long JSON strings that recur whole (:class:`DecodeMemo`), each read as one ``str``.
+
+    ``text(raw)`` decodes the JSON string (or ``null``) ``raw``.  The same object again
+    saves decoding it and, for text beyond ASCII, encoding it: the first encode keeps its
+    UTF-8 in the ``str``.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, size: int = 8) -> None:
+        super().__init__(_STR, size)
+
+    def text(self, raw: Raw) -> str | None:
+        return self.decode(raw)

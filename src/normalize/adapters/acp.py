@@ -218,7 +218,7 @@ from ._acp_views import (
     _UpdateRpc,
     _UsageUpdate,
 )
-from ._base import BuiltinAdapter, on_thread, version_tuple
+from ._base import BuiltinAdapter, DecodeMemo, on_thread, version_tuple
 from ._claude_common import SUBAGENT_TOOLS, subagent_started
 from ._limits import (
     BUFFER_TEXT,
@@ -549,6 +549,11 @@ _RequestHandler = Callable[["AcpAdapter", "int | str | None", Raw, _Pending], li
 _ResponseHandler = Callable[["AcpAdapter", "int | str | None", _Pending, "_Rpc"], list[Item]]
 
 
+#: the answers to ``initialize``: the same at each session a connection opens (its handshake
+#: is fed to each), and from one run of an agent release to the next
+_INITIALIZED: Final = DecodeMemo(_INIT_RESULT, 4)
+
+
 class AcpAdapter(BuiltinAdapter):
     """Agent Client Protocol v1, client and agent sides of one connection."""
 
@@ -823,7 +828,7 @@ class AcpAdapter(BuiltinAdapter):
     def _res_initialize(self, rid: int | str | None, pending: _Pending, msg: _Rpc) -> list[Item]:
         if msg.error is not None:
             return self._rpc_error(pending.method, msg.error)
-        result = _INIT_RESULT.decode(msg.result) if _given(msg.result) else None
+        result = _INITIALIZED.decode(msg.result) if _given(msg.result) else None
         if result is None:
             return [Passthrough()]
         if result.agent_info is not None:
