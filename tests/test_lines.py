@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import gc
 import io
 import itertools
 from pathlib import Path
@@ -289,3 +290,14 @@ def test_an_error_while_reading_a_file_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="Input/output error") as caught:
         next(records)
     assert caught.value.filename == disk
+
+
+def test_a_file_whose_records_are_dropped_before_the_end_is_closed(tmp_path: Path) -> None:
+    # (detection reads a file's first records only): left open, the file would be reported
+    # as a ResourceWarning when collected, which this suite's settings make an error
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'{"a":1}\n' * 10)
+    records = normalize.read_records([path])
+    assert isinstance(next(records), Message)
+    del records
+    gc.collect()

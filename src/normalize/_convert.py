@@ -19,7 +19,7 @@ from ._errors import DetectionError, NotASession, UnreadableInput, UsageError
 from ._lines import DEFAULT_MAX_LINE, CaptureParser, Message, Record
 from ._model import Error as ErrorBody
 from ._model import Origin, SessionEvent, _Core
-from ._pipeline import batches, encode_lines, file_records, records_of
+from ._pipeline import batches, encode_lines, records_of
 from ._places import is_agent_file
 from ._registry import adapter_class, available, detect_protocol, is_stream_header
 from ._session import Clock, Session
@@ -108,9 +108,18 @@ def _merged(files: Sequence[Iterable[Record]], time_of: Callable[[bytes], str | 
 
 
 def _file_records(path: Path, max_line: int) -> Iterator[Record]:
-    """A file's records, the file opened at the first one asked for; an ``OSError`` while
-    reading is raised with ``filename`` set to the file."""
-    return file_records(path, CaptureParser(max_line), _CHUNK)
+    """A file's records, the file opened at the first one asked for (and closed when its
+    records end, or are no longer wanted); an ``OSError`` while reading is raised with
+    ``filename`` set to the file."""
+    # (a Python generator: dropped before its end, it is closed, and closes the file; a
+    # compiled one is not)
+    try:
+        with path.open("rb") as f:
+            yield from records_of(f, CaptureParser(max_line), _CHUNK)
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise
 
 
 def _sample(records: Iterator[Record], n: int) -> tuple[list[Record], list[Sample]]:

@@ -20,7 +20,6 @@ from ._model import SessionEvent, _Core
 __all__ = [
     "batches",
     "encode_lines",
-    "file_records",
     "plain_messages",
     "records_of",
     "tap_cut",
@@ -97,29 +96,6 @@ def records_of(stream: Any, parser: Any, size: int) -> Iterator[Any]:
     records = parser.close()
     for rec in records:
         yield rec
-
-
-def file_records(path: Any, parser: Any, size: int) -> Iterator[Any]:
-    """:func:`records_of` a file, opened at the first record asked for and closed after
-    the last; an ``OSError`` while reading is raised with ``filename`` set to the file."""
-    try:
-        with path.open("rb") as stream:
-            # (records_of's loop again: a generator inside a generator costs each record a
-            # hand-over more)
-            read = stream.read
-            feed = parser.feed
-            records: list[Any]
-            while chunk := read(size):
-                records = feed(chunk)
-                for rec in records:
-                    yield rec
-            records = parser.close()
-            for rec in records:
-                yield rec
-    except OSError as exc:
-        if exc.filename is None:
-            exc.filename = str(path)
-        raise
 
 
 def batches(
