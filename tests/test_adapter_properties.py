@@ -11,6 +11,7 @@ import contextlib
 import json
 import re
 from functools import cache
+from typing import Any
 
 import msgspec
 import pytest
@@ -52,7 +53,50 @@ def _mutate(data: bytes, how: int, pos: int, junk: bytes) -> bytes:
         return data.replace(b'"type":"', b'"type":"zz_', 1).replace(b'"method":"', b'"method":"zz/', 1)
     if how == 5:  # a time (or any long number) no calendar holds
         return _LONG_NUMBER.sub(b"99999999999999999", data, count=1)
+    if how == 6:  # a value of another kind somewhere, a JSON text held in a string included
+        return _retyped(data, pos)
     return data  # pragma: no cover
+
+
+#: what a value is replaced with (``how == 6``): each kind JSON has
+_OTHER_KINDS: list[object] = [0, -1, 1.5, 10**30, None, True, "", "x", [], [1, None], {}, {"a": None}, '{"a":1}']
+
+
+def _places(value: object, path: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """Every place in a JSON value (a string that holds a JSON object or array is one more
+    level, marked ``...``: a model's tool arguments are such a string)."""
+    out = [path]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _places(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _places(v, (*path, i))
+    elif isinstance(value, str) and value[:1] in ("{", "["):
+        with contextlib.suppress(msgspec.DecodeError):
+            out += _places(msgspec.json.decode(value), (*path, ...))
+    return out
+
+
+def _put(value: Any, path: tuple[object, ...], new: object) -> Any:
+    if not path:
+        return new
+    step, rest = path[0], path[1:]
+    if step is ...:
+        return msgspec.json.encode(_put(msgspec.json.decode(value), rest, new)).decode()
+    value = value.copy()
+    value[step] = _put(value[step], rest, new)
+    return value
+
+
+def _retyped(data: bytes, pos: int) -> bytes:
+    try:
+        value = msgspec.json.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        return data
+    places = _places(value)
+    new = _OTHER_KINDS[pos % len(_OTHER_KINDS)]
+    return msgspec.json.encode(_put(value, places[pos // len(_OTHER_KINDS) % len(places)], new))
 
 
 _LONG_NUMBER = re.compile(rb"(?<![\d.\w])\d{10,}(?![\d.])")
@@ -68,7 +112,7 @@ def inputs(draw: st.DrawFn, protocol: str) -> list[tuple[bytes, str]]:
         picked = draw(st.permutations(picked))  # ... reordered
     out = []
     for data, from_ in picked:
-        how = draw(st.sampled_from([0, 0, 0, 1, 2, 3, 4, 5]))
+        how = draw(st.sampled_from([0, 0, 0, 1, 2, 3, 4, 5, 6, 6]))
         data = _mutate(data, how, draw(st.integers(0, 10**6)), draw(st.binary(min_size=1, max_size=4)))
         out.append((data, from_))
         if draw(st.integers(0, 9)) == 0:
