@@ -19,6 +19,7 @@ from normalize import AssistantMessage, EventEnvelope, SessionEvent, SessionInpu
 VERSIONS = {
     "2.1.20": 15,
     "2.1.67": 15,
+    "2.1.100": 15,
     "2.1.142": 15,
     "2.1.190": 15,
     "2.1.235": 15,
@@ -70,6 +71,7 @@ VERSION_EXCEPTIONS: dict[tuple[str, str, str], str] = {
     "(error_during_execution, read as an interrupt) and its session file holds only the queue's "
     "dequeue line: no prompt, no message, no turn to compare",
     ("2.1.67", "15-permission-stdio-deny", "refusal-as-output"): "as 2.1.142's below",
+    ("2.1.100", "15-permission-stdio-deny", "refusal-as-output"): "as 2.1.142's below",
     ("2.1.142", "15-permission-stdio-deny", "refusal-as-output"): "2.1.142's session file does not say the "
     "call was refused (no toolDenialKind, no permissionDecision): the refusal is written as a failed "
     "command's output, as before 2.1; stdout has the control protocol's answer",

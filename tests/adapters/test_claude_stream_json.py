@@ -218,6 +218,7 @@ def test_turn_usage_excludes_subagents_and_session_usage_is_cumulative() -> None
         ("2.0.76", 2),
         ("2.1.20", 2),
         ("2.1.67", 2),
+        ("2.1.100", 2),
         ("2.1.142", 2),
         ("2.1.190", 2),
         ("2.1.235", 2),
@@ -271,6 +272,24 @@ def test_an_api_error_without_a_terminal_reason_ends_the_turn_with_its_message(v
         assert done.result.error is not None and done.result.error.message == err.message
 
 
+def test_retries_on_stdout_and_a_failed_call_said_as_before_2_1_142() -> None:
+    """2.1.100 prints ``system/api_retry`` (as 2.1.142), but says the failed call as 2.1.67 does:
+    the synthetic line's ``error`` is ``unknown`` and its text the API's raw body, the ``result``
+    has no ``api_error_status`` and ``terminal_reason: "completed"``, so the completion's error
+    has the message and no type."""
+    kit = ADAPTERS / "claude-stream-json" / "captures" / "claude-code-2.1.100"
+    retries = [w.message for w in _bodies(_events(kit / "18-api-error-529-retries.jsonl"), WarningBody)]
+    assert [m.split("; ")[1].split(" in ")[0] for m in retries] == ["retry 1/2", "retry 2/2"]
+    for case, status in (("17-api-error-400.jsonl", 400), ("18-api-error-529-retries.jsonl", 529)):
+        (err,) = _bodies(_events(kit / case), Error)
+        assert err.error_type == "unknown"
+        assert err.message.startswith(f'API Error: {status} {{"type":"error"')
+        (done,) = [e for e in convert_capture(kit / case) if isinstance(e, MessageCompleted)]
+        assert done.result.stop_reason == "error"
+        assert done.result.error is not None
+        assert (done.result.error.message, done.result.error.error_type) == (err.message, None)
+
+
 @pytest.mark.parametrize("version", ["1.0.60", "1.0.98", "2.0.0", "2.0.30"])
 @pytest.mark.parametrize("case", ["17-api-error-400", "18-api-error-529-retries"])
 def test_a_synthetic_api_error_line_without_an_error_field_is_an_error(version: str, case: str) -> None:
@@ -290,7 +309,9 @@ def test_a_synthetic_api_error_line_without_an_error_field_is_an_error(version: 
     assert [(b.error_type, b.message) for b in _bodies(_events(main), Error)] == [(err.error_type, err.message)]
 
 
-@pytest.mark.parametrize("version", ["2.0.0", "2.0.30", "2.0.76", "2.1.20", "2.1.142", "2.1.190", "2.1.235", "2.1.260"])
+@pytest.mark.parametrize(
+    "version", ["2.0.0", "2.0.30", "2.0.76", "2.1.20", "2.1.100", "2.1.142", "2.1.190", "2.1.235", "2.1.260"]
+)
 def test_a_streamed_call_counts_the_input_its_message_start_counted(version: str) -> None:
     """A ``message_delta`` whose usage gives only ``output_tokens`` (the API's shape, as the fake
     server sends it) does not say the call read nothing: its input is the ``message_start``'s."""
@@ -310,7 +331,7 @@ def test_refused_command_has_no_command_output() -> None:
     "version",
     [
         *("1.0.60", "1.0.98", "2.0.0", "2.0.30", "2.0.76"),
-        *("2.1.20", "2.1.67", "2.1.142", "2.1.190", "2.1.235", "2.1.260", "2.1.290", "2.1.332"),
+        *("2.1.20", "2.1.67", "2.1.100", "2.1.142", "2.1.190", "2.1.235", "2.1.260", "2.1.290", "2.1.332"),
     ],
 )
 @pytest.mark.parametrize("case", ["15-permission-stdio-deny", "16-permission-stdio-allow"])
