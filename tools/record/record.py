@@ -494,17 +494,19 @@ def record_codex(binary: Path, out: Output, cases: set[str] | None, log: Callabl
 
 
 def _feature_args(binary: Path, args: list[str], env: dict[str, str]) -> list[str]:
-    """``args``, with ``multi_agent_v2`` enabled as ``collab`` for a Codex that has only the
-    older sub-agents (0.96: ``spawn_agent``, ``send_input``, ``wait``, ``close_agent``)."""
+    """``args``, with ``multi_agent_v2`` enabled under the older sub-agents' feature name for a
+    Codex that has only those (``spawn_agent``, ``send_input``, ``wait``, ``close_agent``):
+    ``collab`` in 0.96, ``multi_agent`` in 0.107."""
     if "multi_agent_v2" not in args:
         return args
     listed = subprocess.run(
         [str(binary), "features", "list"], env=env, capture_output=True, text=True, timeout=120, check=False
     ).stdout
     features = {line.split()[0] for line in listed.splitlines() if line.strip()}
-    if "multi_agent_v2" in features or "collab" not in features:
+    older = next((f for f in ("multi_agent", "collab") if f in features), None)
+    if "multi_agent_v2" in features or older is None:
         return args
-    return ["collab" if a == "multi_agent_v2" else a for a in args]
+    return [older if a == "multi_agent_v2" else a for a in args]
 
 
 def _without_threads(binary: Path) -> str | None:
