@@ -556,6 +556,27 @@ def test_an_item_of_a_turn_never_announced_starts_it() -> None:
     assert all(t == "turn:1" for k, t in kinds if k in ("UserMessage", "ToolCall", "TurnComplete"))
 
 
+def test_a_turn_whose_first_item_comes_before_its_turn_started_is_one_turn() -> None:
+    """0.107 may send the prompt's ``item/started`` and ``item/completed`` before the
+    ``turn/started`` of the same turn: the item starts the turn, and that ``turn/started``
+    starts no second one (nor ends the first as cut off)."""
+    user = {"type": "userMessage", "id": "m1", "content": [{"type": "text", "text": "hello"}]}
+    answer = {"type": "agentMessage", "id": "a1", "text": "hi"}
+    item = {"threadId": "th", "turnId": "u"}
+    events = converse(
+        ("agent", {"method": "item/started", "params": {**item, "item": user}}),
+        ("agent", {"method": "item/completed", "params": {**item, "item": user}}),
+        ("agent", {"method": "turn/started", "params": {"threadId": "th", "turn": TURN}}),
+        ("agent", {"method": "item/completed", "params": {**item, "item": answer}}),
+        ("agent", {"method": "turn/completed", "params": {"threadId": "th", "turn": {**TURN, "status": "completed"}}}),
+    )
+    kinds = [(type(e.body).__name__, e.turn_id) for e in events]
+    assert [k for k, _ in kinds if k in ("TurnStart", "TurnComplete")] == ["TurnStart", "TurnComplete"]
+    assert all(t == "turn:1" for k, t in kinds if k in ("UserMessage", "AssistantMessage", "TurnComplete"))
+    (end,) = [e.body for e in events if isinstance(e.body, TurnComplete)]
+    assert (end.reason, end.native_turn_id) == ("ok", "u")
+
+
 def test_a_sub_agent_spawned_by_a_collab_tool_call_is_linked_to_its_parent() -> None:
     """0.96 (the ``collab`` tools) says a spawn only as a ``collabAgentToolCall`` ``spawnAgent``
     whose ``receiverThreadIds`` names the new thread, which no ``thread/started`` announces:

@@ -10,7 +10,9 @@ Facts (codex-cli 0.169.0 captures unless marked otherwise):
 * Every server notification carries a top-level ``emittedAtMs`` (Unix ms) beside
   ``params``; responses and server requests have none (the capture time is used).
 * ``thread/start``'s response comes before ``thread/started``; the turn id is
-  first known from ``turn/start``'s response, then ``turn/started``.
+  first known from ``turn/start``'s response, then ``turn/started`` (0.107 may send
+  the prompt's ``item/started`` and ``item/completed`` before it: the first item
+  naming a turn starts it).
 * ``item/started`` / deltas / ``item/completed``; the completed item is the
   truth.  ``item/commandExecution/outputDelta`` is lossy: the first chunk of a
   command's output was missing from the deltas but present in
@@ -551,7 +553,11 @@ class CodexAppServerAdapter(BuiltinAdapter):
         return [MessageAccepted(session_id="", message_id=turn.id)]
 
     def _on_turn_started(self, params: Raw) -> list[Item]:
-        return self._begin_turn(_TURN_PARAMS.decode(params).turn.id)
+        turn_id = _TURN_PARAMS.decode(params).turn.id
+        if turn_id == self._turn_id:
+            # 0.107 may say the turn's first item before turn/started: that item began it
+            return [Passthrough()]
+        return self._begin_turn(turn_id)
 
     def _begin_turn(self, turn_id: str) -> list[Item]:
         self._turn_id = turn_id
