@@ -28,14 +28,15 @@ VERSIONS = {
     "0.155.0": True,
     "0.142.2": False,
     "0.131.0": False,
+    "0.107.0": False,
     "0.96.0": False,
     "0.87.0": False,
     "0.55.0": False,
     "0.29.0": False,
 }
-#: The versions whose rollouts write no task events (0.87 and 0.96, like 0.77): their turns are
-#: inferred (made by the core, ``native.protocol`` "core") and end without a
-#: ``stopReason``; the live turns are compared with them by their kind and reason.
+#: The versions whose rollouts write no task events (0.87 and 0.96, like 0.77; 0.107 writes
+#: them): their turns are inferred (made by the core, ``native.protocol`` "core") and end
+#: without a ``stopReason``; the live turns are compared with them by their kind and reason.
 INFERRED_TURNS = {"0.96.0", "0.87.0", "0.55.0", "0.29.0"}
 #: The versions whose exec stream is the older shape, which names no thread: its session id
 #: is made up and cannot be the rollout's (the thread id of the file's first line).
@@ -58,6 +59,13 @@ NOT_STORED = {
     ("0.131.0", "g_resume"): "thread/resume's history has no usage; the rollout keeps the first process's",
     ("0.131.0", "i_collab_agent"): "live, the sub-agent's thread is on the same stream and the spawn is a "
     "collabAgentToolCall (stored: the spawn_agent call, whose output names no thread: no spawn)",
+    ("0.107.0", "failed_turn"): "0.107 stores a failed turn's task_complete without its error, as 0.142",
+    ("0.107.0", "http_500"): "the same",
+    ("0.107.0", "h_api_error"): "the same",
+    ("0.107.0", "g_resume"): "thread/resume's history has no usage; the rollout keeps the first process's",
+    ("0.107.0", "i_collab_agent"): "live, the sub-agent's thread is on the same stream (its own session; the "
+    "rollout keeps it in its own file) and the calls are collabAgentToolCalls (spawnAgent, wait; stored: "
+    "the spawn_agent and wait function calls)",
     ("0.96.0", "failed_turn"): "0.96 stores neither the error nor the turn's end: the file ends mid-turn (cut off)",
     ("0.96.0", "http_500"): "the same",
     ("0.96.0", "h_api_error"): "the same",
@@ -78,10 +86,10 @@ NOT_STORED = {
 }
 #: The versions whose app-server never starts a declined command (no item/started: the
 #: approval request, then item/completed ``declined``); the rollout's function_call does.
-NO_DECLINED_START = {"0.96.0"}
+NO_DECLINED_START = {"0.107.0", "0.96.0"}
 #: The versions whose rollouts keep a patch only as the model's call (no patch events):
 #: its paths and kinds, no diffs.
-NO_STORED_DIFFS = {"0.96.0", "0.87.0"}
+NO_STORED_DIFFS = {"0.107.0", "0.96.0", "0.87.0"}
 
 
 def rollouts(version: str) -> Path:
