@@ -146,7 +146,7 @@ def bodies_of(items: list[Item]) -> list[Any]:
     return [i.body if isinstance(i, Emit) else i for i in items if isinstance(i, (Body, Emit))]
 
 
-ids = [c.name for c in CAPTURES]
+ids = [str(c.relative_to(KIT)) for c in CAPTURES]
 
 
 @pytest.fixture(scope="module", params=CAPTURES, ids=ids)
