@@ -47,12 +47,13 @@ from normalize.adapters.codex_app_server import CodexAppServerAdapter
 
 KIT = ADAPTERS / "codex-app-server" / "captures"
 #: Captures per recorded Codex version (the folder names the version): the versions whose
-#: facts these tests state (0.120: tests/test_history.py and the goldens)
+#: facts these tests state (0.120 in tests/test_history.py and the goldens too)
 RECORDED = {
     "codex-0.77.0": 9,
     "codex-0.87.0": 10,
     "codex-0.96.0": 10,
     "codex-0.107.0": 10,
+    "codex-0.120.0": 9,
     "codex-0.131.0": 10,
     "codex-0.142.2": 10,
     "codex-0.155.0": 10,
