@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import normalize
 from helpers import ADAPTERS, ROOT, convert_capture, convert_records, session_captures
 from normalize import (
     AssistantDelta,
@@ -308,6 +309,21 @@ def test_a_tool_error_fails_its_call_and_a_permission_error_is_matched_to_the_de
     (auto,) = of(events, PermissionAuto)
     assert auto.tool_call.call_id == f"{CID}:3"
     assert of(events, Error) == []
+
+
+def test_a_tool_step_whose_parameters_are_null_is_a_call_without_input_that_reads_back_the_same() -> None:
+    events = convert_lines(
+        INIT,
+        USER_INPUT,
+        step(3, "ACTIVE", "tool", tool_name="run_command", tool_info={"name": "run_command", "parameters": None}),
+        step(3, "DONE", "tool", tool_name="run_command", tool_info={"name": "run_command", "parameters": None}),
+        result(),
+    )
+    calls = of(events, ToolCall)
+    assert [(c.phase, c.input) for c in calls] == [("started", None), ("completed", None)]
+    for ev in events:  # absent, not written as null: the line decodes to the same event
+        line = normalize.encode(ev)
+        assert normalize.encode(normalize.decode(line)) == line
 
 
 def test_a_denied_action_is_matched_to_the_latest_started_call_whatever_order_they_ended_in() -> None:

@@ -180,6 +180,7 @@ def _tokens(u: _Usage) -> Tokens:
     )
 
 
+_NULL: Final = Raw(b"null")
 _ZERO: Final = Tokens(input=0, output=0, total=0, cache_read=0, reasoning=0)
 
 
@@ -411,7 +412,8 @@ class AntigravityStreamJsonAdapter(BuiltinAdapter):
             return known
         info = step.tool_info
         tool = step.tool_name or (info.name if info else None) or step.step_type
-        raw = info.parameters if info is not None and info.parameters else None
+        # absent (empty) or null: no input (a field absent is omitted, never written null)
+        raw = info.parameters if info is not None and info.parameters and info.parameters != _NULL else None
         try:
             params = _params_decoder.decode(raw) if raw is not None else _NO_PARAMS
         except (msgspec.DecodeError, msgspec.ValidationError):
