@@ -19,6 +19,15 @@ import pytest
 from helpers import ADAPTERS, convert_capture, convert_records, records_of
 from normalize import SessionEvent, encode
 
+#: why a resumed thread's usage is not compared (thread/resume's live history has none)
+_RESUMED_USAGE = "thread/resume's history has no usage; the rollout keeps the first process's"
+#: why the sub-agent run of 0.87 to 0.107 is not compared
+_COLLAB_CALLS = (
+    "live, the sub-agent's thread is on the same stream (its own session; the rollout keeps it in its own "
+    "file) and the calls are collabAgentToolCalls (spawnAgent, wait; stored: the spawn_agent and wait "
+    "function calls)"
+)
+
 #: The versions recorded in the kits (0.55 and 0.29: exec and rollouts only, 0.55's
 #: app-server has no thread API, 0.29 has none), each with whether its rollout keeps Codex's
 #: message ids (0.169's items do; 0.142's messages are event_msg lines with none: the adapter
@@ -43,42 +52,36 @@ INFERRED_TURNS = {"0.96.0", "0.87.0", "0.55.0", "0.29.0"}
 NO_THREAD_ID = {"0.29.0": "the older exec shape (config line, prompt line, {id, msg}) has no thread id"}
 #: Runs whose stored side cannot say what the live one does, and why.
 NOT_STORED = {
-    ("0.155.0", "g_resume"): "thread/resume's history has no usage; the rollout keeps the first process's",
+    ("0.155.0", "g_resume"): _RESUMED_USAGE,
     ("0.155.0", "i_collab_agent"): "live, the sub-agent's thread is on the same stream (its own session; the "
     "rollout keeps it in its own file) and the spawn is a subAgentActivity item (spawnAgent; stored: the "
     "spawn_agent call)",
     ("0.142.2", "failed_turn"): "0.142 stores a failed turn's task_complete without its error: it reads completed",
     ("0.142.2", "http_500"): "the same",
     ("0.142.2", "h_api_error"): "the same",
-    ("0.142.2", "g_resume"): "thread/resume's history has no usage; the rollout keeps the first process's",
+    ("0.142.2", "g_resume"): _RESUMED_USAGE,
     ("0.142.2", "i_collab_agent"): "live, the sub-agent's thread is on the same stream (its own session; the "
     "rollout keeps it in its own file) and the spawn is an item (spawnAgent; stored: the spawn_agent call)",
     ("0.131.0", "failed_turn"): "0.131 stores a failed turn's task_complete without its error, as 0.142",
     ("0.131.0", "http_500"): "the same",
     ("0.131.0", "h_api_error"): "the same",
-    ("0.131.0", "g_resume"): "thread/resume's history has no usage; the rollout keeps the first process's",
+    ("0.131.0", "g_resume"): _RESUMED_USAGE,
     ("0.131.0", "i_collab_agent"): "live, the sub-agent's thread is on the same stream and the spawn is a "
     "collabAgentToolCall (stored: the spawn_agent call, whose output names no thread: no spawn)",
     ("0.107.0", "failed_turn"): "0.107 stores a failed turn's task_complete without its error, as 0.142",
     ("0.107.0", "http_500"): "the same",
     ("0.107.0", "h_api_error"): "the same",
-    ("0.107.0", "g_resume"): "thread/resume's history has no usage; the rollout keeps the first process's",
-    ("0.107.0", "i_collab_agent"): "live, the sub-agent's thread is on the same stream (its own session; the "
-    "rollout keeps it in its own file) and the calls are collabAgentToolCalls (spawnAgent, wait; stored: "
-    "the spawn_agent and wait function calls)",
+    ("0.107.0", "g_resume"): _RESUMED_USAGE,
+    ("0.107.0", "i_collab_agent"): _COLLAB_CALLS,
     ("0.96.0", "failed_turn"): "0.96 stores neither the error nor the turn's end: the file ends mid-turn (cut off)",
     ("0.96.0", "http_500"): "the same",
     ("0.96.0", "h_api_error"): "the same",
-    ("0.96.0", "g_resume"): "thread/resume's history has no usage; the rollout keeps the first process's",
-    ("0.96.0", "i_collab_agent"): "live, the sub-agent's thread is on the same stream (its own session; the "
-    "rollout keeps it in its own file) and the calls are collabAgentToolCalls (spawnAgent, wait; stored: "
-    "the spawn_agent and wait function calls)",
+    ("0.96.0", "g_resume"): _RESUMED_USAGE,
+    ("0.96.0", "i_collab_agent"): _COLLAB_CALLS,
     ("0.87.0", "failed_turn"): "0.87 stores neither the error nor the turn's end: the file ends mid-turn (cut off)",
     ("0.87.0", "http_500"): "the same",
-    ("0.87.0", "g_resume"): "thread/resume's history has no usage; the rollout keeps the first process's",
-    ("0.87.0", "i_collab_agent"): "live, the sub-agent's thread is on the same stream (its own session; the "
-    "rollout keeps it in its own file) and the calls are collabAgentToolCalls (spawnAgent, wait; stored: "
-    "the spawn_agent and wait function calls)",
+    ("0.87.0", "g_resume"): _RESUMED_USAGE,
+    ("0.87.0", "i_collab_agent"): _COLLAB_CALLS,
     ("0.55.0", "failed_turn"): "0.55 stores neither the error nor the turn's end: the file ends mid-turn (cut off)",
     ("0.55.0", "http_500"): "the same",
     ("0.29.0", "failed_turn"): "0.29 stores neither the error nor the turn's end: the file ends at the prompt",
