@@ -18,6 +18,7 @@ from normalize import AssistantMessage, EventEnvelope, SessionEvent, SessionInpu
 #: the Claude Code versions recorded both ways by the same runs, and how many cases each shares
 VERSIONS = {
     "2.1.20": 15,
+    "2.1.42": 15,
     "2.1.67": 15,
     "2.1.100": 15,
     "2.1.142": 15,
@@ -70,6 +71,7 @@ VERSION_EXCEPTIONS: dict[tuple[str, str, str], str] = {
     ("2.1.20", "41-stream-cut-midway", "nothing-stored"): "2.1.20 gives up when every stream is cut "
     "(error_during_execution, read as an interrupt) and its session file holds only the queue's "
     "dequeue line: no prompt, no message, no turn to compare",
+    ("2.1.42", "15-permission-stdio-deny", "refusal-as-output"): "as 2.1.142's below",
     ("2.1.67", "15-permission-stdio-deny", "refusal-as-output"): "as 2.1.142's below",
     ("2.1.100", "15-permission-stdio-deny", "refusal-as-output"): "as 2.1.142's below",
     ("2.1.142", "15-permission-stdio-deny", "refusal-as-output"): "2.1.142's session file does not say the "

@@ -217,6 +217,7 @@ def test_turn_usage_excludes_subagents_and_session_usage_is_cumulative() -> None
         ("2.0.30", 2),
         ("2.0.76", 2),
         ("2.1.20", 2),
+        ("2.1.42", 2),
         ("2.1.67", 2),
         ("2.1.100", 2),
         ("2.1.142", 2),
@@ -256,7 +257,7 @@ def test_api_retries_are_warnings_and_a_failed_call_ends_with_an_api_error(versi
         assert done.result.error is not None and done.result.error.error_type == "api_error"
 
 
-@pytest.mark.parametrize("version", ["2.0.76", "2.1.20", "2.1.67"])
+@pytest.mark.parametrize("version", ["2.0.76", "2.1.20", "2.1.42", "2.1.67"])
 def test_an_api_error_without_a_terminal_reason_ends_the_turn_with_its_message(version: str) -> None:
     """Before 2.1.142 the retries are not on stdout and the failed call's ``result`` names no
     cause (no ``terminal_reason``, no ``api_error_status``): the turn still ends in error, with
@@ -310,7 +311,7 @@ def test_a_synthetic_api_error_line_without_an_error_field_is_an_error(version: 
 
 
 @pytest.mark.parametrize(
-    "version", ["2.0.0", "2.0.30", "2.0.76", "2.1.20", "2.1.100", "2.1.142", "2.1.190", "2.1.235", "2.1.260"]
+    "version", ["2.0.0", "2.0.30", "2.0.76", "2.1.20", "2.1.42", "2.1.100", "2.1.142", "2.1.190", "2.1.235", "2.1.260"]
 )
 def test_a_streamed_call_counts_the_input_its_message_start_counted(version: str) -> None:
     """A ``message_delta`` whose usage gives only ``output_tokens`` (the API's shape, as the fake
@@ -331,7 +332,7 @@ def test_refused_command_has_no_command_output() -> None:
     "version",
     [
         *("1.0.60", "1.0.98", "2.0.0", "2.0.30", "2.0.76"),
-        *("2.1.20", "2.1.67", "2.1.100", "2.1.142", "2.1.190", "2.1.235", "2.1.260", "2.1.290", "2.1.332"),
+        *("2.1.20", "2.1.42", "2.1.67", "2.1.100", "2.1.142", "2.1.190", "2.1.235", "2.1.260", "2.1.290", "2.1.332"),
     ],
 )
 @pytest.mark.parametrize("case", ["15-permission-stdio-deny", "16-permission-stdio-allow"])

@@ -107,7 +107,7 @@ def test_conversation_lines_are_translated(capture: Path) -> None:
     "version",
     [
         *("1.0.60", "1.0.98", "2.0.0", "2.0.30", "2.0.76"),
-        *("2.1.20", "2.1.67", "2.1.100", "2.1.142", "2.1.190", "2.1.235", "2.1.260", "2.1.290", "2.1.332"),
+        *("2.1.20", "2.1.42", "2.1.67", "2.1.100", "2.1.142", "2.1.190", "2.1.235", "2.1.260", "2.1.290", "2.1.332"),
     ],
 )
 def test_a_failed_command_reads_as_the_stream_json_of_its_run_says_it(version: str) -> None:
@@ -136,7 +136,7 @@ def test_a_failed_command_reads_as_the_stream_json_of_its_run_says_it(version: s
         ("2.0.76", "18-api-error-529-retries"),
         *(
             (v, c)
-            for v in ("2.1.20", "2.1.100", "2.1.142", "2.1.190", "2.1.235", "2.1.260", "2.1.290")
+            for v in ("2.1.20", "2.1.42", "2.1.100", "2.1.142", "2.1.190", "2.1.235", "2.1.260", "2.1.290")
             for c in ("17-api-error-400", "18-api-error-529-retries")
         ),
     ],

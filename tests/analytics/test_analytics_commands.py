@@ -124,12 +124,14 @@ def _native_session_id(protocol: str, capture: Path) -> str | None:
 
 #: versions left out here: their live stream and stored file give different figures by the
 #: agent's own account (before 2.1, stream-json's ``result`` counts the last call only, or
-#: warm-up requests; 2.1.20's session file keeps only each message's start usage), or the live
-#: stream names no session to pair (the older exec shape of Codex 0.20-0.40 has no thread id)
+#: warm-up requests; 2.1.20's and 2.1.42's session files keep only each streamed message's start
+#: usage), or the live stream names no session to pair (the older exec shape of Codex 0.20-0.40
+#: has no thread id)
 OWN_FIGURES_DIFFER = (
     "claude-code-1.",
     "claude-code-2.0.",
     "claude-code-2.1.20",
+    "claude-code-2.1.42",
     "codex-0.20.",
     "codex-0.29.",
     "codex-0.40.",

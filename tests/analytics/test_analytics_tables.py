@@ -185,12 +185,14 @@ def test_every_protocol_with_captures_is_covered() -> None:
 #: requests too (2.0.x), and the stored lines the calls of the conversation; 2.1.142's
 #: ``modelUsage`` counts the session-title requests too (one per prompt, asked of the main
 #: model), which its session file neither holds nor totals (it writes no ``cost-state``); so
-#: do 2.1.190's, 2.1.235's and 2.1.260's; 2.1.20's session file keeps only each message's start usage
-#: (``output_tokens: 1``, no final line) where stdout's ``result`` has the final counts
+#: do 2.1.190's, 2.1.235's and 2.1.260's; 2.1.20's and 2.1.42's session files keep only each
+#: streamed message's start usage (``output_tokens: 1``, no final line) where stdout's ``result``
+#: has the final counts
 OWN_FIGURES_DIFFER = (
     "claude-code-1.",
     "claude-code-2.0.",
     "claude-code-2.1.20",
+    "claude-code-2.1.42",
     "claude-code-2.1.142",
     "claude-code-2.1.190",
     "claude-code-2.1.235",
