@@ -424,6 +424,7 @@ SUBAGENT_EVENTS = [
     "codex-app-server/captures/codex-0.142.2/i_collab_agent.tap.jsonl",  # the spawn said only at its end
     # a collabAgentToolCall spawn (as 0.96), the thread speaking before it is named
     "codex-app-server/captures/codex-0.131.0/i_collab_agent.tap.jsonl",
+    "codex-app-server/captures/codex-0.125.0/i_collab_agent.tap.jsonl",  # as 0.131
     # the older collab tools: the spawn a collabAgentToolCall, the thread never started
     "codex-app-server/captures/codex-0.96.0/i_collab_agent.tap.jsonl",
     "codex-app-server/captures/codex-0.87.0/i_collab_agent.tap.jsonl",  # as 0.96
@@ -450,8 +451,8 @@ def test_a_sub_agents_calls_are_told_apart_whatever_the_agent(rel: str) -> None:
 #: collabAgentToolCall as in 0.96; 0.96: the spawn is a collabAgentToolCall
 #: (receiverThreadIds), the sub-agent's thread and turns are never started, and its rollout
 #: names the parent only in ``source.subagent.thread_spawn`` (0.87's names it nowhere: below);
-#: 0.107: as 0.96, but the thread speaks before its spawn is said, as 0.131
-@pytest.mark.parametrize("version", ["0.171.0", "0.155.0", "0.142.2", "0.131.0", "0.107.0", "0.96.0"])
+#: 0.125: as 0.131; 0.107: as 0.96, but the thread speaks before its spawn is said, as 0.131
+@pytest.mark.parametrize("version", ["0.171.0", "0.155.0", "0.142.2", "0.131.0", "0.125.0", "0.107.0", "0.96.0"])
 def test_a_codex_sub_agent_thread_is_the_same_session_live_and_stored(version: str) -> None:
     live = _facts(f"codex-app-server/captures/codex-{version}/i_collab_agent.tap.jsonl")
     stored = _facts(f"codex-rollout/captures/codex-{version}/app-server-i_collab_agent-2.jsonl")

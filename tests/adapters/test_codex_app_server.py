@@ -54,6 +54,7 @@ RECORDED = {
     "codex-0.96.0": 10,
     "codex-0.107.0": 10,
     "codex-0.120.0": 9,
+    "codex-0.125.0": 10,
     "codex-0.131.0": 10,
     "codex-0.142.2": 10,
     "codex-0.155.0": 10,
@@ -753,8 +754,8 @@ RESUMED = sorted(KIT.glob("codex-*/g_resume.tap.jsonl"))
 @pytest.mark.parametrize("capture", RESUMED, ids=[c.parent.name for c in RESUMED])
 def test_a_resumed_turn_counts_only_its_own_requests(capture: Path) -> None:
     """After thread/resume, Codex says the thread's totals again: 0.142 and later before the
-    turn, 0.87, 0.96, 0.107 and 0.120 inside it before the model answers, 0.77 not at all (its
-    totals start over).
+    turn, 0.87, 0.96, 0.107 and 0.120 inside it before the model answers, 0.125 both before
+    the turn and inside it, 0.77 not at all (its totals start over).
     The resumed turn's usage is what its own model request used (its last update's ``last``:
     one request), never the turns of the process before."""
     assert {c.parent.name for c in RESUMED} >= {
@@ -763,6 +764,7 @@ def test_a_resumed_turn_counts_only_its_own_requests(capture: Path) -> None:
         "codex-0.96.0",
         "codex-0.107.0",
         "codex-0.120.0",
+        "codex-0.125.0",
         "codex-0.142.2",
         "codex-0.171.0",
     }

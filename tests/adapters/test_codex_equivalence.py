@@ -37,6 +37,7 @@ VERSIONS = {
     "0.155.0": True,
     "0.142.2": False,
     "0.131.0": False,
+    "0.125.0": False,
     "0.107.0": False,
     "0.96.0": False,
     "0.87.0": False,
@@ -68,6 +69,12 @@ NOT_STORED = {
     ("0.131.0", "g_resume"): _RESUMED_USAGE,
     ("0.131.0", "i_collab_agent"): "live, the sub-agent's thread is on the same stream and the spawn is a "
     "collabAgentToolCall (stored: the spawn_agent call, whose output names no thread: no spawn)",
+    ("0.125.0", "failed_turn"): "0.125 stores a failed turn's task_complete without its error, as 0.142",
+    ("0.125.0", "http_500"): "the same",
+    ("0.125.0", "h_api_error"): "the same",
+    ("0.125.0", "g_resume"): _RESUMED_USAGE,
+    ("0.125.0", "i_collab_agent"): "live, the sub-agent's thread is on the same stream and the spawn is a "
+    "collabAgentToolCall, as 0.131 (stored: the spawn_agent call, whose output names no thread: no spawn)",
     ("0.107.0", "failed_turn"): "0.107 stores a failed turn's task_complete without its error, as 0.142",
     ("0.107.0", "http_500"): "the same",
     ("0.107.0", "h_api_error"): "the same",
@@ -92,7 +99,7 @@ NOT_STORED = {
 NO_DECLINED_START = {"0.107.0", "0.96.0"}
 #: The versions whose rollouts keep a patch only as the model's call (no patch events):
 #: its paths and kinds, no diffs.
-NO_STORED_DIFFS = {"0.107.0", "0.96.0", "0.87.0"}
+NO_STORED_DIFFS = {"0.125.0", "0.107.0", "0.96.0", "0.87.0"}
 
 
 def rollouts(version: str) -> Path:

@@ -21,6 +21,7 @@ VERSIONS = (
     "codex-0.87.0",
     "codex-0.96.0",
     "codex-0.107.0",
+    "codex-0.125.0",
     "codex-0.131.0",
     "codex-0.142.2",
     "codex-0.155.0",

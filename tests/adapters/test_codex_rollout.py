@@ -36,7 +36,7 @@ from normalize.adapters.codex_rollout import CodexRolloutAdapter
 
 #: the versions whose facts these tests state (older shapes: their own tests below,
 #: tests/test_history.py and the goldens)
-VERSIONS = ("codex-0.131.0", "codex-0.142.2", "codex-0.155.0", "codex-0.169.0", "codex-0.171.0")
+VERSIONS = ("codex-0.125.0", "codex-0.131.0", "codex-0.142.2", "codex-0.155.0", "codex-0.169.0", "codex-0.171.0")
 CAPTURES = [
     c
     for c in session_captures()
