@@ -8,6 +8,9 @@ import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
+
+import pytest
 
 from normalize import (
     CaptureParser,
@@ -75,6 +78,23 @@ def capture_id(capture: Path) -> str:
 
 def protocol_of(capture: Path) -> str:
     return capture.relative_to(ADAPTERS).parts[0]
+
+
+def on_both_backends(captures: Iterable[Path]) -> list[Any]:
+    """Parameters ``(anyio_backend, capture)``: every capture on asyncio, and on trio the first
+    capture of each protocol in each shape (a lines file, a folder, a database, a JSON
+    document). What the backend changes is the I/O around an adapter, not what the
+    adapter reads: one capture of each shape per protocol exercises trio's side of it, where
+    running all of them again would double these tests' time for no case of their own."""
+    params: list[Any] = []
+    seen: set[tuple[str, str]] = set()
+    for c in captures:
+        params.append(pytest.param("asyncio", c, id=f"asyncio-{capture_id(c)}"))
+        shape = (protocol_of(c), "folder" if c.is_dir() else c.suffix if c.suffix in (".db", ".json") else "file")
+        if shape not in seen:
+            seen.add(shape)
+            params.append(pytest.param("trio", c, id=f"trio-{capture_id(c)}"))
+    return params
 
 
 def golden_path(capture: Path) -> Path:

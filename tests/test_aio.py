@@ -14,10 +14,10 @@ from fakes.wire import TurnAdapter, agent_command
 from helpers import (
     ADAPTERS,
     capture_files,
-    capture_id,
     convert_records,
     file_bytes,
     fixed_clock,
+    on_both_backends,
     records_of,
     to_jsonl,
 )
@@ -69,8 +69,8 @@ async def _chunks(data: bytes, size: int) -> AsyncIterator[bytes]:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("capture", CAPTURES, ids=capture_id)
-async def test_async_gives_the_sync_events_for_every_capture(capture: Path) -> None:
+@pytest.mark.parametrize(("anyio_backend", "capture"), on_both_backends(CAPTURES))
+async def test_async_gives_the_sync_events_for_every_capture(anyio_backend: str, capture: Path) -> None:
     (inp,) = find_inputs([capture], protocol=capture.relative_to(ADAPTERS).parts[0])
     assert not isinstance(inp, DetectionError)
     want = _outcome(lambda: convert_records(records_of(inp.paths, protocol=inp.protocol), inp.protocol))

@@ -27,6 +27,7 @@ from helpers import (
     companions,
     convert_records,
     fixed_clock,
+    on_both_backends,
     records_of,
     session_captures,
     to_jsonl,
@@ -147,8 +148,10 @@ def _outcome(make: object) -> str:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("capture", LIVE, ids=capture_id)
-async def test_tap_of_a_fake_agent_records_what_crossed_and_gives_the_capture_events(capture: Path) -> None:
+@pytest.mark.parametrize(("anyio_backend", "capture"), on_both_backends(LIVE))
+async def test_tap_of_a_fake_agent_records_what_crossed_and_gives_the_capture_events(
+    anyio_backend: str, capture: Path
+) -> None:
     protocol = _protocol(capture)
     wire = wire_lines(capture)
     recorded: list[bytes] = []

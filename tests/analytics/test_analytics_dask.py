@@ -73,10 +73,32 @@ def _same_dataset(got: Path, want: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def local(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+def kits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A third of the kits, copied as laid out in adapters/: of each protocol's captures
+    folders, every third one, its edge cases (inputs an adapter must report) and the
+    folders holding an empty capture. Every protocol and every kind of input, in about 7 of
+    the kits' 23 MB: the runs below export it five times over, and the whole kits would
+    add nothing the export does differently, only time."""
+    root = tmp_path_factory.mktemp("kits")
+    for protocol in sorted(p for p in ADAPTERS.iterdir() if (p / "captures").is_dir()):
+        for n, entry in enumerate(sorted((protocol / "captures").iterdir())):
+            files = [f for f in entry.rglob("*") if f.is_file()] if entry.is_dir() else [entry]
+            if n % 3 and entry.name != "edge-cases" and all(f.stat().st_size for f in files):
+                continue
+            to = root / entry.relative_to(ADAPTERS)
+            if entry.is_dir():
+                shutil.copytree(entry, to)
+            else:
+                to.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(entry, to)
+    return root
+
+
+@pytest.fixture(scope="module")
+def local(kits: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """The kits exported on this machine, in one process: the dataset every cluster run must give."""
     out = tmp_path_factory.mktemp("local") / "dataset"
-    report = export([ADAPTERS], out, jobs=1)
+    report = export([kits], out, jobs=1)
     assert report.result.added > 50
     return out, report.as_json()
 
@@ -140,11 +162,11 @@ def _normalize(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_cli_on_a_scheduler_with_two_workers_gives_the_local_dataset(
-    cluster: Cluster, local: tuple[Path, dict[str, Any]], tmp_path: Path
+    cluster: Cluster, kits: Path, local: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
     want, counts = local
     out = tmp_path / "dataset"
-    args = ["export", str(ADAPTERS), "--parquet", str(out), "--dask", cluster.address, "--task-mb", "0.25"]
+    args = ["export", str(kits), "--parquet", str(out), "--dask", cluster.address, "--task-mb", "0.25"]
     run = _normalize(*args)
     assert run.returncode == 1, run.stderr  # the kits hold one empty capture, reported as the local export does
     assert f"{counts['added']} added, 0 replaced, {counts['skipped']} already there" in run.stderr
@@ -153,12 +175,12 @@ def test_the_cli_on_a_scheduler_with_two_workers_gives_the_local_dataset(
 
 
 def test_from_python_the_tasks_are_spread_over_both_workers(
-    cluster: Cluster, local: tuple[Path, dict[str, Any]], tmp_path: Path
+    cluster: Cluster, kits: Path, local: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
     want, counts = local
     with cluster.client(2) as client:
         with distributed.get_task_stream(client) as stream:
-            report = export([ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
+            report = export([kits], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
         workers = {t["worker"] for t in stream.data if str(t["key"]).startswith("normalize-export-")}
         assert len(workers) == 2
         assert report.tasks > 10
@@ -167,32 +189,34 @@ def test_from_python_the_tasks_are_spread_over_both_workers(
         # incremental: a second run reads only the inputs it could not read before (the
         # kits' broken captures), adds nothing and rewrites nothing
         files = {p: p.stat().st_mtime_ns for p in (tmp_path / "dataset").rglob("*.parquet")}
-        again = export([ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
+        again = export([kits], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
         assert again.result.as_json() == {"added": 0, "replaced": 0, "skipped": 0}
         assert again.sessions == 0
         assert len(again.problems) == len(counts["problems"])
         assert again.unchanged == again.inputs - len(counts["problems"]) == report.inputs - len(counts["problems"])
         assert {p: p.stat().st_mtime_ns for p in (tmp_path / "dataset").rglob("*.parquet")} == files
         # reread: every input read again, every session found already there as fully
-        full = export([ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES, reread=True)
+        full = export([kits], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES, reread=True)
         assert full.unchanged == 0
         assert full.result.as_json() == {"added": 0, "replaced": 0, "skipped": counts["added"] + counts["skipped"]}
         assert {p: p.stat().st_mtime_ns for p in (tmp_path / "dataset").rglob("*.parquet")} == files
         _same_dataset(tmp_path / "dataset", want)
 
 
-def test_inputs_named_by_url_are_listed_by_the_client_and_read_by_the_workers(cluster: Cluster, tmp_path: Path) -> None:
+def test_inputs_named_by_url_are_listed_by_the_client_and_read_by_the_workers(
+    cluster: Cluster, kits: Path, tmp_path: Path
+) -> None:
     """``file://`` goes through fsspec as ``s3://`` would: the same rows, ``source`` the URL.
 
     Over the Claude and Codex kits: a URL listing reads no file, so it cannot open a session
     database (OpenCode's) the way a local listing does."""
-    kits = [ADAPTERS / "claude-transcript", ADAPTERS / "codex-rollout", ADAPTERS / "codex-app-server"]
+    kits_read = [kits / "claude-transcript", kits / "codex-rollout", kits / "codex-app-server"]
     want = tmp_path / "local"
-    counts = export(kits, want, jobs=1).as_json()
+    counts = export(kits_read, want, jobs=1).as_json()
     with cluster.client(2) as client:
-        report = export([k.as_uri() for k in kits], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
+        report = export([k.as_uri() for k in kits_read], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
         # the listing's times are the stamps: a second run reads no file again
-        again = export([k.as_uri() for k in kits], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
+        again = export([k.as_uri() for k in kits_read], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES)
     assert (again.unchanged, again.sessions) == (report.inputs - len(report.problems), 0)
     assert again.tasks == (1 if report.problems else 0)  # only the inputs it could not read are read again
     _same_report(report, counts, name=lambda p: Path(p).as_uri())
@@ -301,7 +325,7 @@ def test_a_richer_input_replaces_a_stored_session_as_locally(cluster: Cluster, t
 
 @pytest.mark.parametrize("holding", [False, True], ids=["running-a-task", "holding-results"])
 def test_a_worker_killed_mid_run_loses_and_duplicates_no_row(
-    cluster: Cluster, local: tuple[Path, dict[str, Any]], tmp_path: Path, holding: bool
+    cluster: Cluster, kits: Path, local: tuple[Path, dict[str, Any]], tmp_path: Path, holding: bool
 ) -> None:
     """A worker dies while it runs a task, or while it holds finished results the client has not fetched yet."""
     want, counts = local
@@ -332,9 +356,7 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_no_row(
                 in_hand.extend(str(k) for k in keys)
 
             with distributed.get_task_stream(client) as stream:
-                report = export(
-                    [ADAPTERS], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES, progress=kill_one
-                )
+                report = export([kits], tmp_path / "dataset", client=client, task_bytes=TASK_BYTES, progress=kill_one)
             survivors = set(client.scheduler_info()["workers"])
     finally:
         cluster.add_worker()  # two again, for the tests after this one
