@@ -60,7 +60,8 @@ def golden(snapshot: Any) -> Any:
 
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """Every anyio test runs on both backends."""
+    """Every anyio test runs on both backends (the per-capture ones: every capture on asyncio,
+    one of each protocol and shape on trio, ``helpers.on_both_backends``)."""
     return str(request.param)
 
 
