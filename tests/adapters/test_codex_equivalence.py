@@ -27,6 +27,11 @@ _COLLAB_CALLS = (
     "file) and the calls are collabAgentToolCalls (spawnAgent, wait; stored: the spawn_agent and wait "
     "function calls)"
 )
+#: why the sub-agent run of 0.125 and 0.131 is not compared
+_COLLAB_SPAWN = (
+    "live, the sub-agent's thread is on the same stream and the spawn is a collabAgentToolCall (stored: "
+    "the spawn_agent call, whose output names no thread: no spawn)"
+)
 
 #: The versions recorded in the kits (0.55 and 0.29: exec and rollouts only, 0.55's
 #: app-server has no thread API, 0.29 has none), each with whether its rollout keeps Codex's
@@ -67,14 +72,12 @@ NOT_STORED = {
     ("0.131.0", "http_500"): "the same",
     ("0.131.0", "h_api_error"): "the same",
     ("0.131.0", "g_resume"): _RESUMED_USAGE,
-    ("0.131.0", "i_collab_agent"): "live, the sub-agent's thread is on the same stream and the spawn is a "
-    "collabAgentToolCall (stored: the spawn_agent call, whose output names no thread: no spawn)",
+    ("0.131.0", "i_collab_agent"): _COLLAB_SPAWN,
     ("0.125.0", "failed_turn"): "0.125 stores a failed turn's task_complete without its error, as 0.142",
     ("0.125.0", "http_500"): "the same",
     ("0.125.0", "h_api_error"): "the same",
     ("0.125.0", "g_resume"): _RESUMED_USAGE,
-    ("0.125.0", "i_collab_agent"): "live, the sub-agent's thread is on the same stream and the spawn is a "
-    "collabAgentToolCall, as 0.131 (stored: the spawn_agent call, whose output names no thread: no spawn)",
+    ("0.125.0", "i_collab_agent"): _COLLAB_SPAWN,
     ("0.107.0", "failed_turn"): "0.107 stores a failed turn's task_complete without its error, as 0.142",
     ("0.107.0", "http_500"): "the same",
     ("0.107.0", "h_api_error"): "the same",
