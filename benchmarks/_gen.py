@@ -20,6 +20,7 @@ so generating a line costs a ``join`` and a few dict look-ups.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,7 +30,11 @@ from pathlib import Path
 import msgspec
 
 ROOT = Path(__file__).resolve().parent.parent
-CAPTURES = ROOT / "adapters"
+#: the kits whose captures the sessions are made of: this tree's, or those of another
+#: revision (``run.py --mix REV`` extracts them and names their folder here, so that the
+#: processes it starts read them too)
+MIX_ENV = "NORMALIZE_BENCH_KITS"
+CAPTURES = Path(os.environ.get(MIX_ENV) or ROOT / "adapters")
 
 #: uuids; prefixed ids (Anthropic, OpenAI, Codex items, Gemini's tool ids); RFC 3339 dates; JSON-RPC ids.
 _TOKEN = re.compile(
@@ -112,7 +117,7 @@ def load(protocol: str) -> Template:
             else:
                 head = raw[pos:] + b"\n"
             lines.append((head, tuple(parts), index))
-    return Template(protocol, fmt, tuple(str(p.relative_to(ROOT)) for p in paths), tuple(lines), total)
+    return Template(protocol, fmt, tuple(str(p.relative_to(CAPTURES.parent)) for p in paths), tuple(lines), total)
 
 
 def _rewrite(kind: int, token: bytes, copy: int, ids: int) -> bytes:

@@ -6,6 +6,7 @@ upstream SDK parsers, peak memory, import time, streaming of a big file.
     .venv/bin/python benchmarks/run.py --quick    # regression guard against baseline.json (seconds)
     .venv/bin/python benchmarks/run.py --quick --record   # write a new baseline.json
     .venv/bin/python benchmarks/run.py --compiled --write # the compiled build, into its own section
+    .venv/bin/python benchmarks/run.py --mix REV          # sessions made of the captures of revision REV
 
 Everything is measured in one process and one run, so the ratios (normalize
 against the floor, normalize against a peer) hold on any machine even when the
@@ -23,6 +24,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -41,6 +43,8 @@ DOC = _gen.ROOT / "docs" / "performance.md"
 MARKS = {
     "pure": ("<!-- results:start -->", "<!-- results:end -->"),
     "compiled": ("<!-- results-compiled:start -->", "<!-- results-compiled:end -->"),
+    "pure-mix": ("<!-- results-mix:start -->", "<!-- results-mix:end -->"),
+    "compiled-mix": ("<!-- results-compiled-mix:start -->", "<!-- results-compiled-mix:end -->"),
 }
 #: a quick-mode ratio may fall this far below the recorded one before the guard fails
 MARGIN = 0.35
@@ -286,6 +290,29 @@ def run_compiled(argv: list[str]) -> int:
         return subprocess.run([sys.executable, __file__, *argv], env=env).returncode
 
 
+# ----------------------------------------------------------------- another mix
+
+
+def extract_kits(rev: str, into: str) -> tuple[Path, str]:
+    """The kits (``adapters/``) of git revision ``rev``, written under ``into``: their folder,
+    and the revision as ``<short hash> (<commit date>)``.
+
+    A ratio to the floor depends on what is converted as much as on the code: a mix of
+    shorter lines weighs the cost per line more.  A target set on the sessions of one day
+    is checked on those sessions, whatever was recorded since."""
+    git = ["git", "-C", str(_gen.ROOT)]
+    said = subprocess.run([*git, "log", "-1", "--format=%h (%cs)", rev], capture_output=True, text=True)
+    if said.returncode != 0:
+        raise SystemExit(f"--mix: no revision {rev!r} in {_gen.ROOT}: {said.stderr.strip()}")
+    tar = subprocess.run([*git, "archive", "--format=tar", rev, "adapters"], capture_output=True, check=True)
+    with tarfile.open(fileobj=io.BytesIO(tar.stdout)) as archive:
+        if hasattr(tarfile, "data_filter"):  # (Python 3.11.4 and later: paths kept inside ``into``)
+            archive.extractall(into, filter="data")
+        else:
+            archive.extractall(into)  # (git's own archive of this repository)
+    return Path(into) / "adapters", said.stdout.strip()
+
+
 # ----------------------------------------------------------------- report
 
 
@@ -358,18 +385,20 @@ def report(args: argparse.Namespace) -> str:
         )
         print(parts[-1], flush=True)
     finished = datetime.now(UTC)
+    mix = f"--mix {args.mix} " if args.mix else ""
     head = (
         f"Run {started:%Y-%m-%d %H:%M}-{finished:%H:%M} UTC on {_machine()}.\n"
         f"normalize build: {build_name()}.\n"
-        f"Command: `.venv/bin/python benchmarks/run.py {'--compiled ' if compiled_modules() else ''}--write` "
+        f"Command: `.venv/bin/python benchmarks/run.py {'--compiled ' if compiled_modules() else ''}{mix}--write` "
         f"(throughput over at most {args.lines:,} lines or {args.max_mb} MB per adapter, best of {args.rounds}).\n"
-        "Ratios are throughput ratios: above 1 means normalize is faster."
+        + (f"Sessions made of the captures of {args.mix_said}, not of this tree's.\n" if args.mix else "")
+        + "Ratios are throughput ratios: above 1 means normalize is faster."
     )
     return head + "\n\n" + "\n\n".join(parts) + "\n"
 
 
-def write_doc(text: str) -> None:
-    mark_start, mark_end = MARKS["compiled" if compiled_modules() else "pure"]
+def write_doc(text: str, mix: bool = False) -> None:
+    mark_start, mark_end = MARKS[("compiled" if compiled_modules() else "pure") + ("-mix" if mix else "")]
     doc = DOC.read_text()
     start, end = doc.index(mark_start) + len(mark_start), doc.index(mark_end)
     DOC.write_text(doc[:start] + "\n" + text + doc[end:])
@@ -447,15 +476,37 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--big-mb", type=int, default=1024, help="size of the big-folder file (0: skip)")
     ap.add_argument("--big-protocol", default="claude-transcript")
     ap.add_argument("--compiled", action="store_true", help="measure the compiled build (scripts/build-compiled)")
+    ap.add_argument(
+        "--mix",
+        metavar="REV",
+        help="make the sessions of the captures of git revision REV (a target set on that day's mix); "
+        "--write puts the report into its own section",
+    )
     args = ap.parse_args(argv)
     if args.compiled:
         return run_compiled([a for a in argv if a != "--compiled"])
+    if args.mix is None:
+        return _measure(args)
+    if args.quick:
+        ap.error("--quick compares with baseline.json, recorded on this tree's mix: not with --mix")
+    with tempfile.TemporaryDirectory(prefix="normalize-mix-") as tmp:
+        kits, args.mix_said = extract_kits(args.mix, tmp)
+        os.environ[_gen.MIX_ENV] = str(kits)  # (the processes the harness starts read it too)
+        _gen.CAPTURES = kits
+        try:
+            return _measure(args)
+        finally:
+            del os.environ[_gen.MIX_ENV]
+            _gen.CAPTURES = _gen.ROOT / "adapters"
+
+
+def _measure(args: argparse.Namespace) -> int:
     if args.quick:
         return quick(args)
     text = report(args)
     print(text)
     if args.write:
-        write_doc(text)
+        write_doc(text, mix=args.mix is not None)
     return 0
 
 
