@@ -293,24 +293,38 @@ def run_compiled(argv: list[str]) -> int:
 # ----------------------------------------------------------------- another mix
 
 
-def extract_kits(rev: str, into: str) -> tuple[Path, str]:
-    """The kits (``adapters/``) of git revision ``rev``, written under ``into``: their folder,
-    and the revision as ``<short hash> (<commit date>)``.
-
-    A ratio to the floor depends on what is converted as much as on the code: a mix of
-    shorter lines weighs the cost per line more.  A target set on the sessions of one day
-    is checked on those sessions, whatever was recorded since."""
-    git = ["git", "-C", str(_gen.ROOT)]
-    said = subprocess.run([*git, "log", "-1", "--format=%h (%cs)", rev], capture_output=True, text=True)
+def revision(rev: str) -> str:
+    """Git revision ``rev`` of this repository as ``<short hash> (<commit date>)``."""
+    said = subprocess.run(
+        ["git", "-C", str(_gen.ROOT), "log", "-1", "--format=%h (%cs)", rev], capture_output=True, text=True
+    )
     if said.returncode != 0:
-        raise SystemExit(f"--mix: no revision {rev!r} in {_gen.ROOT}: {said.stderr.strip()}")
-    tar = subprocess.run([*git, "archive", "--format=tar", rev, "adapters"], capture_output=True, check=True)
+        raise SystemExit(f"no revision {rev!r} in {_gen.ROOT}: {said.stderr.strip()}")
+    return said.stdout.strip()
+
+
+def git_archive(rev: str, path: str, into: str) -> Path:
+    """The folder ``path`` of git revision ``rev``, written under ``into``: its copy."""
+    tar = subprocess.run(
+        ["git", "-C", str(_gen.ROOT), "archive", "--format=tar", rev, path], capture_output=True, check=True
+    )
     with tarfile.open(fileobj=io.BytesIO(tar.stdout)) as archive:
         if hasattr(tarfile, "data_filter"):  # (Python 3.11.4 and later: paths kept inside ``into``)
             archive.extractall(into, filter="data")
         else:
             archive.extractall(into)  # (git's own archive of this repository)
-    return Path(into) / "adapters", said.stdout.strip()
+    return Path(into) / path
+
+
+def extract_kits(rev: str, into: str) -> tuple[Path, str]:
+    """The kits (``adapters/``) of git revision ``rev``, written under ``into``: their folder,
+    and the revision as :func:`revision` names it.
+
+    A ratio to the floor depends on what is converted as much as on the code: a mix of
+    shorter lines weighs the cost per line more.  A target set on the sessions of one day
+    is checked on those sessions, whatever was recorded since."""
+    said = revision(rev)
+    return git_archive(rev, "adapters", into), said
 
 
 # ----------------------------------------------------------------- report
