@@ -16,15 +16,20 @@ in microseconds per native line:
   Codex app-server), what the ``Connection`` adds to one ``Session`` fed every
   message: routing each message to its session, opening the sessions (each one fed
   the connection's handshake); 0 for the others;
-* encode: the CoreEvents encoded as ``convert`` encodes them (``encode_lines``, a batch
-  at a time; ``encode`` of each in a tree that has no ``encode_lines``);
-* write: what the convert loop adds on top of the stages above (writing to
-  ``/dev/null``, the loop itself), from the whole ``convert`` timed as the harness
-  times it.
+* batching: the rest of ``convert`` up to its events (its batches made and dropped,
+  none encoded): the loop around the stages above, and what those stages, timed apart,
+  do not count (negative where they cost more apart than together);
+* encode+write: what encoding the events and writing them to ``/dev/null`` add to the
+  whole ``convert`` (``total``, timed as the harness times it), the events encoded
+  while they are fresh;
+* encode apart: the same events encoded by themselves as ``convert`` encodes them
+  (``encode_lines``, a batch at a time; ``encode`` of each in a tree that has no
+  ``encode_lines``), all made beforehand: on a machine of small caches up to twice
+  encode+write, since the events are no longer in the cache; not part of the sum.
 
-The stages are measured apart, so they add up to the whole only roughly; ``total``
-is the whole ``convert`` path of ``run.py``, ``floor`` the msgspec floor of ``run.py``
-on the same lines.  CPU time, not wall time, because the
+The first stages are measured apart, so they add up to the path up to its events only
+roughly; ``total`` is the whole ``convert`` path of ``run.py``, ``floor`` the msgspec
+floor of ``run.py`` on the same lines.  CPU time, not wall time, because the
 machine may be shared; compare the stages of one run with each other.
 """
 
@@ -49,7 +54,7 @@ try:
     from normalize._codec import encode_lines
 except ImportError:  # measuring an older tree
     encode_lines = None  # type: ignore[assignment]
-from normalize._convert import iter_records, open_session
+from normalize._convert import BATCH, NormalizedLines, iter_records, open_session
 from normalize._lines import Message
 from normalize._registry import adapter_class
 
@@ -156,6 +161,12 @@ def breakdown(protocol: str, lines: int, max_bytes: int, rounds: int) -> dict[st
         for batch in batches:
             encode_lines(batch)
 
+    def unencoded() -> None:
+        """``convert`` up to its events: every batch made, none encoded nor written."""
+        lines = NormalizedLines(iter_records(io.BytesIO(data)), protocol=protocol)
+        for _ in lines._batches(*lines._open(), BATCH):
+            pass
+
     def convert() -> None:
         run.convert(io.BytesIO(data), protocol, sink)
 
@@ -166,6 +177,7 @@ def breakdown(protocol: str, lines: int, max_bytes: int, rounds: int) -> dict[st
         "session": session_feed,
         "encode": encode_all,
         "total": convert,
+        "unencoded": unencoded,
         "floor": lambda: run.floor(data, sink),
     }
     if cls.routing is not None:
@@ -182,9 +194,15 @@ def breakdown(protocol: str, lines: int, max_bytes: int, rounds: int) -> dict[st
         "adapter": us["adapter"] - us["decode"],
         "session": us["session"] - us["adapter"],
         "connection": us.get("connection", us["session"]) - us["session"],
-        "encode": us["encode"],
     }
-    out["write"] = us["total"] - sum(out.values())
+    # the rest of the path up to its events: the batching loop, and what the stages timed
+    # apart do not see (negative when they cost more apart than together)
+    out["batching"] = us["unencoded"] - sum(out.values())
+    # what encoding and writing add to the whole path, its events encoded while they are
+    # fresh in the cache; the same events encoded apart, made beforehand, cost up to
+    # twice as much on a machine of small caches
+    out["encode+write"] = us["total"] - us["unencoded"]
+    out["encode apart"] = us["encode"]
     out["total"] = us["total"]
     out["floor"] = us["floor"]
     out["events/line"] = len(events) / n
@@ -199,7 +217,8 @@ def main() -> int:
     ap.add_argument("--max-mb", type=float, default=8)
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
-    cols = ["read", "decode", "adapter", "session", "connection", "encode", "write", "total", "floor"]
+    cols = ["read", "decode", "adapter", "session", "connection", "batching", "encode+write", "total", "floor"]
+    cols += ["encode apart"]
     print("| adapter | " + " | ".join(cols) + " | events/line |")
     print("| --- |" + " ---: |" * (len(cols) + 1))
     for p in args.protocols:
