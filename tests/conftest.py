@@ -1,11 +1,22 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+# The property tests draw new examples at every local run (and replay the failures
+# hypothesis kept in .hypothesis/), where a rare failure is worth finding.  CI
+# (``.ci/run``: HYPOTHESIS_PROFILE=ci) draws the same examples at every run, so that
+# whether a change lands does not depend on the examples of that run; a failure
+# prints the blob that reproduces it (``@reproduce_failure``).  Loaded here, before
+# any test module builds its own settings on the profile's.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 def golden_extension(path: Path) -> type[SingleFileSnapshotExtension]:
