@@ -503,15 +503,19 @@ def main(argv: Iterable[str] | None = None) -> int:
         return _measure(args)
     if args.quick:
         ap.error("--quick compares with baseline.json, recorded on this tree's mix: not with --mix")
+    env_before, kits_before = os.environ.get(_gen.MIX_ENV), _gen.CAPTURES
     with tempfile.TemporaryDirectory(prefix="normalize-mix-") as tmp:
         kits, args.mix_said = extract_kits(args.mix, tmp)
         os.environ[_gen.MIX_ENV] = str(kits)  # (the processes the harness starts read it too)
         _gen.CAPTURES = kits
         try:
             return _measure(args)
-        finally:
-            del os.environ[_gen.MIX_ENV]
-            _gen.CAPTURES = _gen.ROOT / "adapters"
+        finally:  # (as they were: main may be called again in this process)
+            if env_before is None:
+                del os.environ[_gen.MIX_ENV]
+            else:
+                os.environ[_gen.MIX_ENV] = env_before
+            _gen.CAPTURES = kits_before
 
 
 def _measure(args: argparse.Namespace) -> int:
