@@ -256,13 +256,35 @@ def test_one_turn_complete_per_prompt_response(capture: Path) -> None:
         assert p is not None and p["id"] in prompts
     completed = [e for e in events if isinstance(e, MessageCompleted)]
     assert [e.message_id for e in completed] == [f"prompt-{m['id']}" for m in answers]
+    failed = _prompts_failed_by_a_system_error(lines)
     for answer, done, turn in zip(answers, completed, completes, strict=True):
         native = answer.get("result", {}).get("stopReason") if "result" in answer else "error"
         expected = {"max_turn_requests": "max_turns"}.get(native, native)
+        if answer["id"] in failed and expected == "end_turn":
+            expected = "error"  # codex-acp answers a failed model call end_turn, after a systemError
+            assert done.result.error is not None and done.result.error.error_type == "systemError"
         assert done.result.stop_reason == expected
         body = turn.event.body
         assert isinstance(body, TurnComplete)
         assert body.reason == ("interrupt" if expected in ("cancelled", "error") else "ok")
+
+
+def _prompts_failed_by_a_system_error(lines: list[tuple[str, Wire]]) -> set[object]:
+    """The prompts (ids) in whose turn codex-acp said ``threadStatus: systemError``: the
+    turn is the oldest prompt not yet answered."""
+    open_prompts: list[object] = []
+    failed: set[object] = set()
+    for d, m in lines:
+        if d == "client" and m.get("method") == "session/prompt":
+            open_prompts.append(m["id"])
+        elif d == "agent" and "method" not in m and m.get("id") in open_prompts:
+            open_prompts.remove(m["id"])
+        elif m.get("method") == "session/update" and open_prompts:
+            update = m.get("params", {}).get("update", {})
+            status = ((update.get("_meta") or {}).get("codex") or {}).get("threadStatus") or {}
+            if update.get("sessionUpdate") == "session_info_update" and status.get("type") == "systemError":
+                failed.add(open_prompts[0])
+    return failed
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=_id)
@@ -1245,3 +1267,30 @@ def test_an_update_gives_the_same_events_however_its_line_is_written(capture: Pa
         return json.dumps(dict(reversed(m.items())), separators=(",", ":"))
 
     assert bodies_of(lambda m: json.dumps(m, separators=(",", ":"))) == bodies_of(reordered)
+
+
+def _failed_turn_outcomes(capture: Path) -> list[tuple[str, str, str | None]]:
+    """Each turn's (turn-complete reason, completion stopReason, its error's type)."""
+    events = convert_capture(capture)
+    reasons = [ev.event.body.reason for ev in session_events(events) if isinstance(ev.event.body, TurnComplete)]
+    done = [e.result for e in events if isinstance(e, MessageCompleted)]
+    return [(r, c.stop_reason, c.error.error_type if c.error else None) for r, c in zip(reasons, done, strict=True)]
+
+
+_CODEX_ACP_API_ERRORS = sorted(ADAPTERS.glob("acp/captures/codex-acp-*/codex-x-api-error.tap.jsonl"))
+_APP_SERVER_API_ERRORS = sorted(ADAPTERS.glob("codex-app-server/captures/*/h_api_error.tap.jsonl"))
+
+
+@pytest.mark.parametrize("capture", _CODEX_ACP_API_ERRORS, ids=_id)
+def test_a_failed_codex_model_call_ends_its_turn_as_over_codex_app_server(capture: Path) -> None:
+    """Codex's model call failed for good (the scripted server answers 500): over its
+    app-server the turn ends failed, codex-acp 1.0 and later say a systemError and answer
+    the prompt end_turn (0.7 answers an error).  Both come out as a turn interrupted by an
+    error, so that a count of failed turns is the same whichever protocol carried them."""
+    assert _APP_SERVER_API_ERRORS
+    for other in _APP_SERVER_API_ERRORS:
+        [(reason, stop, _)] = _failed_turn_outcomes(other)
+        assert (reason, stop) == ("interrupt", "error"), other
+    [(reason, stop, error_type)] = _failed_turn_outcomes(capture)
+    assert (reason, stop) == ("interrupt", "error")
+    assert error_type is not None

@@ -43,6 +43,11 @@ claude-code-acp 0.4.5 and 0.16.2, codex-acp 0.7.4 and 1.0.0 as noted):
   chunk without one is model text.
 * codex-acp 1.6.2 announces a model call it retries as a ``session_info_update`` with only
   ``_meta.codex.error`` (``message`` "Reconnecting... 1/1", ``willRetry``): a warning.
+* A model call that fails for good: codex-acp 0.7.4 answers the prompt with a JSON-RPC
+  error; 1.0.0 to 2.6.0 send ``_meta.codex.threadStatus.type: "systemError"`` (an
+  ``error``, not recoverable), the error's text as a notice, then answer the prompt
+  ``end_turn``.  That turn ends as Codex app-server's failed turn does: ``turn-complete``
+  ``interrupt`` (its native ``stopReason`` kept), the completion ``error``.
 * codex-acp 2.1.1 titles a permission request with the question ("Run command", "Edit files"),
   not the call (2.6.0 gives the command, and "Edit files" too): over codex-acp the request's
   title does not rename a call that has one.
@@ -459,7 +464,16 @@ class _Pending:
 class _Prompt:
     """One ``session/prompt`` request: a turn once it is the oldest open prompt."""
 
-    __slots__ = ("active", "cancel_requested", "cost_at_start", "images", "last_text", "message_id", "text")
+    __slots__ = (
+        "active",
+        "cancel_requested",
+        "cost_at_start",
+        "failure",
+        "images",
+        "last_text",
+        "message_id",
+        "text",
+    )
 
     def __init__(self, message_id: str, text: str, images: list[Image] | None) -> None:
         self.message_id = message_id
@@ -469,6 +483,9 @@ class _Prompt:
         self.cancel_requested = False
         self.cost_at_start: float | None = None
         self.last_text: str | None = None
+        #: the error the agent reported as the turn's failure, though it answers the prompt
+        #: ``end_turn`` (codex-acp's systemError)
+        self.failure: ErrorInfo | None = None
 
 
 class _Merged:
@@ -999,12 +1016,17 @@ class AcpAdapter(BuiltinAdapter):
         if error is not None:
             native = "cancelled" if prompt.cancel_requested else "error"
         stop: _Stop = _STOP_REASON.get(native, "error" if error is not None else "end_turn")
+        failure = prompt.failure if error is None and stop == "end_turn" else None
+        if failure is not None:  # a failed model call that the agent answers as an ended turn
+            stop = "error"
         tokens = self._tokens(result.usage) or self._quota_tokens(result.meta)
         out: list[Item] = []
         if prompt.active:  # else: a queued prompt answered before its turn began, no turn of its own
             out += self._end_turn(prompt, native, stop, tokens, error)
             self._current = None
-        info = ErrorInfo(message=_rpc_error_message(error), error_type=_rpc_error_type(error.code)) if error else None
+        info = failure
+        if error is not None:
+            info = ErrorInfo(message=_rpc_error_message(error), error_type=_rpc_error_type(error.code))
         cost = self._cost_delta(prompt)
         usage = CompletionUsage(tokens=tokens, cost=cost) if tokens is not None or cost is not None else None
         completion = Completion(
@@ -1607,6 +1629,8 @@ class AcpAdapter(BuiltinAdapter):
         if status == "systemError":
             # codex-acp's only sign of a failed model call: the error's text follows as agent text
             message = "the agent reported a system error (codex threadStatus systemError)"
+            if self._current is not None:  # the turn failed, whatever the prompt's answer says
+                self._current.failure = ErrorInfo(message=message, error_type="systemError")
             return [Error(message=message, error_type="systemError", recoverable=False)]
         items: list[Item] = []
         if codex is not None and codex.error is not None and codex.error.message:
