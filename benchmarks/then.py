@@ -91,8 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     said = run.revision(args.rev)
     with tempfile.TemporaryDirectory(prefix="normalize-then-") as tmp:
         src = str(run.git_archive(args.rev, "src", tmp))
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        env["PYTHONPATH"] = src
+        env = dict(os.environ, PYTHONPATH=src)  # (only the revision's copy, not this tree's)
         forwarded = [f"--lines={args.lines}", f"--max-mb={args.max_mb}", f"--rounds={args.rounds}"]
         if args.mix:
             kits, mix_said = run.extract_kits(args.mix, str(Path(tmp) / "mix"))
