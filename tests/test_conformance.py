@@ -466,6 +466,38 @@ def test_a_codex_sub_agent_thread_is_the_same_session_live_and_stored(version: s
         assert own and all(e.turn_id is not None for e in own if isinstance(e.body, ToolCall))
 
 
+@pytest.mark.parametrize(
+    "version", ["0.171.0", "0.155.0", "0.142.2", "0.131.0", "0.125.0", "0.107.0", "0.96.0", "0.87.0"]
+)
+def test_a_codex_sub_agent_ends_once_right_after_its_threads_turn_whatever_the_version(version: str) -> None:
+    """The same fact at the same place for every Codex: the sub-agent's thread ends its turn,
+    and the parent's stream says right after that the sub-agent completed, once, naming the
+    call that spawned it, inside the parent's turn.  Codex says it itself from 0.150 on; before
+    (0.96 and 0.107 said it only in a later ``wait``'s result; 0.125 to 0.142 never) the core
+    infers it (``native.protocol: "core"``)."""
+    f = _facts(f"codex-app-server/captures/codex-{version}/i_collab_agent.tap.jsonl")
+    (child,) = [r for r in f.records.values() if r.parent_id is not None]
+    said = [
+        (i, e)
+        for i, e in enumerate(f.envelopes)
+        if isinstance(e.body, Subagent) and e.body.subagent_id == child.native_session_id
+    ]
+    assert [(e.session_id, e.body.phase) for _, e in said if isinstance(e.body, Subagent)] == [
+        (child.parent_id, "started"),
+        (child.parent_id, "completed"),
+    ]
+    (_, start), (at, end) = said
+    assert isinstance(start.body, Subagent) and isinstance(end.body, Subagent)
+    assert end.body.call_id == start.body.call_id is not None and end.turn_id == start.turn_id
+    turn_ends = [i for i, e in enumerate(f.envelopes) if isinstance(e.body, TurnComplete)]
+    (child_end,) = [i for i in turn_ends if f.envelopes[i].session_id == child.id]
+    (parent_end,) = [i for i in turn_ends if f.envelopes[i].session_id == child.parent_id]
+    assert child_end < at < parent_end
+    assert all(e.session_id == child.id for e in f.envelopes[child_end:at])
+    native = tuple(int(n) for n in version.split(".")) >= (0, 150)
+    assert end.native.protocol == ("codex-app-server" if native else "core")
+
+
 def test_a_codex_0_87_sub_agent_rollout_is_the_same_session_but_names_no_parent() -> None:
     """0.87 writes a sub-agent thread's rollout as any thread's (``source: "vscode"``, no
     ``parent_thread_id``, no ``thread_spawn``): read alone it is the live sub-agent's session

@@ -29,7 +29,10 @@ Rules (docs/adapters.md, "Several sessions on one connection"):
   when its first message comes, linked to the spawning one (``parentId``) and
   announced at once (:meth:`Session.spawned_by`).  One that spoke first (Codex 0.142
   says a spawn after the sub-agent's first notifications) is linked when its parent
-  says so, unless it was announced already (its record is out).
+  says so, unless it was announced already (its record is out).  When a spawned
+  session ends a turn, its parent's adapter is told, right after that session's
+  events (:meth:`Session.spawned_turn_ended`): a protocol that does not always say
+  when a sub-agent is done (Codex before 0.155) has it said there.
 * Memory: the requests awaiting a response are bounded (:data:`PENDING`, the
   oldest forgotten in O(1); its response then goes to the last Session), and so
   is the handshake (:data:`HANDSHAKE` messages).
@@ -46,7 +49,7 @@ from msgspec import Raw
 
 from ._contract import Adapter, Direction, Routing
 from ._errors import InputError, UsageError
-from ._model import Origin, SessionState, _Core
+from ._model import Origin, SessionEvent, SessionState, TurnComplete, _Core
 from ._session import Clock, Session
 
 __all__ = ["HANDSHAKE", "PENDING", "Connection"]
@@ -177,6 +180,8 @@ class Connection:
         self._announcers = [b'"' + m.encode() + b'"' for m in routing.named_in]
         self._announcers += list({mark for marks in self._spawn_marks.values() for mark in marks})
         self._spawned: OrderedDict[str, Session] = OrderedDict()  # spawned session id -> its parent
+        #: the sessions known to be spawned by another: id(session) -> (its parent, its id)
+        self._parents: dict[int, tuple[Session, str]] = {}
         self._named = b""
         self._only: Session | None = None
         self._changed = False  # sessions, bindings or openers changed: recheck the fast path
@@ -236,8 +241,11 @@ class Connection:
             target.adapter.given(message, peeked[2])
         if out:
             out += target.feed(message, from_, t=t)
-            return out
-        return target.feed(message, from_, t=t)
+        else:
+            out = target.feed(message, from_, t=t)
+        if self._parents and id(target) in self._parents:
+            out += self._spawned_turn_ended(target, out)
+        return out
 
     # The fast path: most connections carry one session.  While they do, a message goes
     # to it without being decoded here unless its bytes could open or name another
@@ -351,11 +359,23 @@ class Connection:
                     continue
                 named = self._by_key.get(child)
                 if named is not None:  # it spoke before its parent said it spawned it
-                    out += named.spawned_by(parent.session_id, child) if named is not parent else []
+                    if named is not parent:
+                        out += named.spawned_by(parent.session_id, child)
+                        self._parents.setdefault(id(named), (parent, child))
                     continue
                 self._spawned[child] = parent
                 if len(self._spawned) > PENDING:
                     self._spawned.popitem(last=False)
+        return out
+
+    def _spawned_turn_ended(self, child: Session, events: list[_Core]) -> list[_Core]:
+        """What the parent of ``child`` says of each turn end among ``events``, ``child``'s
+        (:meth:`Session.spawned_turn_ended`: a sub-agent's end its protocol left unsaid)."""
+        out: list[_Core] = []
+        for event in events:
+            if type(event) is SessionEvent and type(event.event.body) is TurnComplete:
+                parent, key = self._parents[id(child)]
+                out += parent.spawned_turn_ended(key, event.event.body, t=event.event.ts)
         return out
 
     def _unbound(self, out: list[_Core], *, opener: bool, key: str | None = None) -> Session:
@@ -372,6 +392,7 @@ class Connection:
             session = Session(self._factory(), origin=origin, clock=clock, strict=strict)
             if parent is not None and key is not None:
                 session.spawned_by(parent.session_id, key)
+                self._parents[id(session)] = (parent, key)
             self.sessions.append(session)
             for message, from_, t in self._handshake:
                 out += session.feed(message, from_, t=t)

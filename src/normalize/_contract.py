@@ -37,7 +37,7 @@ from msgspec import Struct
 
 from ._errors import InputError, UsageError
 from ._lifecycle import Calls
-from ._model import Body, CoreEvent, Origin
+from ._model import Body, CoreEvent, Origin, TurnComplete
 
 __all__ = [
     "Adapter",
@@ -235,6 +235,17 @@ class Adapter:
         """The view :meth:`peek` made of ``message``: what :meth:`feed` of the same message
         (the same object) may use instead of decoding it again; any other message is
         decoded as usual."""
+
+    def spawned_turn_ended(self, native_id: str, turn: TurnComplete) -> list[Item]:
+        """Optional, for an adapter with a ``routing``: the session this adapter's session
+        spawned (``native_id``, as :attr:`Routing.spawned_in` named it) ended a turn; ``turn``
+        is the body that session's own Session gave.  Called by the Connection right after
+        that session's events of the turn's end.
+
+        For a protocol that does not always say itself when a sub-agent is done: return the
+        items that say it (``Emit(..., synthetic=True)``: the core infers them), or none when
+        the protocol says it, or the sub-agent is not one this session holds running."""
+        return []
 
     # helpers for subclasses -------------------------------------------------
 

@@ -477,6 +477,19 @@ class Session:
             return []
         return self._dispatch([], None, None)
 
+    def spawned_turn_ended(self, native_id: str, turn: TurnComplete, *, t: str | None = None) -> list[_Core]:
+        """A session this one spawned (``native_id``) ended a turn (``turn``, its body, at
+        ``t``): the events this session's adapter says of it (a sub-agent's end the protocol
+        does not report itself, :meth:`Adapter.spawned_turn_ended`), or none.  A closed
+        session says nothing more."""
+        if self._closed:
+            return []
+        items = self.adapter.spawned_turn_ended(native_id, turn)
+        if not items:
+            return []
+        self._now = None
+        return self._dispatch(items, None, t)
+
     # ----------------------------------------------------------------- private
 
     def _dispatch(self, items: list[Item], message: bytes | None, t: str | None) -> list[_Core]:

@@ -16,6 +16,7 @@ from normalize import (
     AssistantMessage,
     Body,
     CommandOutput,
+    Direction,
     Emit,
     Error,
     EventEnvelope,
@@ -593,6 +594,103 @@ def test_a_sub_agent_thread_heard_before_its_spawn_is_linked_to_its_parent() -> 
         i for i, e in enumerate(out) if isinstance(e, SessionEvent) and isinstance(e.event.body, Subagent)
     )
     assert first_warning < spawn_start, "the thread's first words come out in the order they were said"
+
+
+def _sub_agent_ends(
+    version: str | None, child_turn: str, *, said: bool, handshake: str | None = None
+) -> tuple[list[_Core], list[EventEnvelope]]:
+    """A thread (Codex ``version`` in its object, or ``handshake`` in ``initialize``'s
+    userAgent) spawns sub-agent ``th2``, whose turn ends ``child_turn``; Codex's own notice
+    of its completion follows if ``said``.  Every event, and the parent's sub-agent ends."""
+    conn = Connection(CodexAppServerAdapter, clock=fixed_clock)
+    thread: dict[str, Any] = {"id": "th", "cwd": "/p"} | ({"cliVersion": version} if version else {})
+    spawn = {"type": "subAgentActivity", "id": "s", "kind": "started", "agentThreadId": "th2", "agentPath": "/a"}
+    done = {**spawn, "id": "subagent-completed-u2", "kind": "completed"}
+    messages: list[tuple[Direction, bytes]] = []
+    if handshake is not None:
+        user_agent = f"client/{handshake} (Debian 12; x86_64)"
+        messages += [
+            ("client", json.dumps({"method": "initialize", "id": 0, "params": {}}).encode()),
+            ("agent", json.dumps({"id": 0, "result": {"userAgent": user_agent}}).encode()),
+        ]
+    messages += [
+        ("agent", json.dumps({"method": "thread/started", "params": {"thread": thread}}).encode()),
+        ("agent", _notice("turn/started", "th", turn=TURN)),
+        ("agent", _notice("item/started", "th", item=spawn, turnId="u")),
+        ("agent", _notice("item/completed", "th", item=spawn, turnId="u")),
+        ("agent", _notice("turn/started", "th2", turn={**TURN, "id": "u2"})),
+        ("agent", _notice("turn/completed", "th2", turn={**TURN, "id": "u2", "status": child_turn})),
+    ]
+    if said:
+        messages += [
+            ("agent", _notice("item/started", "th", item=done, turnId="u")),
+            ("agent", _notice("item/completed", "th", item=done, turnId="u")),
+        ]
+    messages.append(("agent", _notice("turn/completed", "th", turn={**TURN, "status": "completed"})))
+    out: list[_Core] = []
+    for from_, msg in messages:
+        out += conn.feed(msg, from_)
+    out += conn.close()
+    parent = next(e.session_id for e in out if isinstance(e, SessionCreated))
+    ends = [
+        e.event
+        for e in out
+        if isinstance(e, SessionEvent)
+        and e.session_id == parent
+        and isinstance(e.event.body, Subagent)
+        and e.event.body.phase != "started"
+    ]
+    return out, ends
+
+
+@pytest.mark.parametrize(
+    ("version", "child_turn", "phase"),
+    [
+        ("0.142.2", "completed", "completed"),
+        ("0.142.2", "failed", "failed"),
+        ("0.142.2", "interrupted", "cancelled"),
+        ("0.96.0", "completed", "completed"),
+        ("0.155.0", "failed", "failed"),  # Codex says only a completion
+        ("0.150.0", "interrupted", "cancelled"),
+    ],
+)
+def test_a_sub_agent_ends_in_its_parent_when_its_thread_ends_a_turn_codex_says_nothing_of(
+    version: str, child_turn: str, phase: str
+) -> None:
+    """Before 0.150 Codex never tells the parent thread that a sub-agent is done (unless a
+    ``wait`` reports its state), and from 0.150 on only that it completed: the end it leaves
+    unsaid is said in the parent's stream right after the sub-agent thread's turn end (as
+    0.150 says a completion), synthetic, naming the spawning call, and inside the parent's
+    turn."""
+    out, ends = _sub_agent_ends(version, child_turn, said=False)
+    (end,) = ends
+    assert isinstance(end.body, Subagent)
+    assert (end.body.subagent_id, end.body.phase, end.body.call_id) == ("th2", phase, "s")
+    assert end.native.protocol == "core" and end.turn_id == "turn:1"
+    tasks = [e.event.body for e in out if isinstance(e, SessionEvent) and isinstance(e.event.body, Task)]
+    assert [(t.task_id, t.phase) for t in tasks] == [("th2", "started"), ("th2", phase)]
+    child_end = next(
+        i for i, e in enumerate(out) if isinstance(e, SessionEvent) and isinstance(e.event.body, TurnComplete)
+    )
+    at = out.index(next(e for e in out if isinstance(e, SessionEvent) and e.event is end))
+    # right after the sub-agent's turn end: nothing of the parent's comes between
+    assert child_end < at and {e.session_id for e in out[child_end:at]} == {out[child_end].session_id}
+
+
+@pytest.mark.parametrize(
+    ("version", "handshake"),
+    [("0.155.0", None), ("0.150.0", None), (None, "0.171.0"), ("0.142.2", "0.155.0"), (None, None)],
+    ids=["thread-0.155", "thread-0.150", "userAgent-0.171", "resumed-0.142-on-0.155", "no-version"],
+)
+def test_a_sub_agent_completion_codex_says_is_said_once(version: str | None, handshake: str | None) -> None:
+    """From 0.150 on Codex's own ``completed`` notice is the end (the running server's
+    version, from ``initialize``, before the version that made the thread); with no version
+    known, the end inferred first and Codex's notice after it are one end."""
+    _, ends = _sub_agent_ends(version, "completed", said=True, handshake=handshake)
+    (end,) = ends
+    assert isinstance(end.body, Subagent) and (end.body.phase, end.body.call_id) == ("completed", "s")
+    inferred = version is None and handshake is None
+    assert end.native.protocol == ("core" if inferred else "codex-app-server")
 
 
 def test_an_item_of_a_turn_never_announced_starts_it() -> None:

@@ -36,6 +36,10 @@ Facts (codex-cli 0.169.0 captures unless marked otherwise):
   accepted (the item completes ``declined``).  ``item/fileChange/requestApproval``
   has no diff: the changes are in the preceding ``item/started``.
   ``serverRequest/resolved`` follows each answer.
+* A sub-agent's end: said from 0.150 on, and only a completion (``subAgentActivity``
+  of kind ``completed`` right after the sub-agent thread's ``turn/completed``); 0.96 and
+  0.107 say it in a later ``wait``'s ``agentsStates``, 0.125 to 0.142 never.  The end left
+  unsaid is inferred on a connection (:meth:`CodexAppServerAdapter.spawned_turn_ended`).
 * Casing: camelCase keys and enum values, but ``text_elements``, ``move_path``
   and ``agentMessage.phase`` values (``final_answer``) are snake_case.
 """
@@ -121,7 +125,7 @@ from normalize.adapters._limits import (
 )
 from normalize.adapters._times import ms_time, s_time
 
-from ._base import BuiltinAdapter
+from ._base import BuiltinAdapter, version_tuple
 from ._codex_app_server_views import (
     _ANY,
     _COLLAB,
@@ -356,10 +360,16 @@ class CodexAppServerAdapter(BuiltinAdapter):
         self._open: Bounded[str, _Open] = NO_TABLE
         #: sub-agent threads this thread spawned -> the spawning call, while they run
         self._subagents: Bounded[str, str] = NO_TABLE
+        #: whether Codex said a sub-agent's completion itself (then a completion is never
+        #: inferred), and the sub-agents whose end was inferred (a notice of Codex's own
+        #: about one of them, if one comes after, is not said again)
+        self._says_subagent_end = False
+        self._inferred_ends: Recent = NO_RECENT
         self._threads: Recent = Recent()
         #: items completed ``declined`` (0.77 completes a declined command a second time)
         self._declined: Recent = NO_RECENT
         self._version: str | None = None
+        self._thread_version: str | None = None  # the version the thread's object says
         #: the model ``thread/start``'s response names, for the ``thread/started`` after it (its
         #: thread names none up to 0.169)
         self._start_model: str | None = None
@@ -482,6 +492,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
     def _record(self, thread: _Thread, model: str | None = None) -> SessionRecord:
         """The thread's record; ``model``: the one its opener's response names, for a
         thread object that does not (up to 0.169)."""
+        self._thread_version = self._thread_version or thread.cli_version
         return SessionRecord(
             id="",
             agent="",
@@ -707,12 +718,12 @@ class CodexAppServerAdapter(BuiltinAdapter):
                 *ci.collab_subagent(thread, "started", v.id, label, model=v.model),
             ]
         call = self._subagents.get(thread)
-        if v.kind == "completed":
+        if v.kind in ("completed", "interrupted"):
+            self._says_subagent_end = self._says_subagent_end or v.kind == "completed"
+            if thread in self._inferred_ends and call is None:
+                return []  # said already, after its thread's turn/completed
             self._subagent_ended(thread)
-            return ci.collab_subagent(thread, "completed", call, label)
-        if v.kind == "interrupted":
-            self._subagent_ended(thread)
-            return ci.collab_subagent(thread, "cancelled", call, label)
+            return ci.collab_subagent(thread, "completed" if v.kind == "completed" else "cancelled", call, label)
         return [Subagent(subagent_id=thread, phase="progress", name=label, activity=v.kind, call_id=call)]
 
     def _completed_collab(self, raw: Raw, note: _Note | None) -> list[Body]:
@@ -1047,6 +1058,27 @@ class CodexAppServerAdapter(BuiltinAdapter):
             self._pending = table(self, "request", PENDING_REQUESTS)
         return self._pending
 
+    def spawned_turn_ended(self, native_id: str, turn: TurnComplete) -> list[Item]:
+        """A sub-agent's thread ended a turn.  Codex says a sub-agent is done only from 0.150
+        on, and only when its turn completed (a ``subAgentActivity`` of kind ``completed``,
+        right after the thread's ``turn/completed``); before, only a ``wait`` that reports
+        the sub-agent's state (0.96) says it.  What Codex leaves unsaid is said here, at
+        the same place (synthetic: inferred): any end before 0.150, a failed or interrupted
+        turn after.  A sub-agent's later turns (a follow-up) are not said again."""
+        if native_id not in self._subagents:
+            return []  # not running: not this thread's, or its end was said
+        phase = _TURN_END_PHASES.get(turn.stop_reason or "", "completed")
+        if phase == "completed":
+            # the running server's version (its userAgent), else the thread's (which
+            # Codex made it): a connection captured after its initialize says only the latter
+            known = version_tuple(self._version or self._thread_version)
+            if self._says_subagent_end or (known is not None and known >= SUBAGENT_END_SAID):
+                return []
+        call = self._subagent_ended(native_id)
+        self._inferred_ends = recent(self._inferred_ends)
+        self._inferred_ends.add(native_id)
+        return [Emit(body=body, synthetic=True) for body in ci.collab_subagent(native_id, phase, call)]
+
     def _subagents_table(self) -> Bounded[str, str]:
         """The table of sub-agents running, made at its first entry."""
         if self._subagents is NO_TABLE:
@@ -1186,6 +1218,19 @@ class CodexAppServerAdapter(BuiltinAdapter):
         # named by its id only: the core repeats the tool and category of its start
         return [ToolCall(call_id=pending.call_id, tool="", phase=phase, output=output)]
 
+
+#: The first Codex that tells a thread when a sub-agent it spawned completed a turn (a
+#: ``subAgentActivity`` of kind ``completed``, id ``subagent-completed-<turn id>``; 0.148
+#: and 0.149 do not): before it, the end is inferred from the sub-agent thread's
+#: ``turn/completed``.
+SUBAGENT_END_SAID: Final = (0, 150)
+
+#: A sub-agent thread's turn status (``TurnComplete.stop_reason``) -> the sub-agent's end.
+_TURN_END_PHASES: Final[dict[str, Literal["completed", "failed", "cancelled"]]] = {
+    "completed": "completed",
+    "interrupted": "cancelled",
+    "failed": "failed",
+}
 
 #: Open items that are not texts, and whose start is not a ``tool-call`` body: the core
 #: does not know them as calls, and does not settle them.
