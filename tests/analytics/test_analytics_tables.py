@@ -432,3 +432,17 @@ def test_a_rule_deciding_an_asked_call_gives_the_rules_decision() -> None:
         ("auto", "auto", "allow"),
     ]
     assert perms[0]["latency_ms"] == 2000.0
+
+
+@pytest.mark.parametrize(
+    "version", ["0.171.0", "0.155.0", "0.142.2", "0.131.0", "0.125.0", "0.107.0", "0.96.0", "0.87.0"]
+)
+def test_a_codex_sub_agent_has_its_end_and_duration_whatever_the_version(version: str) -> None:
+    """The subagents table reads the same for every Codex: the sub-agent that ran and
+    completed has its end, status and duration, whether Codex said the end (0.150 on), said
+    it late (0.87 to 0.107, in a ``wait``) or never (0.125 to 0.142)."""
+    capture = ADAPTERS / f"codex-app-server/captures/codex-{version}/i_collab_agent.tap.jsonl"
+    subs = [d for rows in native_rows(capture) for d in dicts(rows, "subagents")]
+    (sub,) = subs
+    assert sub["status"] == "completed" and sub["spawn_call_id"]
+    assert sub["started_at"] <= sub["ended_at"] and sub["duration_ms"] >= 0
