@@ -452,7 +452,9 @@ def test_a_sub_agents_calls_are_told_apart_whatever_the_agent(rel: str) -> None:
 #: (receiverThreadIds), the sub-agent's thread and turns are never started, and its rollout
 #: names the parent only in ``source.subagent.thread_spawn`` (0.87's names it nowhere: below);
 #: 0.125: as 0.131; 0.107: as 0.96, but the thread speaks before its spawn is said, as 0.131
-@pytest.mark.parametrize("version", ["0.171.0", "0.155.0", "0.142.2", "0.131.0", "0.125.0", "0.107.0", "0.96.0"])
+@pytest.mark.parametrize(
+    "version", ["0.171.0", "0.155.0", "0.150.0", "0.149.1", "0.142.2", "0.131.0", "0.125.0", "0.107.0", "0.96.0"]
+)
 def test_a_codex_sub_agent_thread_is_the_same_session_live_and_stored(version: str) -> None:
     live = _facts(f"codex-app-server/captures/codex-{version}/i_collab_agent.tap.jsonl")
     stored = _facts(f"codex-rollout/captures/codex-{version}/app-server-i_collab_agent-2.jsonl")
@@ -467,7 +469,8 @@ def test_a_codex_sub_agent_thread_is_the_same_session_live_and_stored(version: s
 
 
 @pytest.mark.parametrize(
-    "version", ["0.171.0", "0.155.0", "0.142.2", "0.131.0", "0.125.0", "0.107.0", "0.96.0", "0.87.0"]
+    "version",
+    ["0.171.0", "0.155.0", "0.150.0", "0.149.1", "0.142.2", "0.131.0", "0.125.0", "0.107.0", "0.96.0", "0.87.0"],
 )
 def test_a_codex_sub_agent_ends_once_right_after_its_threads_turn_whatever_the_version(version: str) -> None:
     """The same fact at the same place for every Codex: the sub-agent's thread ends its turn,

@@ -435,7 +435,8 @@ def test_a_rule_deciding_an_asked_call_gives_the_rules_decision() -> None:
 
 
 @pytest.mark.parametrize(
-    "version", ["0.171.0", "0.155.0", "0.142.2", "0.131.0", "0.125.0", "0.107.0", "0.96.0", "0.87.0"]
+    "version",
+    ["0.171.0", "0.155.0", "0.150.0", "0.149.1", "0.142.2", "0.131.0", "0.125.0", "0.107.0", "0.96.0", "0.87.0"],
 )
 def test_a_codex_sub_agent_has_its_end_and_duration_whatever_the_version(version: str) -> None:
     """The subagents table reads the same for every Codex: the sub-agent that ran and
