@@ -32,7 +32,7 @@ Rules (docs/adapters.md, "Several sessions on one connection"):
   says so, unless it was announced already (its record is out).  When a spawned
   session ends a turn, its parent's adapter is told, right after that session's
   events (:meth:`Session.spawned_turn_ended`): a protocol that does not always say
-  when a sub-agent is done (Codex before 0.155) has it said there.
+  when a sub-agent is done (Codex before 0.150) has it said there.
 * Memory: the requests awaiting a response are bounded (:data:`PENDING`, the
   oldest forgotten in O(1); its response then goes to the last Session), and so
   is the handshake (:data:`HANDSHAKE` messages).
