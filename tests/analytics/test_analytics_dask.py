@@ -41,6 +41,7 @@ from normalize.analytics import _dask  # noqa: E402
 from normalize.analytics._dask import Task, plan  # noqa: E402
 from normalize.analytics._listing import ListedInput, list_inputs  # noqa: E402
 from normalize.analytics._load import rows_of  # noqa: E402
+from normalize.analytics._store import ParquetStore  # noqa: E402
 
 #: Small tasks, so that the kits make dozens of them and both workers get some.
 TASK_BYTES = 256 << 10
@@ -601,3 +602,26 @@ def test_without_a_path_the_agents_folders_are_exported_as_locally(cluster: Clus
     assert named.returncode == 0, named.stderr
     assert "skipped" not in named.stderr
     _same_dataset(tmp_path / "named", tmp_path / "local")
+
+
+def test_two_tasks_that_stage_the_same_sessions_each_keep_the_ones_they_won(tmp_path: Path) -> None:
+    """A Codex thread and its sub-agent's, from the live app-server recording in one task and
+    from their rollouts in another: both tasks stage the same two sessions under the same file
+    name, and each wins one (the sub-agent's rollout says more). Both land in the dataset, as
+    the local export gives them, none replaced by the other task's file."""
+    live = ADAPTERS / "codex-app-server" / "captures" / "codex-0.150.0" / "i_collab_agent.tap.jsonl"
+    stored = ADAPTERS / "codex-rollout" / "captures" / "codex-0.150.0"
+    export([live, stored], tmp_path / "local", jobs=1)
+    store = ParquetStore(tmp_path / "dask")
+    run = tmp_path / "dask" / "_staging" / "run"
+    known = _dask.write_stored(run / "stored.json", {})
+    results = [
+        _dask.convert_task(n, list_inputs(path), os.getcwd(), str(run / f"{n:06d}"), known)
+        for n, path in enumerate((live, stored))
+    ]
+    staged = [{s.key for s in r.staged} for r in results]
+    assert staged[0] == staged[1] and len(staged[0]) == 2  # the same sessions, in both tasks
+    _dask._commit(store, run, results)
+    shutil.rmtree(run.parent)
+    _same_dataset(tmp_path / "dask", tmp_path / "local")
+    assert len(_rows(tmp_path / "dask", "sessions")) == 2

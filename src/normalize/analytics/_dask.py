@@ -52,7 +52,7 @@ from normalize._places import inputs_or_defaults
 from ._export import ExportReport
 from ._listing import ListedInput, is_url, list_inputs, listed_events
 from ._load import Loaded, outranks, rows_of
-from ._store import ExportResult, ParquetStore, drop_sessions, write_partitions
+from ._store import ExportResult, ParquetStore, drop_sessions, move_file, write_partitions
 from ._tables import SessionRows, new_redactor, redact_rows
 
 __all__ = [
@@ -334,7 +334,7 @@ def _commit(store: ParquetStore, run: Path, results: list[TaskResult]) -> Export
         for f in sorted(folder.rglob("*.parquet")):
             dest = store.root / f.relative_to(folder)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            f.replace(dest)
+            move_file(f, dest)  # another task may have staged a file of the same name
     return out
 
 

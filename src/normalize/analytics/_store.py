@@ -38,6 +38,7 @@ __all__ = [
     "FileStamp",
     "ParquetStore",
     "drop_sessions",
+    "move_file",
     "partition_of",
     "stamp_of",
     "write_partitions",
@@ -469,6 +470,22 @@ def _write_file(table: Any, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     _parquet().write_table(table, tmp)
     tmp.replace(path)
+
+
+def move_file(src: Path, dest: Path) -> None:
+    """Move the Parquet file ``src`` to ``dest``, keeping the rows ``dest`` holds if it exists.
+
+    Two writers that staged the same sessions name their files alike (``part-<key>`` of
+    the sessions they wrote), and each then keeps only the sessions it won (a live
+    recording and a stored file of one session and its sub-agent's): each holds rows the
+    other lacks, and neither may replace the other."""
+    if not dest.exists():
+        src.replace(dest)
+        return
+    pa = _import_pyarrow()
+    pq = _parquet()
+    _write_file(pa.concat_tables([pq.ParquetFile(dest).read(), pq.ParquetFile(src).read()]), dest)
+    src.unlink()
 
 
 def write_partitions(root: Path, sessions: list[SessionRows]) -> list[Path]:
