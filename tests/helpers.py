@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.machinery
 import itertools
 import random
@@ -43,12 +44,18 @@ def fixed_clock() -> float:
 
 def capture_files() -> list[Path]:
     """Every capture under adapters/<protocol>/captures/ that is a session's main file."""
+    return list(_capture_files())
+
+
+@functools.cache
+def _capture_files() -> tuple[Path, ...]:
+    # found once per test process: a score of test modules parametrize over the captures
     out: list[Path] = []
     for proto_dir in sorted(p for p in ADAPTERS.iterdir() if (p / "captures").is_dir()):
         for inp in find_inputs([proto_dir / "captures"], protocol=proto_dir.name):
             assert not isinstance(inp, Exception), inp
             out.append(inp.main)
-    return out
+    return tuple(out)
 
 
 #: Captures of deliberately broken input (adapters/<protocol>/captures/edge-cases/).

@@ -8,6 +8,7 @@ Set NORMALIZE_SHOW_SCREENSHOTS=DIR to keep the screenshots.
 
 from __future__ import annotations
 
+import functools
 import html
 import io
 import os
@@ -65,7 +66,10 @@ def _richness(capture: Path) -> tuple[int, int, int]:
     return (talk, len(calls) + 5 * sum(1 for c in calls if c.permission is not None), len(items))
 
 
+@functools.cache
 def _richest() -> dict[str, Path]:
+    """Each protocol's richest capture: worked out when a test first asks (every capture is
+    read), not when the tests are collected."""
     best: dict[str, tuple[tuple[int, int, int], Path]] = {}
     for c in capture_files():
         if EDGE_CASES in c.relative_to(ADAPTERS).parts:
@@ -77,7 +81,8 @@ def _richest() -> dict[str, Path]:
     return {p: c for p, (_, c) in sorted(best.items())}
 
 
-RICHEST = _richest()
+#: the protocols with a whole session among their captures (one richest capture each)
+PROTOCOLS = sorted({protocol_of(c) for c in capture_files() if EDGE_CASES not in c.relative_to(ADAPTERS).parts})
 
 
 @pytest.fixture(scope="module")
@@ -107,9 +112,9 @@ def _words(text: str) -> list[str]:
     return re.findall(r"\w+", text)
 
 
-@pytest.mark.parametrize("protocol", sorted(RICHEST))
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_the_page_holds_prompt_answer_tools_and_approvals(browser: Any, protocol: str, tmp_path: Path) -> None:
-    capture = RICHEST[protocol]
+    capture = _richest()[protocol]
     sessions = read(_input(capture))
     _open(browser, render_page(sessions, source=capture.name), tmp_path / "page.html")
     items = _all_items(sessions)
@@ -140,7 +145,7 @@ def test_the_page_holds_prompt_answer_tools_and_approvals(browser: Any, protocol
 
 
 def test_folding_opens_and_closes(browser: Any, tmp_path: Path) -> None:
-    capture = RICHEST["claude-stream-json"]
+    capture = _richest()["claude-stream-json"]
     _open(browser, render_page(read(_input(capture))), tmp_path / "page.html")
     from selenium.webdriver.common.by import By
 
@@ -164,7 +169,7 @@ def test_folding_opens_and_closes(browser: Any, tmp_path: Path) -> None:
 
 
 def test_printed_every_fold_is_open_and_the_toolbar_is_gone(browser: Any, tmp_path: Path) -> None:
-    capture = RICHEST["hm-json"]
+    capture = _richest()["hm-json"]
     _open(browser, render_page(read(_input(capture))), tmp_path / "page.html")
     heights = (
         "return Array.from(document.querySelectorAll('details:not([open])'))"
@@ -184,7 +189,7 @@ def test_printed_every_fold_is_open_and_the_toolbar_is_gone(browser: Any, tmp_pa
 
 
 def test_without_javascript_everything_is_there_but_the_toolbar(browser: Any, tmp_path: Path) -> None:
-    capture = RICHEST["codex-app-server"]
+    capture = _richest()["codex-app-server"]
     sessions = read(_input(capture))
     try:
         browser.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": True})
@@ -205,7 +210,7 @@ def test_without_javascript_everything_is_there_but_the_toolbar(browser: Any, tm
 def test_search_and_kind_filters_hide_what_does_not_match(browser: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
-    capture = RICHEST["claude-stream-json"]
+    capture = _richest()["claude-stream-json"]
     _open(browser, render_page(read(_input(capture))), tmp_path / "page.html")
     visible = "return Array.from(document.querySelectorAll('[data-kind]')).filter(e => e.offsetParent !== null).length"
     before = browser.execute_script(visible)
@@ -233,9 +238,9 @@ def _not_blank(png: bytes) -> tuple[int, float]:
     return len(colors), 1 - background / total
 
 
-@pytest.mark.parametrize("protocol", sorted(RICHEST))
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_a_screenshot_of_the_richest_capture_is_not_blank(browser: Any, protocol: str, tmp_path: Path) -> None:
-    capture = RICHEST[protocol]
+    capture = _richest()[protocol]
     _open(browser, render_page(read(_input(capture)), source=capture.name), tmp_path / "page.html")
     png = browser.get_screenshot_as_png()
     keep = os.environ.get("NORMALIZE_SHOW_SCREENSHOTS")

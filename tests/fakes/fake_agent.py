@@ -1,6 +1,6 @@
 """A fake agent: plays a capture's agent lines on stdout and reads the client lines on stdin.
 
-    python fake_agent.py CAPTURE [--speed X] [--max-gap S] [--exit N] [--hang] [--pid-file F] [--stderr TEXT]
+    python -S fake_agent.py CAPTURE [--speed X] [--max-gap S] [--exit N] [--hang] [--pid-file F] [--stderr TEXT]
 
 Agent lines are written byte for byte (each with a newline, flushed), paced by
 the capture's ``t`` (tap files) divided by ``--speed`` and capped at
@@ -8,60 +8,106 @@ the capture's ``t`` (tap files) divided by ``--speed`` and capped at
 line the agent reads one line from stdin and exits 3 if it is not that line,
 byte for byte.  At the end: ``--hang`` sleeps until killed; otherwise it reads
 stdin to its end when the capture had client lines, then exits with ``--exit``.
-Standard library only, so it starts fast.
+
+It starts a thousand times a test run, so it imports next to nothing: the options are
+read by hand, and a tap line's head is cut apart, not decoded (its form is fixed:
+``{"t":"<RFC 3339>","from":"<side>","msg":…}``, shared/captures/README.md), its time
+read only when the lines are paced.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import time
-from datetime import datetime
-from pathlib import Path
 
 _MSG = b',"msg":'
+_T = b'{"t":"'
+_FROM = b'","from":"'
 
 
-def wire_lines(capture: Path) -> list[tuple[str, float | None, bytes]]:
+def _parts(raw: bytes) -> tuple[str, str | None, bytes]:
+    """(from, t as written or None, the wire line) of one line of a capture."""
+    if raw.startswith(_T) and _MSG in raw:
+        cut = raw.index(_MSG)
+        head = raw[:cut]
+        at = head.find(_FROM)
+        if at > 0 and head.endswith(b'"'):
+            return head[at + len(_FROM) : -1].decode(), head[len(_T) : at].decode(), raw[cut + len(_MSG) : -1]
+    return "agent", None, raw
+
+
+def _seconds(t: str) -> float:
+    from datetime import datetime  # only when pacing
+
+    return datetime.fromisoformat(t).timestamp()
+
+
+def wire_lines(capture: str | os.PathLike[str]) -> list[tuple[str, float | None, bytes]]:
     """(from, t in seconds or None, the wire line) for each line of a capture."""
     out: list[tuple[str, float | None, bytes]] = []
-    for raw in capture.read_bytes().splitlines():
-        if not raw.strip():
-            continue
-        if raw.startswith(b'{"t"') and _MSG in raw:
-            cut = raw.index(_MSG)
-            head = json.loads(raw[:cut] + b"}")
-            t = datetime.fromisoformat(head["t"]).timestamp()
-            out.append((head["from"], t, raw[cut + len(_MSG) : -1]))
-        else:
-            out.append(("agent", None, raw))
+    with open(capture, "rb") as f:
+        data = f.read()
+    for raw in data.splitlines():
+        if raw.strip():
+            from_, t, line = _parts(raw)
+            out.append((from_, None if t is None else _seconds(t), line))
     return out
 
 
+class _Options:
+    def __init__(self, argv: list[str]) -> None:
+        self.speed = 1.0
+        self.max_gap = 0.05
+        self.exit = 0
+        self.hang = False
+        self.pid_file: str | None = None
+        self.stderr = ""  # written to stderr first
+        self.capture = ""
+        it = iter(argv)
+        for arg in it:
+            if arg == "--speed":
+                self.speed = float(next(it))
+            elif arg == "--max-gap":
+                self.max_gap = float(next(it))
+            elif arg == "--exit":
+                self.exit = int(next(it))
+            elif arg == "--hang":
+                self.hang = True
+            elif arg == "--pid-file":
+                self.pid_file = next(it)
+            elif arg == "--stderr":
+                self.stderr = next(it)
+            elif arg.startswith("--") or self.capture:
+                raise SystemExit(f"fake_agent: unexpected argument {arg!r}")
+            else:
+                self.capture = arg
+        if not self.capture:
+            raise SystemExit("fake_agent: no capture given")
+
+
 def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("capture", type=Path)
-    p.add_argument("--speed", type=float, default=1.0)
-    p.add_argument("--max-gap", type=float, default=0.05)
-    p.add_argument("--exit", type=int, default=0)
-    p.add_argument("--hang", action="store_true")
-    p.add_argument("--pid-file", type=Path)
-    p.add_argument("--stderr", default="", help="write this to stderr first")
-    args = p.parse_args()
+    args = _Options(sys.argv[1:])
     if args.stderr:
         sys.stderr.write(args.stderr)
         sys.stderr.flush()
     if args.pid_file:
-        args.pid_file.write_text(str(os.getpid()))
+        with open(args.pid_file, "w") as f:
+            f.write(str(os.getpid()))
     out, inp = sys.stdout.buffer, sys.stdin.buffer
     prev: float | None = None
     had_client = False
-    for from_, t, line in wire_lines(args.capture):
-        if t is not None and prev is not None and args.speed > 0:
-            time.sleep(min(max(t - prev, 0.0) / args.speed, args.max_gap))
-        prev = t if t is not None else prev
+    with open(args.capture, "rb") as f:
+        data = f.read()
+    for raw in data.splitlines():
+        if not raw.strip():
+            continue
+        from_, written, line = _parts(raw)
+        if written is not None and args.speed > 0:
+            t = _seconds(written)
+            if prev is not None:
+                time.sleep(min(max(t - prev, 0.0) / args.speed, args.max_gap))
+            prev = t
         if from_ == "client":
             had_client = True
             got = inp.readline()
@@ -76,7 +122,7 @@ def main() -> int:
             time.sleep(60)
     if had_client:
         inp.read()
-    return int(args.exit)
+    return args.exit
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ NORMALIZE = [sys.executable, "-m", "normalize"]
 
 
 def agent_command(capture: Path, *args: str) -> list[str]:
-    return [sys.executable, str(FAKE_AGENT), str(capture), *args]
+    # -S: the fake agent needs only the standard library, and starts faster without site
+    return [sys.executable, "-S", str(FAKE_AGENT), str(capture), *args]
 
 
 def without_ts(events: Iterable[_Core]) -> list[_Core]:
