@@ -371,10 +371,10 @@ class Connection:
     def _spawned_turn_ended(self, child: Session, events: list[_Core]) -> list[_Core]:
         """What the parent of ``child`` says of each turn end among ``events``, ``child``'s
         (:meth:`Session.spawned_turn_ended`: a sub-agent's end its protocol left unsaid)."""
+        parent, key = self._parents[id(child)]
         out: list[_Core] = []
         for event in events:
             if type(event) is SessionEvent and type(event.event.body) is TurnComplete:
-                parent, key = self._parents[id(child)]
                 out += parent.spawned_turn_ended(key, event.event.body, t=event.event.ts)
         return out
 

@@ -43,16 +43,15 @@ def _seconds(t: str) -> float:
     return datetime.fromisoformat(t).timestamp()
 
 
+def _lines(capture: str | os.PathLike[str]) -> list[tuple[str, str | None, bytes]]:
+    """:func:`_parts` of each line of a capture (blank lines left out)."""
+    with open(capture, "rb") as f:
+        return [_parts(raw) for raw in f.read().splitlines() if raw.strip()]
+
+
 def wire_lines(capture: str | os.PathLike[str]) -> list[tuple[str, float | None, bytes]]:
     """(from, t in seconds or None, the wire line) for each line of a capture."""
-    out: list[tuple[str, float | None, bytes]] = []
-    with open(capture, "rb") as f:
-        data = f.read()
-    for raw in data.splitlines():
-        if raw.strip():
-            from_, t, line = _parts(raw)
-            out.append((from_, None if t is None else _seconds(t), line))
-    return out
+    return [(from_, None if t is None else _seconds(t), line) for from_, t, line in _lines(capture)]
 
 
 class _Options:
@@ -97,12 +96,7 @@ def main() -> int:
     out, inp = sys.stdout.buffer, sys.stdin.buffer
     prev: float | None = None
     had_client = False
-    with open(args.capture, "rb") as f:
-        data = f.read()
-    for raw in data.splitlines():
-        if not raw.strip():
-            continue
-        from_, written, line = _parts(raw)
+    for from_, written, line in _lines(args.capture):
         if written is not None and args.speed > 0:
             t = _seconds(written)
             if prev is not None:

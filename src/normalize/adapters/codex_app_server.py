@@ -719,7 +719,8 @@ class CodexAppServerAdapter(BuiltinAdapter):
             ]
         call = self._subagents.get(thread)
         if v.kind in ("completed", "interrupted"):
-            self._says_subagent_end = self._says_subagent_end or v.kind == "completed"
+            if v.kind == "completed":
+                self._says_subagent_end = True
             if thread in self._inferred_ends and call is None:
                 return []  # said already, after its thread's turn/completed
             self._subagent_ended(thread)
