@@ -9,7 +9,17 @@ from typing import Any
 
 import pytest
 
-from helpers import ADAPTERS, convert_capture
+from helpers import (
+    ADAPTERS,
+    capture_files,
+    capture_id,
+    companions,
+    convert_capture,
+    convert_records,
+    golden_path,
+    protocol_of,
+    records_of,
+)
 from normalize import (
     AccountAvailable,
     AccountExhausted,
@@ -36,6 +46,7 @@ from normalize import (
     SessionStateChanged,
     SessionUpdate,
     Subagent,
+    Task,
     Tokens,
     ToolCall,
     ToolCalled,
@@ -52,6 +63,7 @@ from normalize import Error as ErrorBody
 from normalize import Warning as WarningBody
 from normalize._convert import merge_records
 from normalize._lifecycle import DECISION_WORDS, ENDED_CALLS, Calls, Requests, decision_of, tokens_plus, tokens_since
+from normalize._session import MAX_RUNNING
 
 REF = ToolCallRef(call_id="c1", tool="Bash", title="ls")
 
@@ -309,6 +321,141 @@ def test_a_nested_sub_agent_keeps_its_parent() -> None:
     ]
     # the envelope's subagentId would share the body's JSON key: the parent moves to parentSubagentId
     assert subs == [("outer", None, None), ("inner", "outer", None)]
+
+
+def _bodies(envs: list[EventEnvelope]) -> list[tuple[str, str | None, str | None]]:
+    """The sub-agent, task, call and warning events: kind, phase and id (a warning's text)."""
+    out: list[tuple[str, str | None, str | None]] = []
+    for e in envs:
+        b = e.body
+        if isinstance(b, Subagent):
+            out.append(("subagent", b.phase, b.subagent_id))
+        elif isinstance(b, Task):
+            out.append(("task", b.phase, b.task_id))
+        elif isinstance(b, ToolCall):
+            out.append(("call", b.phase, b.call_id))
+        elif isinstance(b, WarningBody):
+            out.append(("warning", None, b.message))
+    return out
+
+
+def test_a_sub_agent_cut_off_with_its_call_fails_with_it() -> None:
+    """The input ends while the call that spawned a sub-agent (and a task it runs) is open:
+    the call fails, then the sub-agent and the task, each after a warning saying why."""
+    spawn = ToolCall(call_id="c1", tool="Task", phase="started")
+    sub = Subagent(subagent_id="c1", phase="started", name="explorer", call_id="c1")
+    task = Task(task_id="k1", task_kind="shell", phase="started", label="make", parent_call_id="c2")
+    shell = ToolCall(call_id="c2", tool="Bash", phase="started")
+    _, envs = _scripted(
+        [
+            [Emit(body=TurnStart()), Emit(body=spawn), Emit(body=sub)],
+            [Emit(body=shell, subagent_id="c1"), Emit(body=task, subagent_id="c1")],
+            [Emit(body=Subagent(subagent_id="c1", phase="progress"))],
+        ]
+    )
+    assert _bodies(envs)[-8:] == [
+        ("warning", None, "tool call c1 (Task) never finished: the input ended first"),
+        ("call", "failed", "c1"),
+        ("warning", None, "tool call c2 (Bash) never finished: the input ended first"),
+        ("call", "failed", "c2"),
+        ("warning", None, "sub-agent c1 never finished: the input ended first while its call c1 was open"),
+        ("subagent", "failed", "c1"),
+        ("warning", None, "task k1 (shell) never finished: the input ended first while its call c2 was open"),
+        ("task", "failed", "k1"),
+    ]
+    ends = [e for e in envs if isinstance(e.body, Subagent | Task) and e.body.phase == "failed"]
+    sub_end, task_end = (e.body for e in ends)
+    # the end names what the start (not the progress) said, and runs where the start ran
+    assert isinstance(sub_end, Subagent) and (sub_end.name, sub_end.call_id) == ("explorer", "c1")
+    assert isinstance(task_end, Task) and (task_end.label, task_end.parent_call_id) == ("make", "c2")
+    assert [e.subagent_id for e in ends] == [None, "c1"]
+    assert all(e.native.protocol == "core" and e.turn_id == "turn:1" for e in ends)
+    # then the turn is cut off
+    assert [type(e.body).__name__ for e in envs[-2:]] == ["Error", "TurnComplete"]
+
+
+def test_a_sub_agent_that_ran_on_after_its_call_is_only_warned_of_at_close() -> None:
+    """A sub-agent whose call returned (a background or collab agent) and that the input
+    never ends: how it ended is not known, so a warning says so and no end is made up.
+    One that ended, or was cancelled, is not settled again; one resumed runs again."""
+    spawn = ToolCall(call_id="c1", tool="spawn", phase="started")
+    _, envs = _scripted(
+        [
+            [Emit(body=spawn), Emit(body=Subagent(subagent_id="a", phase="started", call_id="c1"))],
+            [Emit(body=ToolCall(call_id="c1", tool="spawn", phase="completed"))],
+            [
+                Emit(body=Subagent(subagent_id="b", phase="started")),
+                Emit(body=Subagent(subagent_id="b", phase="completed")),
+            ],
+            [
+                Emit(body=Subagent(subagent_id="c", phase="progress")),
+                Emit(body=Subagent(subagent_id="c", phase="cancelled")),
+            ],
+            [Emit(body=Subagent(subagent_id="c", phase="resumed"))],
+        ]
+    )
+    settled = [b for b in _bodies(envs) if b[0] == "warning" or b[1] == "failed"]
+    assert settled == [
+        ("warning", None, "sub-agent a: the input ended first, without saying how it ended"),
+        ("warning", None, "sub-agent c: the input ended first, without saying how it ended"),
+    ]
+
+
+def test_the_sub_agents_running_are_bounded_the_oldest_forgotten_with_a_warning() -> None:
+    starts: list[Item] = [Emit(body=Subagent(subagent_id=f"s{n}", phase="started")) for n in range(MAX_RUNNING + 1)]
+    _, envs = _scripted([starts])
+    warnings = [b[2] or "" for b in _bodies(envs) if b[0] == "warning"]
+    assert warnings[0].startswith(f"sub-agent s0 forgotten: more than {MAX_RUNNING} open at once")
+    # the others are warned of at close, the forgotten one is not
+    closing = [w.split(":")[0] for w in warnings[1:]]
+    assert closing == [f"sub-agent s{n}" for n in range(1, MAX_RUNNING + 1)]
+
+
+def _with_sub_agents() -> list[Path]:
+    return [c for c in capture_files() if b'"kind":"subagent"' in golden_path(c).read_bytes()]
+
+
+@pytest.mark.parametrize("capture", _with_sub_agents(), ids=capture_id)
+def test_a_sub_agent_cut_off_by_the_end_of_the_input_is_settled_once(capture: Path) -> None:
+    """Every recording with a sub-agent, cut right after the sub-agent starts: its parent
+    says it failed (its spawning call still open, failed first) or, when the input cannot
+    tell how it ended, a warning names it; never both, never neither."""
+    protocol = protocol_of(capture)
+    records = list(records_of(companions(capture), protocol=protocol))
+    for cut in range(1, len(records) + 1):
+        envs = [e.event for e in convert_records(records[:cut], protocol) if isinstance(e, SessionEvent)]
+        started = next((e.body for e in envs if isinstance(e.body, Subagent) and e.body.phase == "started"), None)
+        if started is not None:
+            break
+    assert started is not None
+    ends = [
+        n
+        for n, e in enumerate(envs)
+        if isinstance(e.body, Subagent)
+        and e.body.subagent_id == started.subagent_id
+        and e.body.phase in ("completed", "failed", "cancelled")
+    ]
+    warned = [
+        n
+        for n, e in enumerate(envs)
+        if isinstance(e.body, WarningBody) and e.body.message.startswith(f"sub-agent {started.subagent_id}")
+    ]
+    closing = [n for n in warned if envs[n].native.method == "open-subagent"]
+    if not ends:  # the input cannot tell how it ended
+        assert len(closing) == 1
+        return
+    assert len(ends) == 1
+    if envs[ends[0]].native.method == "open-subagent":  # failed with its call, each after its warning
+        assert closing == [ends[0] - 1]
+        assert started.call_id is not None
+        failed = [
+            n
+            for n, e in enumerate(envs)
+            if isinstance(e.body, ToolCall) and e.body.call_id == started.call_id and e.body.phase == "failed"
+        ]
+        assert failed and failed[0] < ends[0]
+    else:  # the input said it (or its thread's cut-off did): nothing more
+        assert not closing
 
 
 class _Scripted(Adapter):

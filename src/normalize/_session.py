@@ -69,6 +69,7 @@ from ._model import (
     SessionStateChanged,
     SessionUpdate,
     Subagent,
+    Task,
     ToolCall,
     ToolCalled,
     ToolFinished,
@@ -81,7 +82,7 @@ from ._model import Error as ErrorBody
 from ._model import Warning as WarningBody
 from .adapters._limits import evictions, forgotten, outbox
 
-__all__ = ["HOLD_LIMIT", "MAX_PENDING", "Clock", "Session", "format_ts", "session_id_for"]
+__all__ = ["HOLD_LIMIT", "MAX_PENDING", "MAX_RUNNING", "Clock", "Session", "format_ts", "session_id_for"]
 
 #: How many messages a Session holds back waiting for its adapter to announce the
 #: session (``Adapter.announces_session``).  Agents announce in their first few
@@ -93,6 +94,10 @@ HOLD_LIMIT: Final = 32
 #: How many unanswered permission requests and questions the Session tracks for its
 #: ``waiting`` state; past it the oldest is forgotten (the adapters report theirs).
 MAX_PENDING = 10_000
+
+#: How many sub-agents and background tasks the Session tracks as running, to settle at close
+#: those the input leaves open; past it the oldest is forgotten, with a warning.
+MAX_RUNNING: Final = 10_000
 
 #: A clock returns seconds since the epoch (``time.time`` by default).
 Clock = Callable[[], float]
@@ -222,6 +227,10 @@ def _turn_name(n: int) -> str:
 _NO_PENDING: Final = Requests(MAX_PENDING)  # shared, never asked: a session with no request open yet
 _NO_HELD: Final[list[_Core]] = []  # shared, never written (held only before the session is announced)
 _NO_MCP: Final[OrderedDict[str, tuple[McpTool, str | None]]] = OrderedDict()  # shared, never written
+#: the sub-agents and background tasks running, by kind and id: the body that started (or last
+#: moved) each one and the sub-agent it runs inside
+_Running = dict[tuple[str, str], tuple[Subagent | Task, str | None]]
+_NO_RUNNING: Final[_Running] = {}  # shared, never written: a session with nothing running yet
 
 # The roles a body plays in the turn state machine, by its exact type.
 _OTHER: Final = 0
@@ -233,6 +242,7 @@ _SUBAGENT: Final = 5
 _AUTO: Final = 6
 _MCP: Final = 7
 _CALL: Final = 8
+_TASK: Final = 9
 _ROLES: Final[dict[type[Body], int]] = {
     TurnStart: _START,
     TurnComplete: _COMPLETE,
@@ -243,6 +253,7 @@ _ROLES: Final[dict[type[Body], int]] = {
     PermissionAuto: _AUTO,
     McpTool: _MCP,
     ToolCall: _CALL,
+    Task: _TASK,
 }
 
 
@@ -327,6 +338,7 @@ class Session:
         "_now",
         "_pending",
         "_protocol",
+        "_running",
         "_seq",
         "_spawned",
         "_state",
@@ -368,6 +380,9 @@ class Session:
         self._forgotten = outbox(adapter)
         # open requests, for the waiting state and decisions (a shared empty table until one is asked)
         self._pending = _NO_PENDING
+        #: sub-agents and background tasks started and not yet ended (a shared empty table
+        #: until one starts)
+        self._running: _Running = _NO_RUNNING
         self._created = False
         self._closed = False
         self._failed = False
@@ -752,9 +767,11 @@ class Session:
             self._mcp_call(out, cast(McpTool, body), None if synthetic else self._native_ts)
             if self._state == "starting":
                 self._set_state(out, "idle")
-        elif role in (_SUBAGENT, _AUTO, _CALL):
+        elif role in (_SUBAGENT, _AUTO, _CALL, _TASK):
             if self._state == "starting":
                 self._set_state(out, "idle")
+            if role in (_SUBAGENT, _TASK):
+                self._track(out, cast(Subagent | Task, body), subagent_id)
             if self._calls.evicted:
                 self._evicted(out)
         elif role == _COMPLETE:
@@ -772,16 +789,83 @@ class Session:
                 self._set_state(out, "running" if self._turn_id is not None else "idle")
 
     def _settle_open(self, out: list[_Core], why: str) -> None:
-        """The session stops here (the input ended, or it was forked): requests and calls left open."""
+        """The session stops here (the input ended, or it was forked): requests, calls,
+        sub-agents and background tasks left open."""
         for request_id, subagent_id in self._pending.open_requests():
             reason = f"request {request_id} was never answered: {why}"
             warning = WarningBody(message=reason, source="normalize")
             self._event(out, warning, None, "open-request", None, None, subagent_id, True)
             cancelled = RequestResolved(request_id=request_id, outcome="cancelled")
             self._event(out, cancelled, None, "open-request", None, None, subagent_id, True)
+        failed: set[str] = set()
         for call_id, call in self._calls.open_calls():
             reason = f"tool call {call_id} ({call.tool}) never finished: {why}"
             self._settle_call(out, call_id, call.tool, call.category, call.subagent_id, reason)
+            failed.add(call_id)
+        self._settle_running(out, failed, why)
+
+    def _track(self, out: list[_Core], body: Subagent | Task, subagent_id: str | None) -> None:
+        """A sub-agent or background task changed phase: it runs until an end phase says it
+        stopped (settled at close when none comes, :meth:`_settle_running`)."""
+        key = ("subagent", body.subagent_id) if type(body) is Subagent else ("task", cast(Task, body).task_id)
+        running = self._running
+        if body.phase in ("completed", "failed", "cancelled"):
+            if running.pop(key, None) is not None and not running:
+                self._running = _NO_RUNNING
+            return
+        started = running.get(key)
+        if started is not None and body.phase == "progress":
+            return  # what started it names its call and label
+        if running is _NO_RUNNING:
+            running = self._running = {}
+        elif key not in running and len(running) >= MAX_RUNNING:
+            kind, oldest = next(iter(running))
+            del running[(kind, oldest)]
+            reason = forgotten("sub-agent" if kind == "subagent" else "task", oldest, MAX_RUNNING)
+            self._synth(out, WarningBody(message=reason, source="normalize"), "open-subagent")
+        running[key] = (body, subagent_id)
+
+    def _settle_running(self, out: list[_Core], failed: set[str], why: str) -> None:
+        """Sub-agents and background tasks the input left running.
+
+        One whose spawning call was just settled ``failed`` (``failed``, its call ids) was
+        cut off with it: a warning, then its own ``failed`` phase.  Of any other (its call
+        returned, and it ran on), the input does not say how it ended: a warning says so,
+        and no end phase is made up."""
+        running, self._running = self._running, _NO_RUNNING
+        for (_, entity_id), (body, subagent_id) in running.items():
+            end: Body
+            if isinstance(body, Subagent):  # (it names the sub-agent it runs in as its parent)
+                name, call_id, warn_in, end_in = f"sub-agent {entity_id}", body.call_id, body.parent_subagent_id, None
+                end = Subagent(
+                    subagent_id=entity_id,
+                    phase="failed",
+                    name=body.name,
+                    call_id=call_id,
+                    parent_subagent_id=body.parent_subagent_id,
+                )
+            else:
+                name, call_id, warn_in = f"task {entity_id} ({body.task_kind})", body.parent_call_id, subagent_id
+                end_in = subagent_id
+                end = Task(
+                    task_id=entity_id,
+                    task_kind=body.task_kind,
+                    phase="failed",
+                    label=body.label,
+                    parent_call_id=call_id,
+                )
+            cut = call_id is not None and call_id in failed
+            if cut:
+                reason = f"{name} never finished: {why} while its call {call_id} was open"
+            else:
+                reason = f"{name}: {why}, without saying how it ended"
+            self._synth_in(out, WarningBody(message=reason, source="normalize"), warn_in)
+            if cut:
+                self._synth_in(out, end, end_in)
+
+    def _synth_in(self, out: list[_Core], body: Body, subagent_id: str | None) -> None:
+        """A sub-agent's or task's end (or its warning) made up at close, in the sub-agent it ran in."""
+        self._event(out, body, None, "open-subagent", None, None, subagent_id, True)
 
     def _evicted(self, out: list[_Core]) -> None:
         """Open calls forgotten past the table's bound: a warning each (docs/reliability.md)."""

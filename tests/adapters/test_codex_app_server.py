@@ -531,9 +531,13 @@ def test_calls_in_flight_at_an_interrupt_end_failed_with_what_their_start_said()
     assert (spawned.tool, spawned.title, spawned.category) == ("spawnAgent", "/a", "other")
     mcp_ends = [e.body for e in events if isinstance(e.body, McpTool) and e.body.phase == "failed"]
     assert [(b.server, b.tool) for b in mcp_ends] == [("fs", "read")]
-    # the streamed output is not repeated, and no call was left for the core to settle
+    # the streamed output is not repeated, and no call was left for the core to settle: only
+    # the sub-agent, whose end the input never says (its thread is not on this connection)
     assert [e.body.delta for e in events if isinstance(e.body, CommandOutput)] == ["cc -c a.c\n"]
-    assert not [e for e in events if isinstance(e.body, WarningBody)]
+    assert [e.body.message for e in events if isinstance(e.body, WarningBody)] == [
+        "sub-agent th2: the input ended first, without saying how it ended",
+        "task th2 (collab): the input ended first, without saying how it ended",
+    ]
 
 
 def test_a_spawn_said_only_at_its_end_starts_the_sub_agent_and_ends_it_when_told() -> None:

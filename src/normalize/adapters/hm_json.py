@@ -248,7 +248,6 @@ class _Sub:
 
     call_id: str | None
     last_text: str | None = None
-    ended: bool = False
 
 
 @dataclass
@@ -458,12 +457,8 @@ class HmJsonAdapter(BuiltinAdapter):
     def close(self) -> list[Item]:
         self._closed = True
         out: list[Item] = []
-        # calls and requests left open are settled by the core (docs/adapters.md)
+        # calls, requests and sub-agents left open are settled by the core (docs/adapters.md)
         self._requests.clear()
-        for sid, info in self._subs.items():
-            if not info.ended:
-                msg = f"sub-agent {sid} never ended: the stream ended before its subagent_end"
-                out.append(Emit(body=Warning(message=msg, source="normalize"), synthetic=True))
         if self._turn is not None:
             # The Session reports the cut-off turn itself; the messages of that turn end here.
             err = ErrorInfo(message="the stream ended during the turn", error_type="cut-off")
@@ -839,7 +834,6 @@ class HmJsonAdapter(BuiltinAdapter):
     def _subagent_end(self, line: _Line, sub: str | None) -> list[Item]:
         sid = sub or line.session
         info = self._subs.setdefault(sid, _Sub(call_id=None))
-        info.ended = True
         phase: Literal["completed", "failed", "cancelled"]
         result: Any
         if not line.error:
