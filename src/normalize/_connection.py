@@ -284,11 +284,33 @@ class Connection:
             raise UsageError("Connection.close() called twice")
         self._closed = True
         out: list[_Core] = []
+        # a spawned session still in a turn is cut off with the input: it closes before its
+        # parent, and the parent says how its sub-agent ended (before the parent's own cut-off)
+        children: dict[int, list[Session]] = {}
         for session in self.sessions:
-            out += session.close()
+            link = self._parents.get(id(session))
+            if link is not None and session.turn_id is not None:
+                children.setdefault(id(link[0]), []).append(session)
+        closing: set[int] = set()
+        for session in self.sessions:
+            if id(session) not in closing:
+                out += self._close(session, children, closing)
         return out
 
     # ----------------------------------------------------------------- private
+
+    def _close(self, session: Session, children: dict[int, list[Session]], closing: set[int]) -> list[_Core]:
+        """``session`` closed, after those of its spawned sessions cut off in a turn."""
+        closing.add(id(session))
+        out: list[_Core] = []
+        for child in children.get(id(session), ()):
+            if id(child) not in closing:
+                out += self._close(child, children, closing)
+        events = session.close()
+        out += events
+        if id(session) in self._parents:
+            out += self._spawned_turn_ended(session, events)
+        return out
 
     def _route(
         self,

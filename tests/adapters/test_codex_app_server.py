@@ -697,6 +697,44 @@ def test_a_sub_agent_completion_codex_says_is_said_once(version: str | None, han
     assert end.native.protocol == ("core" if inferred else "codex-app-server")
 
 
+@pytest.mark.parametrize("version", ["0.142.2", "0.155.0"])
+def test_a_sub_agent_cut_off_with_the_connection_fails_in_its_parent(version: str) -> None:
+    """The connection ends while the sub-agent's thread is in its turn: that thread is cut
+    off (closed first), and its parent says the sub-agent failed, before its own cut-off."""
+    conn = Connection(CodexAppServerAdapter, clock=fixed_clock)
+    spawn = {"type": "subAgentActivity", "id": "s", "kind": "started", "agentThreadId": "th2", "agentPath": "/a"}
+    thread = {"id": "th", "cwd": "/p", "cliVersion": version}
+    out: list[_Core] = []
+    for msg in (
+        json.dumps({"method": "thread/started", "params": {"thread": thread}}).encode(),
+        _notice("turn/started", "th", turn=TURN),
+        _notice("item/started", "th", item=spawn, turnId="u"),
+        _notice("item/completed", "th", item=spawn, turnId="u"),
+        _notice("turn/started", "th2", turn={**TURN, "id": "u2"}),
+    ):
+        out += conn.feed(msg, "agent")
+    closing = conn.close()
+    parent = next(e.session_id for e in out if isinstance(e, SessionCreated))
+    said = [
+        (e.session_id == parent, type(e.event.body).__name__, getattr(e.event.body, "phase", None))
+        for e in closing
+        if isinstance(e, SessionEvent)
+    ]
+    assert said == [
+        (False, "Error", None),  # the sub-agent's thread, cut off
+        (False, "TurnComplete", None),
+        (True, "Subagent", "failed"),  # its parent says so
+        (True, "Task", "failed"),
+        (True, "Error", None),  # then the parent is cut off
+        (True, "TurnComplete", None),
+    ]
+    ends = [e.event for e in closing if isinstance(e, SessionEvent) and isinstance(e.event.body, Subagent)]
+    assert ends[0].body == Subagent(subagent_id="th2", phase="failed", call_id="s")
+    assert ends[0].native.protocol == "core" and ends[0].turn_id == "turn:1"
+    # nothing is left for a warning: the parent's sub-agent ended
+    assert not [e for e in closing if isinstance(e, SessionEvent) and isinstance(e.event.body, WarningBody)]
+
+
 def test_an_item_of_a_turn_never_announced_starts_it() -> None:
     """0.96 sends no ``turn/started`` for a sub-agent thread's turns: its first item names
     the turn and starts it, so its messages and calls are inside a turn; an item of the turn

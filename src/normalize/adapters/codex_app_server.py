@@ -1065,10 +1065,14 @@ class CodexAppServerAdapter(BuiltinAdapter):
         right after the thread's ``turn/completed``); before, only a ``wait`` that reports
         the sub-agent's state (0.96) says it.  What Codex leaves unsaid is said here, at
         the same place (synthetic: inferred): any end before 0.150, a failed or interrupted
-        turn after.  A sub-agent's later turns (a follow-up) are not said again."""
+        turn after, and a turn cut off with the input (ended by the core, ``failed``).  A
+        sub-agent's later turns (a follow-up) are not said again."""
         if native_id not in self._subagents:
             return []  # not running: not this thread's, or its end was said
-        phase = _TURN_END_PHASES.get(turn.stop_reason or "", "completed")
+        if turn.stop_reason is None and turn.reason == "interrupt":
+            phase: Literal["completed", "failed", "cancelled"] = "failed"  # cut off: the core ended its turn
+        else:
+            phase = _TURN_END_PHASES.get(turn.stop_reason or "", "completed")
         if phase == "completed":
             # the running server's version (its userAgent), else the thread's (which
             # Codex made it): a connection captured after its initialize says only the latter
