@@ -295,12 +295,9 @@ class AntigravityStreamJsonAdapter(BuiltinAdapter):
 
     def close(self) -> list[Item]:
         self._closed = True
-        # calls left open are settled by the core (docs/adapters.md)
-        left = [
-            f"sub-agent {child} (call {call_id}) never reported an end" for child, call_id in self._subagents.items()
-        ]
+        # calls and sub-agents left open are settled by the core (docs/adapters.md)
         self._subagents.clear()
-        return [Emit(body=WarningBody(message=m, source="normalize"), synthetic=True) for m in left]
+        return []
 
     # ------------------------------------------------------------ agent lines
 
