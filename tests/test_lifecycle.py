@@ -441,6 +441,7 @@ def test_a_sub_agent_cut_off_by_the_end_of_the_input_is_settled_once(capture: Pa
         if isinstance(e.body, WarningBody) and e.body.message.startswith(f"sub-agent {started.subagent_id}")
     ]
     closing = [n for n in warned if envs[n].native.method == "open-subagent"]
+    assert warned == closing  # said by the core alone, never by an adapter as well
     if not ends:  # the input cannot tell how it ended
         assert len(closing) == 1
         return
