@@ -30,9 +30,12 @@ Rules (docs/adapters.md, "Several sessions on one connection"):
   announced at once (:meth:`Session.spawned_by`).  One that spoke first (Codex 0.142
   says a spawn after the sub-agent's first notifications) is linked when its parent
   says so, unless it was announced already (its record is out).  When a spawned
-  session ends a turn, its parent's adapter is told, right after that session's
-  events (:meth:`Session.spawned_turn_ended`): a protocol that does not always say
-  when a sub-agent is done (Codex before 0.150) has it said there.
+  session starts or ends a turn, its parent's adapter is told, right after that
+  session's events (:meth:`Session.spawned_turn_started`, :meth:`Session.spawned_turn_ended`):
+  a protocol that does not always say when a sub-agent is done (Codex before 0.150),
+  or when one runs again on a follow-up, has it said there.  At the end of the input, a
+  spawned session still in a turn is closed before its parent, which hears of the
+  cut-off turn the same way.
 * Memory: the requests awaiting a response are bounded (:data:`PENDING`, the
   oldest forgotten in O(1); its response then goes to the last Session), and so
   is the handshake (:data:`HANDSHAKE` messages).
@@ -49,7 +52,7 @@ from msgspec import Raw
 
 from ._contract import Adapter, Direction, Routing
 from ._errors import InputError, UsageError
-from ._model import Origin, SessionEvent, SessionState, TurnComplete, _Core
+from ._model import Origin, SessionEvent, SessionState, TurnComplete, TurnStart, _Core
 from ._session import Clock, Session
 
 __all__ = ["HANDSHAKE", "PENDING", "Connection"]
@@ -244,7 +247,7 @@ class Connection:
         else:
             out = target.feed(message, from_, t=t)
         if self._parents and id(target) in self._parents:
-            out += self._spawned_turn_ended(target, out)
+            out += self._spawned_turns(target, out)
         return out
 
     # The fast path: most connections carry one session.  While they do, a message goes
@@ -309,7 +312,7 @@ class Connection:
         events = session.close()
         out += events
         if id(session) in self._parents:
-            out += self._spawned_turn_ended(session, events)
+            out += self._spawned_turns(session, events)
         return out
 
     def _route(
@@ -390,14 +393,20 @@ class Connection:
                     self._spawned.popitem(last=False)
         return out
 
-    def _spawned_turn_ended(self, child: Session, events: list[_Core]) -> list[_Core]:
-        """What the parent of ``child`` says of each turn end among ``events``, ``child``'s
-        (:meth:`Session.spawned_turn_ended`: a sub-agent's end its protocol left unsaid)."""
+    def _spawned_turns(self, child: Session, events: list[_Core]) -> list[_Core]:
+        """What the parent of ``child`` says of each turn start and end among ``events``,
+        ``child``'s (:meth:`Session.spawned_turn_started`, :meth:`Session.spawned_turn_ended`:
+        a sub-agent's run again, or its end, that its protocol left unsaid)."""
         parent, key = self._parents[id(child)]
         out: list[_Core] = []
         for event in events:
-            if type(event) is SessionEvent and type(event.event.body) is TurnComplete:
-                out += parent.spawned_turn_ended(key, event.event.body, t=event.event.ts)
+            if type(event) is not SessionEvent:
+                continue
+            body = event.event.body
+            if type(body) is TurnComplete:
+                out += parent.spawned_turn_ended(key, body, t=event.event.ts)
+            elif type(body) is TurnStart:
+                out += parent.spawned_turn_started(key, t=event.event.ts)
         return out
 
     def _unbound(self, out: list[_Core], *, opener: bool, key: str | None = None) -> Session:

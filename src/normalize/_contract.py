@@ -247,6 +247,16 @@ class Adapter:
         the protocol says it, or the sub-agent is not one this session holds running."""
         return []
 
+    def spawned_turn_started(self, native_id: str) -> list[Item]:
+        """Optional, for an adapter with a ``routing``: the session this adapter's session
+        spawned (``native_id``) started a turn.  Called by the Connection right after that
+        session's events of the turn's start.
+
+        For a protocol that does not say when a sub-agent it said ended runs again (a
+        follow-up the parent sent it): return the items that say it (a ``subagent``
+        ``resumed``, ``Emit(..., synthetic=True)``), or none."""
+        return []
+
     # helpers for subclasses -------------------------------------------------
 
     def _check_open(self) -> None:

@@ -505,6 +505,18 @@ class Session:
         self._now = None
         return self._dispatch(items, None, t)
 
+    def spawned_turn_started(self, native_id: str, *, t: str | None = None) -> list[_Core]:
+        """A session this one spawned (``native_id``) started a turn at ``t``: the events this
+        session's adapter says of it (a sub-agent running again, :meth:`Adapter.spawned_turn_started`),
+        or none.  A closed session says nothing more."""
+        if self._closed:
+            return []
+        items = self.adapter.spawned_turn_started(native_id)
+        if not items:
+            return []
+        self._now = None
+        return self._dispatch(items, None, t)
+
     # ----------------------------------------------------------------- private
 
     def _dispatch(self, items: list[Item], message: bytes | None, t: str | None) -> list[_Core]:

@@ -735,6 +735,91 @@ def test_a_sub_agent_cut_off_with_the_connection_fails_in_its_parent(version: st
     assert not [e for e in closing if isinstance(e, SessionEvent) and isinstance(e.event.body, WarningBody)]
 
 
+def _follow_up(version: str, *, connection: bool) -> list[tuple[str, str, str | None]]:
+    """A thread (Codex ``version``) spawns sub-agent ``th2``, whose turn completes; the parent
+    then sends it a follow-up (``followup_task``: a ``subAgentActivity`` of kind
+    ``interacted``, 0.143 on) and the sub-agent runs a second turn.  From 0.150 on Codex
+    says each run's completion.  Fed through a Connection, or the parent's messages alone to
+    one Session; the parent's sub-agent and task events: kind, phase, native method."""
+    spawn = {"type": "subAgentActivity", "id": "s", "kind": "started", "agentThreadId": "th2", "agentPath": "/a"}
+    follow = {**spawn, "id": "f", "kind": "interacted"}
+    said = version >= "0.150"
+
+    def done(turn: str) -> list[tuple[str, bytes]]:
+        item = {**spawn, "id": f"subagent-completed-{turn}", "kind": "completed"}
+        notices = [_notice(m, "th", item=item, turnId="u") for m in ("item/started", "item/completed")]
+        return [("th", n) for n in notices] if said else []
+
+    def child_turn(turn: str) -> list[tuple[str, bytes]]:
+        return [
+            ("th2", _notice("turn/started", "th2", turn={**TURN, "id": turn})),
+            ("th2", _notice("turn/completed", "th2", turn={**TURN, "id": turn, "status": "completed"})),
+        ]
+
+    thread = {"id": "th", "cwd": "/p", "cliVersion": version}
+    messages = [
+        ("th", json.dumps({"method": "thread/started", "params": {"thread": thread}}).encode()),
+        ("th", _notice("turn/started", "th", turn=TURN)),
+        ("th", _notice("item/started", "th", item=spawn, turnId="u")),
+        ("th", _notice("item/completed", "th", item=spawn, turnId="u")),
+        *child_turn("u2"),
+        *done("u2"),
+        ("th", _notice("item/started", "th", item=follow, turnId="u")),
+        ("th", _notice("item/completed", "th", item=follow, turnId="u")),
+        *child_turn("u3"),
+        *done("u3"),
+        ("th", _notice("turn/completed", "th", turn={**TURN, "status": "completed"})),
+    ]
+    feeder: Connection | Session = (
+        Connection(CodexAppServerAdapter, clock=fixed_clock)
+        if connection
+        else Session(CodexAppServerAdapter(), clock=fixed_clock)
+    )
+    out: list[_Core] = []
+    for owner, msg in messages:
+        if connection or owner == "th":
+            out += feeder.feed(msg, "agent")
+    out += feeder.close()
+    parent = next(e.session_id for e in out if isinstance(e, SessionCreated))
+    return [
+        (type(e.event.body).__name__, e.event.body.phase, e.event.native.method)
+        for e in out
+        if isinstance(e, SessionEvent) and e.session_id == parent and isinstance(e.event.body, Subagent | Task)
+    ]
+
+
+@pytest.mark.parametrize("version", ["0.142.2", "0.149.1", "0.155.0"])
+def test_a_sub_agent_run_again_by_a_follow_up_resumes_and_ends_once_more(version: str) -> None:
+    """A follow-up runs a sub-agent that ended again: its parent says ``resumed`` when the
+    sub-agent's thread starts the turn (synthetic: Codex says nothing then), and its end once
+    more, the sub-agent's alone (the spawn's task ended with the first run): said by Codex
+    from 0.150 on, else inferred at the thread's turn end."""
+    said = "item/started" if version >= "0.150" else None
+    assert _follow_up(version, connection=True) == [
+        ("Subagent", "started", "item/started"),
+        ("Task", "started", "item/started"),
+        ("Subagent", "completed", said),
+        ("Task", "completed", said),
+        ("Subagent", "progress", "item/started"),  # the follow-up: activity "interacted"
+        ("Subagent", "resumed", None),
+        ("Subagent", "completed", said),
+    ]
+
+
+def test_a_later_run_codex_says_ended_without_its_thread_resumed_the_sub_agent() -> None:
+    """The parent's thread alone (no connection carries the sub-agent's): Codex's notice of a
+    later run's completion says that the sub-agent ran again, before its end."""
+    assert _follow_up("0.155.0", connection=False) == [
+        ("Subagent", "started", "item/started"),
+        ("Task", "started", "item/started"),
+        ("Subagent", "completed", "item/started"),
+        ("Task", "completed", "item/started"),
+        ("Subagent", "progress", "item/started"),
+        ("Subagent", "resumed", "item/started"),
+        ("Subagent", "completed", "item/started"),
+    ]
+
+
 def test_an_item_of_a_turn_never_announced_starts_it() -> None:
     """0.96 sends no ``turn/started`` for a sub-agent thread's turns: its first item names
     the turn and starts it, so its messages and calls are inside a turn; an item of the turn

@@ -358,8 +358,13 @@ class CodexAppServerAdapter(BuiltinAdapter):
         self._answered: Recent = NO_RECENT
         #: items that are not tool calls, while open (the tool calls are in ``self.calls``)
         self._open: Bounded[str, _Open] = NO_TABLE
-        #: sub-agent threads this thread spawned -> the spawning call, while they run
+        #: sub-agent threads this thread spawned -> the spawning call ("" once it runs again on
+        #: a follow-up: its ends then name no call), while they run
         self._subagents: Bounded[str, str] = NO_TABLE
+        #: sub-agents that ended (one may run again: a follow-up), and those that did (their
+        #: ``task``, the spawn's, ended with the first run: a later end is the sub-agent's alone)
+        self._ended_subagents: Recent = NO_RECENT
+        self._reruns: Recent = NO_RECENT
         #: whether Codex said a sub-agent's completion itself (then a completion is never
         #: inferred), and the sub-agents whose end was inferred (a notice of Codex's own
         #: about one of them, if one comes after, is not said again)
@@ -717,14 +722,20 @@ class CodexAppServerAdapter(BuiltinAdapter):
                 ToolCall(call_id=v.id, tool="spawnAgent", phase="started", category="other", title=label),
                 *ci.collab_subagent(thread, "started", v.id, label, model=v.model),
             ]
-        call = self._subagents.get(thread)
+        call = self._subagents.get(thread) or None
         if v.kind in ("completed", "interrupted"):
             if v.kind == "completed":
                 self._says_subagent_end = True
-            if thread in self._inferred_ends and call is None:
-                return []  # said already, after its thread's turn/completed
+            out: list[Body] = []
+            if thread not in self._subagents:
+                if thread in self._inferred_ends:
+                    return []  # said already, after its thread's turn/completed
+                if thread in self._ended_subagents:
+                    # the end of a later run (a follow-up) not seen starting (no connection
+                    # carries its thread): it ran again
+                    out.append(self._resumed(thread))
             self._subagent_ended(thread)
-            return ci.collab_subagent(thread, "completed" if v.kind == "completed" else "cancelled", call, label)
+            return out + self._ends(thread, "completed" if v.kind == "completed" else "cancelled", call, label)
         return [Subagent(subagent_id=thread, phase="progress", name=label, activity=v.kind, call_id=call)]
 
     def _completed_collab(self, raw: Raw, note: _Note | None) -> list[Body]:
@@ -741,9 +752,8 @@ class CodexAppServerAdapter(BuiltinAdapter):
                     out += ci.collab_subagent(thread, "started", v.id, None, prompt=v.prompt, model=v.model)
         for thread, state in v.agents_states.items():
             phase = ci.AGENT_END.get(state.status or "")
-            call = self._subagent_ended(thread) if phase is not None else None
-            if phase is not None and call is not None:
-                out += ci.collab_subagent(thread, phase, call, None)
+            if phase is not None and thread in self._subagents:
+                out += self._ends(thread, phase, self._subagent_ended(thread), None)
         return out
 
     def _completed_subagent(self, raw: Raw, note: _Note | None) -> list[Body]:
@@ -1082,7 +1092,34 @@ class CodexAppServerAdapter(BuiltinAdapter):
         call = self._subagent_ended(native_id)
         self._inferred_ends = recent(self._inferred_ends)
         self._inferred_ends.add(native_id)
-        return [Emit(body=body, synthetic=True) for body in ci.collab_subagent(native_id, phase, call)]
+        return [Emit(body=body, synthetic=True) for body in self._ends(native_id, phase, call, None)]
+
+    def spawned_turn_started(self, native_id: str) -> list[Item]:
+        """A sub-agent's thread started a turn.  One that this thread's stream said ended
+        runs again (a follow-up: ``followup_task``, ``send_input``), which Codex does not
+        say: ``subagent`` ``resumed`` here (synthetic), and its next end is said again (by
+        Codex from 0.150 on, else inferred), the ``subagent``'s alone (the spawn's ``task``
+        ended with its first run)."""
+        if native_id in self._subagents or native_id not in self._ended_subagents:
+            return []  # running (its first turn), or not one this thread spawned
+        self._inferred_ends.discard(native_id)  # a notice of Codex's after this is this run's
+        self._subagents_table()[native_id] = ""
+        return [Emit(body=self._resumed(native_id), synthetic=True)]
+
+    def _resumed(self, thread: str) -> Subagent:
+        """A sub-agent that ended runs again: its later ends are the ``subagent``'s alone."""
+        self._ended_subagents.discard(thread)
+        self._reruns = recent(self._reruns)
+        self._reruns.add(thread)
+        return Subagent(subagent_id=thread, phase="resumed")
+
+    def _ends(
+        self, thread: str, phase: Literal["completed", "failed", "cancelled"], call: str | None, label: str | None
+    ) -> list[Body]:
+        """A sub-agent's end: its ``subagent`` and the spawn's ``task``, or, for a later run
+        (a follow-up), the ``subagent`` alone."""
+        bodies = ci.collab_subagent(thread, phase, call, label)
+        return bodies[:1] if thread in self._reruns else bodies
 
     def _subagents_table(self) -> Bounded[str, str]:
         """The table of sub-agents running, made at its first entry."""
@@ -1091,11 +1128,14 @@ class CodexAppServerAdapter(BuiltinAdapter):
         return self._subagents
 
     def _subagent_ended(self, thread: str) -> str | None:
-        """The call that spawned ``thread`` (None: unknown), forgotten with it."""
+        """The call that spawned ``thread`` (None: unknown, or a later run), forgotten with
+        it; the sub-agent is remembered as ended (a follow-up may run it again)."""
         call = self._subagents.pop(thread, None)
         if not self._subagents:
             self._subagents = NO_TABLE
-        return call
+        self._ended_subagents = recent(self._ended_subagents)
+        self._ended_subagents.add(thread)
+        return call or None
 
     def _on_command_approval(self, params: Raw, rid: int | str) -> list[Item]:
         p = _COMMAND_APPROVAL.decode(params)
