@@ -527,6 +527,45 @@ APP_SERVER: list[Scenario] = [
         drive=_app_simple("scenario collab: delegate the listing"),
         about="multi_agent_v2: spawn_agent (a sub-agent thread running a command), wait_agent, the answer",
     ),
+    Scenario(
+        "i_collab_followup",
+        [*APP_ARGS, "--enable", "multi_agent_v2"],
+        lambda: Script(
+            {
+                "SUBTASK: list the files": [
+                    Step(blocks=(Tool("exec_command", {"cmd": "ls", "workdir": "{cwd}"}),)),
+                    Step(blocks=(Text("hello.txt"),)),
+                    Step(blocks=(Text("hello.txt holds one line."),)),
+                ],
+                "scenario followup": [
+                    Step(
+                        blocks=(
+                            Text("Delegating."),
+                            Tool(
+                                "spawn_agent",
+                                {"task_name": "lister", "message": "SUBTASK: list the files", "fork_turns": "none"},
+                                namespace="collaboration",
+                            ),
+                        )
+                    ),
+                    Step(blocks=(Tool("wait_agent", {"timeout_ms": 60000}, namespace="collaboration"),)),
+                    Step(
+                        blocks=(
+                            Tool(
+                                "followup_task",
+                                {"target": "/root/lister", "message": "FOLLOWUP: how long is it?"},
+                                namespace="collaboration",
+                            ),
+                        )
+                    ),
+                    Step(blocks=(Tool("wait_agent", {"timeout_ms": 60000}, namespace="collaboration"),)),
+                    Step(blocks=(Text("The sub-agent found hello.txt, one line long."),)),
+                ],
+            }
+        ),
+        drive=_app_simple("scenario followup: delegate the listing, then ask more"),
+        about="multi_agent_v2: spawn_agent, wait_agent, followup_task to the same sub-agent (a second turn), wait_agent",
+    ),
 ]
 
 # ---------------------------------------------------------------- ACP adapters
