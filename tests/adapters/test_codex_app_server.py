@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import normalize
-from helpers import ADAPTERS, fixed_clock
+from helpers import ADAPTERS, convert_capture, fixed_clock
 from normalize import (
     AssistantDelta,
     AssistantMessage,
@@ -818,6 +818,36 @@ def test_a_later_run_codex_says_ended_without_its_thread_resumed_the_sub_agent()
         ("Subagent", "resumed", "item/started"),
         ("Subagent", "completed", "item/started"),
     ]
+
+
+@pytest.mark.parametrize("version", ["0.149.1", "0.150.0"])
+def test_a_recorded_follow_up_resumes_the_sub_agent_when_its_thread_runs_again(version: str) -> None:
+    """The real ``i_collab_followup`` runs (``followup_task`` after a first run): the parent
+    says the sub-agent ``resumed`` right after the sub-agent thread's second ``turn/started``,
+    and its end again right after (0.149.1, inferred) or at (0.150.0) that turn's end."""
+    capture = ADAPTERS / f"codex-app-server/captures/codex-{version}/i_collab_followup.tap.jsonl"
+    out = [e for e in convert_capture(capture) if isinstance(e, SessionEvent)]
+    parent = out[0].session_id
+    said = [
+        (type(e.event.body).__name__, e.event.body.phase, e.event.native.protocol)
+        for e in out
+        if e.session_id == parent and isinstance(e.event.body, Subagent | Task)
+    ]
+    native = "core" if version < "0.150" else "codex-app-server"
+    assert said == [
+        ("Subagent", "started", "codex-app-server"),
+        ("Task", "started", "codex-app-server"),
+        ("Subagent", "completed", native),
+        ("Task", "completed", native),
+        ("Subagent", "progress", "codex-app-server"),  # the follow-up: interacted
+        ("Subagent", "resumed", "core"),
+        ("Subagent", "completed", native),
+    ]
+    child_starts = [i for i, e in enumerate(out) if e.session_id != parent and isinstance(e.event.body, TurnStart)]
+    resumed = next(
+        i for i, e in enumerate(out) if isinstance(e.event.body, Subagent) and e.event.body.phase == "resumed"
+    )
+    assert resumed == child_starts[1] + 1
 
 
 def test_an_item_of_a_turn_never_announced_starts_it() -> None:

@@ -837,6 +837,24 @@ def test_a_sub_agent_activity_event_starts_the_sub_agent_the_call_spawned() -> N
     assert (subs[1]["taskId"], subs[1]["parentCallId"], subs[1]["taskKind"]) == ("th2", "c1", "collab")
 
 
+def test_a_later_run_a_parent_rollout_says_ended_resumed_the_sub_agent() -> None:
+    """0.150's parent rollout stores each run's completion of a sub-agent a follow-up ran
+    again (the real ``i_collab_followup``): the second says it ran again, then ended; the
+    spawn's task ended once."""
+    capture = ADAPTERS / "codex-rollout/captures/codex-0.150.0/app-server-i_collab_followup.jsonl"
+    events = bodies(convert_records(records_of([capture]), "codex-rollout"))
+    said = [(b["kind"], b["phase"]) for b in events if b["kind"] in ("subagent", "task")]
+    assert said == [
+        ("subagent", "started"),
+        ("task", "started"),
+        ("subagent", "completed"),
+        ("task", "completed"),
+        ("subagent", "progress"),
+        ("subagent", "resumed"),
+        ("subagent", "completed"),
+    ]
+
+
 def test_detection_tells_rollouts_from_other_codex_streams() -> None:
     rollout = ADAPTERS / "codex-rollout/captures/codex-0.169.0/exec-mixed_items.jsonl"
     sample = [(line, "agent") for line in rollout.read_bytes().splitlines()[:20]]

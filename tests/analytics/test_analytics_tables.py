@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from native_totals import READERS, TOOL_READERS, TURN_READERS, claude_transcript_calls
 
-from helpers import ADAPTERS, GOLDEN, golden_path, in_versions, protocol_of, session_captures
+from helpers import ADAPTERS, GOLDEN, convert_capture, golden_path, in_versions, protocol_of, session_captures
 from normalize import (
     Cost,
     EventEnvelope,
@@ -432,6 +432,19 @@ def test_a_rule_deciding_an_asked_call_gives_the_rules_decision() -> None:
         ("auto", "auto", "allow"),
     ]
     assert perms[0]["latency_ms"] == 2000.0
+
+
+@pytest.mark.parametrize("version", ["0.149.1", "0.150.0"])
+def test_a_codex_sub_agent_run_again_by_a_follow_up_is_one_row_to_its_last_end(version: str) -> None:
+    """A sub-agent that a follow-up ran again is one row of the subagents table, not two:
+    from its first start to the end of its last run."""
+    capture = ADAPTERS / f"codex-app-server/captures/codex-{version}/i_collab_followup.tap.jsonl"
+    (sub,) = [d for rows in native_rows(capture) for d in dicts(rows, "subagents")]
+    assert sub["status"] == "completed" and sub["spawn_call_id"]
+    # the sub-agent's turn ends, as its own session says them: its first run's, its second's
+    events = [e.event for e in convert_capture(capture) if isinstance(e, SessionEvent)]
+    first, second = [e.ts for e in events if e.session_id != events[0].session_id and isinstance(e.body, TurnComplete)]
+    assert str(sub["started_at"]) < first < second <= str(sub["ended_at"])
 
 
 @pytest.mark.parametrize(

@@ -391,6 +391,9 @@ class CodexRolloutAdapter(BuiltinAdapter):
         }
         #: sub-agent threads spawned -> the spawning call, while they run
         self._subagents: Bounded[str, str] = Bounded("sub-agent", OPEN_CALLS)
+        #: sub-agents that ended (a follow-up may run one again: its later ends are the
+        #: ``subagent``'s alone, the spawn's ``task`` ended once)
+        self._ended_subagents = Recent()
         #: the method (``event_msg:<type>``, ``response_item:<type>``) of each type translated, made once
         self._event_methods = {t: f"event_msg:{t}" for t in self._events}
         self._item_methods = {t: f"response_item:{t}" for t in self._ritems}
@@ -1030,8 +1033,19 @@ class CodexRolloutAdapter(BuiltinAdapter):
             call: str | None = item.id
             phase = "started"
         elif item.kind in ("completed", "interrupted"):
-            call = self._subagents.pop(thread, None)
             phase = "completed" if item.kind == "completed" else "cancelled"
+            if thread in self._subagents:
+                call = self._subagents.pop(thread)
+            elif thread in self._ended_subagents:
+                # the end of a later run (a follow-up): the sub-agent ran again; its end is
+                # the subagent's alone
+                return [
+                    Subagent(subagent_id=thread, phase="resumed"),
+                    Subagent(subagent_id=thread, phase=phase, name=label, model=item.model),
+                ]
+            else:
+                call = None
+            self._ended_subagents.add(thread)
         else:
             call = self._subagents.get(thread)
             return [Subagent(subagent_id=thread, phase="progress", name=label, activity=item.kind, call_id=call)]
