@@ -610,7 +610,10 @@ def test_two_tasks_that_stage_the_same_sessions_each_keep_the_ones_they_won(tmp_
     name, and each wins one (the sub-agent's rollout says more). Both land in the dataset, as
     the local export gives them, none replaced by the other task's file."""
     live = ADAPTERS / "codex-app-server" / "captures" / "codex-0.150.0" / "i_collab_agent.tap.jsonl"
-    stored = ADAPTERS / "codex-rollout" / "captures" / "codex-0.150.0"
+    stored = tmp_path / "rollouts"  # the two rollouts of that run, alone in their folder
+    stored.mkdir()
+    for name in ("app-server-i_collab_agent.jsonl", "app-server-i_collab_agent-2.jsonl"):
+        shutil.copy(ADAPTERS / "codex-rollout" / "captures" / "codex-0.150.0" / name, stored / name)
     export([live, stored], tmp_path / "local", jobs=1)
     store = ParquetStore(tmp_path / "dask")
     run = tmp_path / "dask" / "_staging" / "run"
