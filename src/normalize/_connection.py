@@ -294,21 +294,28 @@ class Connection:
             link = self._parents.get(id(session))
             if link is not None and session.turn_id is not None:
                 children.setdefault(id(link[0]), []).append(session)
-        closing: set[int] = set()
+        if not children:  # (no table per session: a connection may hold many thousands)
+            for session in self.sessions:
+                out += session.close()
+            return out
+        path: set[int] = set()
         for session in self.sessions:
-            if id(session) not in closing:
-                out += self._close(session, children, closing)
+            if not session.closed:
+                out += self._close(session, children, path)
         return out
 
     # ----------------------------------------------------------------- private
 
-    def _close(self, session: Session, children: dict[int, list[Session]], closing: set[int]) -> list[_Core]:
-        """``session`` closed, after those of its spawned sessions cut off in a turn."""
-        closing.add(id(session))
+    def _close(self, session: Session, children: dict[int, list[Session]], path: set[int]) -> list[_Core]:
+        """``session`` closed, after those of its spawned sessions cut off in a turn (``path``:
+        the sessions whose children are being closed, against a cycle of parents)."""
         out: list[_Core] = []
-        for child in children.get(id(session), ()):
-            if id(child) not in closing:
-                out += self._close(child, children, closing)
+        kids = children.get(id(session))
+        if kids:
+            path.add(id(session))
+            for child in kids:
+                if not child.closed and id(child) not in path:
+                    out += self._close(child, children, path)
         events = session.close()
         out += events
         if id(session) in self._parents:
