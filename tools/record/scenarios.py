@@ -332,6 +332,29 @@ CODEX: list[Scenario] = [
 APP_ARGS = ["app-server"]
 ASK = {"approvalPolicy": "on-request", "sandbox": "read-only"}
 
+#: multi_agent_v2 (i_collab_*): the sub-agent's task, the parent's spawn of it, and its wait
+_LISTER_TASK = "SUBTASK: list the files"
+_SPAWN_LISTER = Step(
+    blocks=(
+        Text("Delegating."),
+        Tool(
+            "spawn_agent",
+            {"task_name": "lister", "message": _LISTER_TASK, "fork_turns": "none"},
+            namespace="collaboration",
+        ),
+    )
+)
+_WAIT_AGENT = Step(blocks=(Tool("wait_agent", {"timeout_ms": 60000}, namespace="collaboration"),))
+
+
+def _lister(*more: Step) -> list[Step]:
+    """The sub-agent's turns: it runs ``ls`` and says what it found; then ``more``."""
+    return [
+        Step(blocks=(Tool("exec_command", {"cmd": "ls", "workdir": "{cwd}"}),)),
+        Step(blocks=(Text("hello.txt"),)),
+        *more,
+    ]
+
 
 def _app_open(w: Wire, thread: dict[str, Any] | None = None) -> tuple[Rpc, str]:
     """initialize, initialized, thread/start: the client and the new thread's id."""
@@ -504,24 +527,8 @@ APP_SERVER: list[Scenario] = [
         [*APP_ARGS, "--enable", "multi_agent_v2"],
         lambda: Script(
             {
-                "SUBTASK: list the files": [
-                    Step(blocks=(Tool("exec_command", {"cmd": "ls", "workdir": "{cwd}"}),)),
-                    Step(blocks=(Text("hello.txt"),)),
-                ],
-                "scenario collab": [
-                    Step(
-                        blocks=(
-                            Text("Delegating."),
-                            Tool(
-                                "spawn_agent",
-                                {"task_name": "lister", "message": "SUBTASK: list the files", "fork_turns": "none"},
-                                namespace="collaboration",
-                            ),
-                        )
-                    ),
-                    Step(blocks=(Tool("wait_agent", {"timeout_ms": 60000}, namespace="collaboration"),)),
-                    Step(blocks=(Text("The sub-agent found hello.txt."),)),
-                ],
+                _LISTER_TASK: _lister(),
+                "scenario collab": [_SPAWN_LISTER, _WAIT_AGENT, Step(blocks=(Text("The sub-agent found hello.txt."),))],
             }
         ),
         drive=_app_simple("scenario collab: delegate the listing"),
@@ -532,23 +539,10 @@ APP_SERVER: list[Scenario] = [
         [*APP_ARGS, "--enable", "multi_agent_v2"],
         lambda: Script(
             {
-                "SUBTASK: list the files": [
-                    Step(blocks=(Tool("exec_command", {"cmd": "ls", "workdir": "{cwd}"}),)),
-                    Step(blocks=(Text("hello.txt"),)),
-                    Step(blocks=(Text("hello.txt holds one line."),)),
-                ],
+                _LISTER_TASK: _lister(Step(blocks=(Text("hello.txt holds one line."),))),
                 "scenario followup": [
-                    Step(
-                        blocks=(
-                            Text("Delegating."),
-                            Tool(
-                                "spawn_agent",
-                                {"task_name": "lister", "message": "SUBTASK: list the files", "fork_turns": "none"},
-                                namespace="collaboration",
-                            ),
-                        )
-                    ),
-                    Step(blocks=(Tool("wait_agent", {"timeout_ms": 60000}, namespace="collaboration"),)),
+                    _SPAWN_LISTER,
+                    _WAIT_AGENT,
                     Step(
                         blocks=(
                             Tool(
@@ -558,13 +552,13 @@ APP_SERVER: list[Scenario] = [
                             ),
                         )
                     ),
-                    Step(blocks=(Tool("wait_agent", {"timeout_ms": 60000}, namespace="collaboration"),)),
+                    _WAIT_AGENT,
                     Step(blocks=(Text("The sub-agent found hello.txt, one line long."),)),
                 ],
             }
         ),
         drive=_app_simple("scenario followup: delegate the listing, then ask more"),
-        about="multi_agent_v2: spawn_agent, wait_agent, followup_task to the same sub-agent (a second turn), wait_agent",
+        about="multi_agent_v2: spawn_agent, wait_agent, followup_task to the same sub-agent (its second turn), wait",
     ),
 ]
 
