@@ -40,6 +40,8 @@ Facts (codex-cli 0.169.0 captures unless marked otherwise):
   of kind ``completed`` right after the sub-agent thread's ``turn/completed``); 0.96 and
   0.107 say it in a later ``wait``'s ``agentsStates``, 0.125 to 0.142 never.  The end left
   unsaid is inferred on a connection (:meth:`CodexAppServerAdapter.spawned_turn_ended`).
+  A follow-up that runs a sub-agent again is said by nothing but the sub-agent's thread:
+  ``resumed`` there (:meth:`CodexAppServerAdapter.spawned_turn_started`), and its end again.
 * Casing: camelCase keys and enum values, but ``text_elements``, ``move_path``
   and ``agentMessage.phase`` values (``final_answer``) are snake_case.
 """
@@ -1075,8 +1077,8 @@ class CodexAppServerAdapter(BuiltinAdapter):
         right after the thread's ``turn/completed``); before, only a ``wait`` that reports
         the sub-agent's state (0.96) says it.  What Codex leaves unsaid is said here, at
         the same place (synthetic: inferred): any end before 0.150, a failed or interrupted
-        turn after, and a turn cut off with the input (ended by the core, ``failed``).  A
-        sub-agent's later turns (a follow-up) are not said again."""
+        turn after, and a turn cut off with the input (ended by the core, ``failed``); for a
+        later run (a follow-up, :meth:`spawned_turn_started`), again."""
         if native_id not in self._subagents:
             return []  # not running: not this thread's, or its end was said
         if turn.stop_reason is None and turn.reason == "interrupt":
