@@ -499,11 +499,7 @@ class Session:
         session says nothing more."""
         if self._closed:
             return []
-        items = self.adapter.spawned_turn_ended(native_id, turn)
-        if not items:
-            return []
-        self._now = None
-        return self._dispatch(items, None, t)
+        return self._made(self.adapter.spawned_turn_ended(native_id, turn), t)
 
     def spawned_turn_started(self, native_id: str, *, t: str | None = None) -> list[_Core]:
         """A session this one spawned (``native_id``) started a turn at ``t``: the events this
@@ -511,13 +507,16 @@ class Session:
         or none.  A closed session says nothing more."""
         if self._closed:
             return []
-        items = self.adapter.spawned_turn_started(native_id)
+        return self._made(self.adapter.spawned_turn_started(native_id), t)
+
+    # ----------------------------------------------------------------- private
+
+    def _made(self, items: list[Item], t: str | None) -> list[_Core]:
+        """Items an adapter made of no message of its own (at ``t``), as events."""
         if not items:
             return []
         self._now = None
         return self._dispatch(items, None, t)
-
-    # ----------------------------------------------------------------- private
 
     def _dispatch(self, items: list[Item], message: bytes | None, t: str | None) -> list[_Core]:
         """Announce the session first: hold input until the adapter names the session."""
@@ -680,8 +679,9 @@ class Session:
         payload: Any = _kept_text(message) if text else _Raw(message)
         return _Native(protocol=self._protocol, method=method, payload=payload)
 
-    def _synth(self, out: list[_Core], body: Body, why: str) -> None:
-        self._event(out, body, None, why, None, None, None, True)
+    def _synth(self, out: list[_Core], body: Body, why: str, subagent_id: str | None = None) -> None:
+        """An event normalize makes up (``why``, its native method), in ``subagent_id`` if given."""
+        self._event(out, body, None, why, None, None, subagent_id, True)
 
     def _event(
         self,
@@ -846,9 +846,18 @@ class Session:
         and no end phase is made up."""
         running, self._running = self._running, _NO_RUNNING
         for (_, entity_id), (body, subagent_id) in running.items():
-            end: Body
             if isinstance(body, Subagent):  # (it names the sub-agent it runs in as its parent)
-                name, call_id, warn_in, end_in = f"sub-agent {entity_id}", body.call_id, body.parent_subagent_id, None
+                name, call_id, within = f"sub-agent {entity_id}", body.call_id, body.parent_subagent_id
+            else:
+                name, call_id, within = f"task {entity_id} ({body.task_kind})", body.parent_call_id, subagent_id
+            if call_id is None or call_id not in failed:
+                reason = f"{name}: {why}, without saying how it ended"
+                self._synth(out, WarningBody(message=reason, source="normalize"), "open-subagent", within)
+                continue
+            reason = f"{name} never finished: {why} while its call {call_id} was open"
+            self._synth(out, WarningBody(message=reason, source="normalize"), "open-subagent", within)
+            end: Body
+            if isinstance(body, Subagent):
                 end = Subagent(
                     subagent_id=entity_id,
                     phase="failed",
@@ -856,9 +865,8 @@ class Session:
                     call_id=call_id,
                     parent_subagent_id=body.parent_subagent_id,
                 )
+                within = None  # (its parent is in the body)
             else:
-                name, call_id, warn_in = f"task {entity_id} ({body.task_kind})", body.parent_call_id, subagent_id
-                end_in = subagent_id
                 end = Task(
                     task_id=entity_id,
                     task_kind=body.task_kind,
@@ -866,18 +874,7 @@ class Session:
                     label=body.label,
                     parent_call_id=call_id,
                 )
-            cut = call_id is not None and call_id in failed
-            if cut:
-                reason = f"{name} never finished: {why} while its call {call_id} was open"
-            else:
-                reason = f"{name}: {why}, without saying how it ended"
-            self._synth_in(out, WarningBody(message=reason, source="normalize"), warn_in)
-            if cut:
-                self._synth_in(out, end, end_in)
-
-    def _synth_in(self, out: list[_Core], body: Body, subagent_id: str | None) -> None:
-        """A sub-agent's or task's end (or its warning) made up at close, in the sub-agent it ran in."""
-        self._event(out, body, None, "open-subagent", None, None, subagent_id, True)
+            self._synth(out, end, "open-subagent", within)
 
     def _evicted(self, out: list[_Core]) -> None:
         """Open calls forgotten past the table's bound: a warning each (docs/reliability.md)."""
