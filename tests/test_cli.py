@@ -120,6 +120,38 @@ def test_validate_reports_line_and_field_of_each_problem(capsys: pytest.CaptureF
     assert f"{bad}: line {i + 3}: not JSON" in out
 
 
+def test_validate_accepts_a_session_resumed_by_a_session_object_of_its_own(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A Codex thread made in one recording and resumed in the next: ``convert FOLDER`` gives
+    two streams of the same sessionId, each Session object's seq from 1; both are valid."""
+    kit = ROOT / "adapters" / "codex-app-server" / "captures" / "codex-0.155.0"
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for name in ("g_resume_pre.tap.jsonl", "g_resume.tap.jsonl"):
+        (folder / name).write_bytes((kit / name).read_bytes())
+    out = tmp_path / "out.jsonl"
+    assert run(capsys, "convert", str(folder), "-o", str(out))[0] == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    records = [(e["type"], e["sessionId"]) for e in lines if e["type"] in ("session.created", "session.resumed")]
+    assert sorted(t for t, _ in records) == ["session.created", "session.resumed"]
+    assert records[0][1] == records[1][1]
+    assert run(capsys, "validate", str(out))[0] == 0
+
+    # without its header, the second stream is still one Session object after another
+    # (its record line says so)
+    one = tmp_path / "one.jsonl"
+    one.write_text("".join(json.dumps(e) + "\n" for i, e in enumerate(lines) if e["type"] != "stream.header" or i == 0))
+    assert run(capsys, "validate", str(one))[0] == 0
+
+    # but a seq that starts again with no record line before it is a gap
+    second = [i for i, e in enumerate(lines) if e["type"] in ("session.created", "session.resumed")][1]
+    cut = [e for i, e in enumerate(lines) if (e["type"] != "stream.header" or i == 0) and i != second]
+    (tmp_path / "cut.jsonl").write_text("".join(json.dumps(e) + "\n" for e in cut))
+    code, text, _ = run(capsys, "validate", str(tmp_path / "cut.jsonl"))
+    assert code == 1 and "event.seq: expected" in text and ", got 1 (seq is contiguous from 1)" in text
+
+
 @pytest.mark.parametrize("ts", ["[trimmed for fixture]", "2025-09-24T19:22:20", "2025-13-01T00:00:00Z", ""])
 def test_validate_rejects_a_ts_that_is_not_rfc_3339(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, ts: str

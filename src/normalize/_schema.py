@@ -186,15 +186,31 @@ def _loc(loc: tuple[Any, ...]) -> str:
 
 
 class _Rules:
-    """The envelope rules, checked across a stream (per sessionId)."""
+    """The envelope rules, checked across a stream (per sessionId).
+
+    seq and turn ids are per Session object (docs/events.md).  Two Session objects may
+    carry the same sessionId in one file: ``convert FOLDER`` writes one stream per input
+    (a ``stream.header`` each), and a session resumed in a later recording, or on a new
+    connection of the same input, is announced again (``session.created`` or
+    ``session.resumed``) by a Session of its own, its seq from 1.  So a header starts
+    everything afresh, and a session's record line lets its next event start at 1."""
 
     def __init__(self) -> None:
         self.seq: dict[str, int] = {}
         self.turns: dict[str, int] = {}
         self.open: dict[str, str | None] = {}
+        #: sessions whose record line came last: their next event may start a new seq from 1
+        self.announced: set[str] = set()
 
     def check(self, lineno: int, ev: dict[str, Any]) -> Iterator[ValidationProblem]:
-        if ev.get("type") != "session.event":
+        line_type = ev.get("type")
+        if line_type == "stream.header":  # a stream of its own: nothing carries over
+            self.seq, self.turns, self.open, self.announced = {}, {}, {}, set()
+            return
+        if line_type in ("session.created", "session.resumed"):
+            self.announced.add(ev["sessionId"])
+            return
+        if line_type != "session.event":
             return
         e = ev["event"]
         sid = e["sessionId"]
@@ -204,6 +220,12 @@ class _Rules:
             )
         if not is_rfc3339(e["ts"]):
             yield ValidationProblem(lineno, "event.ts", f"{e['ts']!r} is not an RFC 3339 date-time")
+        if sid in self.announced:
+            self.announced.discard(sid)
+            if e["seq"] == 1:  # a new Session object for this session: its own seq and turns
+                self.seq.pop(sid, None)
+                self.turns.pop(sid, None)
+                self.open.pop(sid, None)
         want = self.seq.get(sid, 0) + 1
         if e["seq"] != want:
             yield ValidationProblem(lineno, "event.seq", f"expected {want}, got {e['seq']} (seq is contiguous from 1)")
