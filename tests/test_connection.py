@@ -270,7 +270,7 @@ def _acp_connection_stream() -> list[Message]:
     JSON), with a few lines the adapter's one-pass view does not take."""
     messages: list[Message] = []
     for path in sorted((ADAPTERS / "acp" / "captures").rglob("*.tap.jsonl")):
-        messages += [r for r in records_of([path]) if isinstance(r, Message)]
+        messages += _without_handshake(path) if messages else [r for r in records_of([path]) if isinstance(r, Message)]
     update = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"%s","update":%s}}'
     chunk = b'{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"%s"}}'
     head = update[:42]  # {"jsonrpc":"2.0","method":"session/update"
@@ -321,3 +321,155 @@ def test_a_notification_the_adapter_peeks_at_gives_what_one_decoded_twice_gives(
     updates = [m.data for m in messages if m.data.startswith(b'{"jsonrpc":"2.0","method":"session/update"')]
     assert len(peeked) > len(updates) // 2  # most of them, once the connection holds several sessions
     assert b"\xff" in b"".join(peeked)  # the line the Session rejects was peeked at, its view never used
+
+
+# ------------------------------------------------------------ connections one after another on one input
+
+
+def _handshake_ids(messages: list[Message]) -> tuple[int | str | None, bool]:
+    """The id of the first message's request if it is the client's ``initialize``, and
+    whether the agent answered it with a result."""
+    first = json.loads(messages[0].data) if messages else {}
+    if messages[0].from_ != "client" or first.get("method") != "initialize":
+        return None, False
+    for m in messages[1:]:
+        msg = json.loads(m.data)
+        if m.from_ == "agent" and "method" not in msg and msg.get("id") == first.get("id"):
+            return first.get("id"), "result" in msg
+    return first.get("id"), False
+
+
+def _messages(path: Path) -> list[Message]:
+    return [r for r in records_of([path]) if isinstance(r, Message)]
+
+
+def _without_handshake(path: Path) -> list[Message]:
+    """A capture's messages less its ``initialize`` and the answer: its sessions, as they
+    would go on a connection begun before."""
+    messages = _messages(path)
+    rid, _ = _handshake_ids(messages)
+
+    def handshake(m: Message) -> bool:
+        try:
+            msg = json.loads(m.data)
+        except ValueError:
+            return False
+        return isinstance(msg, dict) and msg.get("id") == rid and msg.get("method") in (None, "initialize")
+
+    return [m for m in messages if rid is None or not handshake(m)]
+
+
+def _greeted(protocol: str) -> list[Path]:
+    """The captures of ``protocol`` that begin with an ``initialize`` the agent accepted."""
+    return [
+        path
+        for path in sorted((ADAPTERS / protocol / "captures").rglob("*.tap.jsonl"))
+        if _handshake_ids(_messages(path))[1]
+    ]
+
+
+END_TO_END = [
+    (protocol, a, b)
+    for protocol in ("acp", "codex-app-server")
+    for paths in [_greeted(protocol)]
+    for a, b in zip(paths, paths[1:] + paths[:1], strict=True)
+]
+
+
+@pytest.mark.parametrize(
+    ("protocol", "first", "second"),
+    END_TO_END,
+    ids=[f"{a.parent.name}/{a.name}+{b.parent.name}/{b.name}" for _, a, b in END_TO_END],
+)
+def test_recordings_put_end_to_end_convert_as_each_alone(protocol: str, first: Path, second: Path) -> None:
+    """Two recordings on one input (an agent started again, or files concatenated): the
+    second's accepted ``initialize`` begins a new connection, so the events are those of
+    each recording converted alone, one after the other: every session has its own
+    handshake, and those of the first end where its connection ended."""
+    both = convert_records([*records_of([first]), *records_of([second])], protocol)
+    alone = convert_records(records_of([first]), protocol) + convert_records(records_of([second]), protocol)
+    assert [encode(e) for e in both] == [encode(e) for e in alone]
+
+
+def test_a_connection_begun_again_names_each_session_with_its_own_agent_version() -> None:
+    kit = ADAPTERS / "codex-app-server" / "captures"
+    first, second = kit / "codex-0.142.2/a_simple_text.tap.jsonl", kit / "codex-0.155.0/e_two_turns.tap.jsonl"
+    connection = Connection(adapter_class("codex-app-server"), clock=fixed_clock)
+    out: list[Any] = []
+    for m in [*_messages(first), *_messages(second)]:
+        out += connection.feed(m.data, m.from_, t=m.t)
+    assert len(connection.sessions) == 1  # the sessions of the first connection were let go
+    out += connection.close()
+    versions = [e.record.agent_version for e in out if isinstance(e, SessionCreated)]
+    assert versions == ["0.142.2", "0.155.0"]
+    handshakes = [
+        (e.session_id, json.loads(encode(e))["update"]["payload"]["result"]["userAgent"].split(" ")[0])
+        for e in out
+        if isinstance(e, SessionUpdate) and b'"userAgent"' in encode(e)
+    ]
+    sids = list(dict.fromkeys(e.session_id for e in out))
+    assert handshakes == [(sids[0], "normalize_record/0.142.2"), (sids[1], "normalize_record/0.155.0")]
+
+
+def _acp(msg: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", **msg}).encode()
+
+
+def _one_session(*, again: dict[str, Any] | None, then: list[tuple[dict[str, Any], Direction]]) -> list[Any]:
+    """An ACP connection with one session in a turn, then ``initialize`` sent again and
+    answered with ``again`` (None: not answered), then ``then``; its events."""
+    wire: list[tuple[dict[str, Any], Direction]] = [
+        ({"id": 0, "method": "initialize", "params": {"protocolVersion": 1}}, "client"),
+        ({"id": 0, "result": {"protocolVersion": 1}}, "agent"),
+        ({"id": 1, "method": "session/new", "params": {"cwd": "/a"}}, "client"),
+        ({"id": 1, "result": {"sessionId": "A"}}, "agent"),
+        ({"id": 2, "method": "session/prompt", "params": {"sessionId": "A", "prompt": []}}, "client"),
+        ({"id": 3, "method": "initialize", "params": {"protocolVersion": 1}}, "client"),
+    ]
+    if again is not None:
+        wire.append(({"id": 3, **again}, "agent"))
+    wire += then
+    connection = Connection(adapter_class("acp"), clock=fixed_clock)
+    out: list[Any] = []
+    for msg, side in wire:
+        out += connection.feed(_acp(msg), side)
+    return out + connection.close()
+
+
+def _story(out: list[Any]) -> list[tuple[str, str]]:
+    """(native session, what) for each record, state and turn end."""
+    names = {e.session_id: e.record.native_session_id for e in out if isinstance(e, SessionCreated)}
+    story: list[tuple[str, str]] = []
+    for e in out:
+        data = json.loads(encode(e))
+        if data["type"] == "session.stateChanged":
+            story.append((names.get(e.session_id) or "?", data["state"]))
+        elif data["type"] == "session.event" and data["event"]["kind"] == "turn-complete":
+            story.append((names.get(e.session_id) or "?", "turn " + data["event"]["reason"]))
+    return story
+
+
+def test_an_initialize_sent_again_and_accepted_ends_the_sessions_of_the_connection_before() -> None:
+    end = [
+        ({"id": 2, "result": {"stopReason": "end_turn"}}, "agent"),  # the old connection's: answered by no one now
+        ({"id": 4, "method": "session/new", "params": {"cwd": "/b"}}, "client"),
+        ({"id": 4, "result": {"sessionId": "B"}}, "agent"),
+    ]
+    story = _story(_one_session(again={"result": {"protocolVersion": 1}}, then=end))
+    assert ("A", "turn interrupt") in story and ("A", "failed") in story  # cut off where its agent went away
+    assert story.index(("A", "failed")) < story.index(("B", "ended"))
+    assert [s for s in story if s[0] == "B"] == [("B", "ended")]  # a session of its own, no turn
+
+
+def test_an_initialize_the_agent_refuses_changes_nothing() -> None:
+    """Sent again on a live connection, ``initialize`` is refused: the connection and its
+    session go on (the prompt's answer still ends the turn)."""
+    end = [({"id": 2, "result": {"stopReason": "end_turn"}}, "agent")]
+    story = _story(_one_session(again={"error": {"code": -32600, "message": "already initialized"}}, then=end))
+    assert story[-2:] == [("A", "idle"), ("A", "ended")]
+    assert ("A", "failed") not in story
+    # and one never answered goes on as a message of the connection it was sent on
+    out = _one_session(again=None, then=end)
+    assert _story(out)[-2:] == [("A", "idle"), ("A", "ended")]
+    payloads = [_payload(e) for e in out if isinstance(e, SessionEvent | SessionUpdate)]
+    assert sum('"method": "initialize"' in p for p in payloads) == 2  # both requests, each kept once

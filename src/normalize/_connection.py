@@ -23,6 +23,11 @@ Rules (docs/adapters.md, "Several sessions on one connection"):
   fed them first, so each session says the same as if converted alone.
 * Any other message (a notification about the connection, a line that is not
   JSON) goes to the Session last routed to.
+* The handshake's request (``Routing.handshake``: ``initialize``) sent again after
+  the agent accepted the first is held until its answer.  A result begins a new
+  connection on the same input (the agent started again, recordings put end to
+  end): every Session of the earlier one is closed, then let go, and the input
+  goes on as if it began there.  An error leaves the connection as it was.
 * A session that another one says it spawned (``Routing.spawned_in``: a Codex
   sub-agent's thread, named in its parent's ``item/started``, or in a 0.96 spawn's
   ``receiverThreadIds``, a list) is a new Session
@@ -63,6 +68,19 @@ PENDING: Final = 10_000
 HANDSHAKE: Final = 64
 
 _NULL: Final = Raw(b"null")
+
+#: what a response says: an ``error``, or not (a result)
+_ANSWER: Final[msgspec.json.Decoder[Any]] = msgspec.json.Decoder(
+    msgspec.defstruct("_Answer", [("error", Raw | None, None)], frozen=True)
+)
+
+
+def _refused(response: bytes) -> bool:
+    """Whether a response is an error (or says nothing that can be read) rather than a result."""
+    try:
+        return bool(_ANSWER.decode(response).error is not None)
+    except (msgspec.DecodeError, RecursionError):
+        return True
 
 
 def _make_view(key: str) -> msgspec.json.Decoder[Any]:
@@ -145,7 +163,9 @@ class Connection:
     """One input that may carry several native sessions; a :class:`Session` for each.
 
     The same interface as :class:`Session` (``feed``, ``feed_problem``, ``close``),
-    for adapters whose class has a :attr:`~normalize.Adapter.routing`.
+    for adapters whose class has a :attr:`~normalize.Adapter.routing`.  ``sessions``
+    holds the Sessions of the connection the input now carries (an input may carry
+    several connections one after the other: ``Routing.handshake``).
     """
 
     def __init__(
@@ -175,7 +195,25 @@ class Connection:
         self._peek: Callable[[bytes], tuple[str, str | None, object] | None] | None = (
             adapter.peek if type(adapter).peek is not Adapter.peek else None
         )
-        first_session = Session(adapter, session_id=session_id, origin=origin, clock=clock, strict=strict)
+        self._closed = False
+        self._key = b'"' + routing.key.encode() + b'"'
+        #: the request that begins a connection; sent again, it may begin a new one (``_again``)
+        self._begins = routing.handshake
+        #: that request, sent again after the agent accepted it once, held until its answer
+        #: says whether a new connection began: (message, its time, its id)
+        self._again: tuple[bytes, str | None, int | str] | None = None
+        # (a client message holding one of these takes the full route, off the fast path)
+        self._openers = [b'"' + m.encode() + b'"' for m in (*routing.opened_by, *filter(None, [routing.handshake]))]
+        #: the member naming a spawned session, per notification that can spawn one
+        self._spawn_paths = {m: _paths(spec) for m, spec in routing.spawned_in.items()}
+        self._spawn_marks = {m: tuple(b'"' + p[-1].encode() + b'"' for p in ps) for m, ps in self._spawn_paths.items()}
+        self._announcers = [b'"' + m.encode() + b'"' for m in routing.named_in]
+        self._announcers += list({mark for marks in self._spawn_marks.values() for mark in marks})
+        self._begin(Session(adapter, session_id=session_id, origin=origin, clock=clock, strict=strict))
+
+    def _begin(self, first_session: Session) -> None:
+        """The state of one connection: its sessions and how messages find them (made again
+        when the input begins a new connection)."""
         self.sessions: list[Session] = [first_session]
         self._by_key: dict[str, Session] = {}
         self._bound: dict[int, str] = {}  # id(session) -> key
@@ -185,15 +223,9 @@ class Connection:
         self._requests: OrderedDict[tuple[Direction, int | str], tuple[Session, str]] = OrderedDict()
         self._handshake: list[tuple[bytes, Direction, str | None]] = []
         self._in_handshake = True
+        #: the handshake's request was answered with a result: the connection began
+        self._greeted = False
         self._last = first_session
-        self._closed = False
-        self._key = b'"' + routing.key.encode() + b'"'
-        self._openers = [b'"' + m.encode() + b'"' for m in routing.opened_by]
-        #: the member naming a spawned session, per notification that can spawn one
-        self._spawn_paths = {m: _paths(spec) for m, spec in routing.spawned_in.items()}
-        self._spawn_marks = {m: tuple(b'"' + p[-1].encode() + b'"' for p in ps) for m, ps in self._spawn_paths.items()}
-        self._announcers = [b'"' + m.encode() + b'"' for m in routing.named_in]
-        self._announcers += list({mark for marks in self._spawn_marks.values() for mark in marks})
         self._spawned: OrderedDict[str, Session] = OrderedDict()  # spawned session id -> its parent
         #: the sessions known to be spawned by another: id(session) -> (its parent, its id)
         self._parents: dict[int, tuple[Session, str]] = {}
@@ -205,7 +237,8 @@ class Connection:
     def closed(self) -> bool:
         return self._closed
 
-    # The first session's, for code written for one Session: ``sessions`` has them all.
+    # The first session's, for code written for one Session: ``sessions`` has them all
+    # (those of the connection now carried).
 
     @property
     def adapter(self) -> Adapter:
@@ -241,6 +274,11 @@ class Connection:
                 return self._last.feed(message, from_, t=t)  # the Session reports it
             method, rid, params = view.method, view.id, view.params
             key = getattr(params, self._key_name) if params is not None else None
+            if rid is not None:
+                if method is not None and method == self._begins and from_ == "client" and self._greeted:
+                    return self._hold(message, t, rid)
+                if method is None and self._again is not None and rid == self._again[2] and from_ == "agent":
+                    return self._answered(message, t)
         out: list[_Core] = []
         target = self._route(method, rid, key, message, from_, out)
         marks = self._spawn_marks.get(method) if method is not None else None
@@ -274,6 +312,8 @@ class Connection:
         first = self.sessions[0]
         if len(self.sessions) != 1 or self._in_handshake or self._opening or id(first) not in self._bound:
             return None
+        if self._again is not None:  # its answer must be seen here
+            return None
         key = self._bound[id(first)]
         self._named = b'"' + self._key_name.encode() + b'":"' + key.encode() + b'"'
         return first
@@ -298,6 +338,48 @@ class Connection:
         if self._closed:
             raise UsageError("Connection.close() called twice")
         self._closed = True
+        out = self._release() if self._again is not None else []
+        return out + self._close_all()
+
+    # ----------------------------------------------------------------- private
+
+    def _hold(self, message: bytes, t: str | None, rid: int | str) -> list[_Core]:
+        """The handshake's request sent again, after an earlier one was answered with a result:
+        held until its answer (a request held before it, never answered, goes on as a message
+        of the connection it was sent on)."""
+        out = self._release() if self._again is not None else []
+        self._again = (message, t, rid)
+        self._only = None
+        return out
+
+    def _release(self) -> list[_Core]:
+        """The held request, as a message of the connection it was sent on."""
+        assert self._again is not None
+        assert self._begins is not None
+        message, t, rid = self._again
+        self._again = None
+        self._changed = True
+        out: list[_Core] = []
+        target = self._route(self._begins, rid, None, message, "client", out)
+        if self._in_handshake and len(self._handshake) < HANDSHAKE:
+            self._handshake.append((message, "client", t))
+        self._last = target
+        return out + target.feed(message, "client", t=t)
+
+    def _answered(self, message: bytes, t: str | None) -> list[_Core]:
+        """The answer to the held request: a result begins a new connection (every session of
+        the earlier one closes, then the request and its answer are the new one's first
+        messages); an error (the agent refused it) leaves the connection as it was."""
+        out: list[_Core] = []
+        if not _refused(message):
+            out = self._close_all()
+            origin, clock, strict = self._opts
+            self._begin(Session(self._factory(), origin=origin, clock=clock, strict=strict))
+        out += self._release()
+        return out + self.feed(message, "agent", t=t)
+
+    def _close_all(self) -> list[_Core]:
+        """Every session of the connection closed."""
         out: list[_Core] = []
         # a spawned session still in a turn is cut off with the input: it closes before its
         # parent, and the parent says how its sub-agent ended (before the parent's own cut-off)
@@ -315,8 +397,6 @@ class Connection:
             if not session.closed:
                 out += self._close(session, children, path)
         return out
-
-    # ----------------------------------------------------------------- private
 
     def _close(self, session: Session, children: dict[int, list[Session]], path: set[int]) -> list[_Core]:
         """``session`` closed, after those of its spawned sessions cut off in a turn (``path``:
@@ -352,6 +432,8 @@ class Connection:
             if sent is None:  # unrecorded: sent while the first session was the only one
                 return self.sessions[0]
             session, req_method = sent
+            if req_method == self._begins and not self._greeted:
+                self._greeted = not _refused(message)
             path = self._opened_by.get(req_method)
             if path is not None:
                 self._opening.pop(id(session), None)

@@ -122,13 +122,19 @@ class Routing(Struct, frozen=True, kw_only=True):
     * ``spawned_in``: notifications by which a session says it spawned another one (a
       sub-agent's thread), with the path in ``params`` of the new session's id (or of a
       list of ids; or several such paths): that session is linked to its parent
-      (``parentId``, and its events' ``subagentId``).
+      (``parentId``, and its events' ``subagentId``);
+    * ``handshake``: the client's request that begins a connection (``initialize``).
+      Sent again after an earlier one was answered with a result, and answered with a
+      result itself, it begins a new connection on the same input (the agent was started
+      again, or recordings were put end to end): every session of the earlier one closes
+      first, and the new connection's sessions are fed its own handshake.
     """
 
     key: str
     opened_by: dict[str, tuple[str, ...]]
     named_in: dict[str, tuple[str, ...]] = {}
     spawned_in: dict[str, tuple[str, ...] | tuple[tuple[str, ...], ...]] = {}
+    handshake: str | None = None
 
 
 class Adapter:

@@ -575,7 +575,7 @@ class AcpAdapter(BuiltinAdapter):
     """Agent Client Protocol v1, client and agent sides of one connection."""
 
     protocol = "acp"
-    routing = Routing(key="sessionId", opened_by={"session/new": ("sessionId",)})
+    routing = Routing(key="sessionId", opened_by={"session/new": ("sessionId",)}, handshake="initialize")
     announces_session = True
     ended_calls = ENDED_CALLS  # agents patch a call after its end (tool_call_update after completed)
     agent = "unknown"

@@ -345,6 +345,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
             "item/started": ("item", "agentThreadId"),
             "item/completed": (("item", "agentThreadId"), ("item", "receiverThreadIds")),
         },
+        handshake="initialize",
     )
     announces_session = True
     agent = "codex"
