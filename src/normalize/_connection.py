@@ -196,19 +196,14 @@ class Connection:
             adapter.peek if type(adapter).peek is not Adapter.peek else None
         )
         self._closed = False
-        self._key = b'"' + routing.key.encode() + b'"'
         #: the request that begins a connection; sent again, it may begin a new one (``_again``)
         self._begins = routing.handshake
         #: that request, sent again after the agent accepted it once, held until its answer
         #: says whether a new connection began: (message, its time, its id)
         self._again: tuple[bytes, str | None, int | str] | None = None
-        # (a client message holding one of these takes the full route, off the fast path)
-        self._openers = [b'"' + m.encode() + b'"' for m in (*routing.opened_by, *filter(None, [routing.handshake]))]
         #: the member naming a spawned session, per notification that can spawn one
         self._spawn_paths = {m: _paths(spec) for m, spec in routing.spawned_in.items()}
         self._spawn_marks = {m: tuple(b'"' + p[-1].encode() + b'"' for p in ps) for m, ps in self._spawn_paths.items()}
-        self._announcers = [b'"' + m.encode() + b'"' for m in routing.named_in]
-        self._announcers += list({mark for marks in self._spawn_marks.values() for mark in marks})
         self._begin(Session(adapter, session_id=session_id, origin=origin, clock=clock, strict=strict))
 
     def _begin(self, first_session: Session) -> None:
@@ -229,9 +224,6 @@ class Connection:
         self._spawned: OrderedDict[str, Session] = OrderedDict()  # spawned session id -> its parent
         #: the sessions known to be spawned by another: id(session) -> (its parent, its id)
         self._parents: dict[int, tuple[Session, str]] = {}
-        self._named = b""
-        self._only: Session | None = None
-        self._changed = False  # sessions, bindings or openers changed: recheck the fast path
 
     @property
     def closed(self) -> bool:
@@ -257,9 +249,6 @@ class Connection:
     def feed(self, message: bytes, from_: Direction = "agent", *, t: str | None = None) -> list[_Core]:
         if self._closed:
             raise UsageError("Connection.feed() after close()")
-        only = self._only
-        if only is not None and self._stays_with_only(message, from_):
-            return only.feed(message, from_, t=t)
         peeked = self._peek(message) if self._peek is not None else None
         method: str | None
         rid: int | str | None
@@ -287,9 +276,6 @@ class Connection:
         if self._in_handshake and len(self._handshake) < HANDSHAKE:
             self._handshake.append((message, from_, t))
         self._last = target
-        if self._changed:
-            self._changed = False
-            self._only = self._single()
         if peeked is not None:
             target.adapter.given(message, peeked[2])
         if out:
@@ -299,35 +285,6 @@ class Connection:
         if self._parents and id(target) in self._parents:
             out += self._spawned_turns(target, out)
         return out
-
-    # The fast path: most connections carry one session.  While they do, a message goes
-    # to it without being decoded here unless its bytes could open or name another
-    # session (a client message holding an opener's method name, an agent message one
-    # of the notifications that name a session elsewhere, the key member naming another
-    # session, or the key written in a form the byte test does not know); such a message
-    # takes the full route.  Requests sent in this time are not recorded: a response nobody
-    # recorded goes to the first session, theirs.
-
-    def _single(self) -> Session | None:
-        first = self.sessions[0]
-        if len(self.sessions) != 1 or self._in_handshake or self._opening or id(first) not in self._bound:
-            return None
-        if self._again is not None:  # its answer must be seen here
-            return None
-        key = self._bound[id(first)]
-        self._named = b'"' + self._key_name.encode() + b'":"' + key.encode() + b'"'
-        return first
-
-    def _stays_with_only(self, message: bytes, from_: Direction) -> bool:
-        key = self._key
-        at = message.find(key)
-        if at >= 0 and (not message.startswith(self._named, at) or message.find(key, at + len(key)) >= 0):
-            return False  # it names another session, or names one more than once
-        # sessions are opened by the client's requests, or announced by the agent (named_in)
-        # (find, not "in": a bytes "in" first tries its operand as an int, and builds and
-        # clears a TypeError for each test)
-        openers = self._openers if from_ == "client" else self._announcers
-        return all(message.find(opener) < 0 for opener in openers)
 
     def feed_problem(self, error: InputError, *, t: str | None = None) -> list[_Core]:
         if self._closed:
@@ -349,7 +306,6 @@ class Connection:
         of the connection it was sent on)."""
         out = self._release() if self._again is not None else []
         self._again = (message, t, rid)
-        self._only = None
         return out
 
     def _release(self) -> list[_Core]:
@@ -358,7 +314,6 @@ class Connection:
         assert self._begins is not None
         message, t, rid = self._again
         self._again = None
-        self._changed = True
         out: list[_Core] = []
         target = self._route(self._begins, rid, None, message, "client", out)
         if self._in_handshake and len(self._handshake) < HANDSHAKE:
@@ -437,7 +392,6 @@ class Connection:
             path = self._opened_by.get(req_method)
             if path is not None:
                 self._opening.pop(id(session), None)
-                self._changed = True
                 key = _at(message, ("result", *path))
                 if key is not None and key not in self._by_key:
                     self._bind(session, key)  # also when named early by another member: both name it
@@ -449,7 +403,6 @@ class Connection:
         if key is not None:
             if self._in_handshake:
                 self._in_handshake = False
-                self._changed = True
             known = self._by_key.get(key)
             if known is not None:
                 session = known
@@ -465,7 +418,6 @@ class Connection:
         elif method in self._opened_by:
             if self._in_handshake:
                 self._in_handshake = False
-                self._changed = True
             session = self._unbound(out, opener=True)
         else:
             session = self._last
@@ -530,10 +482,8 @@ class Connection:
                 out += session.feed(message, from_, t=t)
         if opener:
             self._opening[id(session)] = session
-        self._changed = True
         return session
 
     def _bind(self, session: Session, key: str) -> None:
-        self._changed = True
         self._bound[id(session)] = key
         self._by_key[key] = session
