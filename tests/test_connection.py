@@ -329,14 +329,23 @@ def test_a_notification_the_adapter_peeks_at_gives_what_one_decoded_twice_gives(
 def _handshake_ids(messages: list[Message]) -> tuple[int | str | None, bool]:
     """The id of the first message's request if it is the client's ``initialize``, and
     whether the agent answered it with a result."""
-    first = json.loads(messages[0].data) if messages else {}
+    first = _json_object(messages[0]) if messages else {}
     if messages[0].from_ != "client" or first.get("method") != "initialize":
         return None, False
     for m in messages[1:]:
-        msg = json.loads(m.data)
+        msg = _json_object(m)
         if m.from_ == "agent" and "method" not in msg and msg.get("id") == first.get("id"):
             return first.get("id"), "result" in msg
     return first.get("id"), False
+
+
+def _json_object(m: Message) -> dict[str, Any]:
+    """The message as a JSON object; {} for a line that is not one (the edge cases have such)."""
+    try:
+        value = json.loads(m.data)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _messages(path: Path) -> list[Message]:
@@ -350,11 +359,8 @@ def _without_handshake(path: Path) -> list[Message]:
     rid, _ = _handshake_ids(messages)
 
     def handshake(m: Message) -> bool:
-        try:
-            msg = json.loads(m.data)
-        except ValueError:
-            return False
-        return isinstance(msg, dict) and msg.get("id") == rid and msg.get("method") in (None, "initialize")
+        msg = _json_object(m)
+        return bool(msg) and msg.get("id") == rid and msg.get("method") in (None, "initialize")
 
     return [m for m in messages if rid is None or not handshake(m)]
 
@@ -450,7 +456,7 @@ def _story(out: list[Any]) -> list[tuple[str, str]]:
 
 
 def test_an_initialize_sent_again_and_accepted_ends_the_sessions_of_the_connection_before() -> None:
-    end = [
+    end: list[tuple[dict[str, Any], Direction]] = [
         ({"id": 2, "result": {"stopReason": "end_turn"}}, "agent"),  # the old connection's: answered by no one now
         ({"id": 4, "method": "session/new", "params": {"cwd": "/b"}}, "client"),
         ({"id": 4, "result": {"sessionId": "B"}}, "agent"),
@@ -464,7 +470,7 @@ def test_an_initialize_sent_again_and_accepted_ends_the_sessions_of_the_connecti
 def test_an_initialize_the_agent_refuses_changes_nothing() -> None:
     """Sent again on a live connection, ``initialize`` is refused: the connection and its
     session go on (the prompt's answer still ends the turn)."""
-    end = [({"id": 2, "result": {"stopReason": "end_turn"}}, "agent")]
+    end: list[tuple[dict[str, Any], Direction]] = [({"id": 2, "result": {"stopReason": "end_turn"}}, "agent")]
     story = _story(_one_session(again={"error": {"code": -32600, "message": "already initialized"}}, then=end))
     assert story[-2:] == [("A", "idle"), ("A", "ended")]
     assert ("A", "failed") not in story
