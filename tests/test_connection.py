@@ -270,7 +270,7 @@ def _acp_connection_stream() -> list[Message]:
     JSON), with a few lines the adapter's one-pass view does not take."""
     messages: list[Message] = []
     for path in sorted((ADAPTERS / "acp" / "captures").rglob("*.tap.jsonl")):
-        messages += _without_handshake(path) if messages else [r for r in records_of([path]) if isinstance(r, Message)]
+        messages += _without_handshake(path) if messages else _messages(path)
     update = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"%s","update":%s}}'
     chunk = b'{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"%s"}}'
     head = update[:42]  # {"jsonrpc":"2.0","method":"session/update"

@@ -42,7 +42,7 @@ Rules (docs/adapters.md, "Several sessions on one connection"):
   spawned session still in a turn is closed before its parent, which hears of the
   cut-off turn the same way.
 * Memory: the requests awaiting a response are bounded (:data:`PENDING`, the
-  oldest forgotten in O(1); its response then goes to the last Session), and so
+  oldest forgotten in O(1); its response then goes to the first Session), and so
   is the handshake (:data:`HANDSHAKE` messages).
 """
 
@@ -267,7 +267,20 @@ class Connection:
                 if method is not None and method == self._begins and from_ == "client" and self._greeted:
                     return self._hold(message, t, rid)
                 if method is None and self._again is not None and rid == self._again[2] and from_ == "agent":
-                    return self._answered(message, t)
+                    return self._answered(message, rid, t)
+        return self._deliver(method, rid, key, message, from_, t, peeked)
+
+    def _deliver(
+        self,
+        method: str | None,
+        rid: int | str | None,
+        key: str | None,
+        message: bytes,
+        from_: Direction,
+        t: str | None,
+        peeked: tuple[str, str | None, object] | None,
+    ) -> list[_Core]:
+        """A message routed by its method, id and session key, and fed to its Session."""
         out: list[_Core] = []
         target = self._route(method, rid, key, message, from_, out)
         marks = self._spawn_marks.get(method) if method is not None else None
@@ -314,14 +327,9 @@ class Connection:
         assert self._begins is not None
         message, t, rid = self._again
         self._again = None
-        out: list[_Core] = []
-        target = self._route(self._begins, rid, None, message, "client", out)
-        if self._in_handshake and len(self._handshake) < HANDSHAKE:
-            self._handshake.append((message, "client", t))
-        self._last = target
-        return out + target.feed(message, "client", t=t)
+        return self._deliver(self._begins, rid, None, message, "client", t, None)
 
-    def _answered(self, message: bytes, t: str | None) -> list[_Core]:
+    def _answered(self, message: bytes, rid: int | str, t: str | None) -> list[_Core]:
         """The answer to the held request: a result begins a new connection (every session of
         the earlier one closes, then the request and its answer are the new one's first
         messages); an error (the agent refused it) leaves the connection as it was."""
@@ -331,7 +339,7 @@ class Connection:
             origin, clock, strict = self._opts
             self._begin(Session(self._factory(), origin=origin, clock=clock, strict=strict))
         out += self._release()
-        return out + self.feed(message, "agent", t=t)
+        return out + self._deliver(None, rid, None, message, "agent", t, None)
 
     def _close_all(self) -> list[_Core]:
         """Every session of the connection closed."""
@@ -384,7 +392,7 @@ class Connection:
                 return self._last
             other: Direction = "client" if from_ == "agent" else "agent"
             sent = self._requests.pop((other, rid), None)
-            if sent is None:  # unrecorded: sent while the first session was the only one
+            if sent is None:  # unrecorded: sent before the input began, or forgotten (PENDING)
                 return self.sessions[0]
             session, req_method = sent
             if req_method == self._begins and not self._greeted:
