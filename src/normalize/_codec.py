@@ -64,7 +64,7 @@ class _EnvelopeWire(Struct, frozen=True, kw_only=True, rename="camel", omit_defa
     subagent_id: str | None = None
 
 
-class _EnvelopeOut(Struct, frozen=True, rename="camel", omit_defaults=True):
+class _EnvelopeOut(Struct, frozen=True, gc=False, rename="camel", omit_defaults=True):
     """:class:`_EnvelopeWire` as the writer makes it: positional, in the wire's order (a
     struct made from keywords matches each name to its field).  ``origin`` and ``native``
     are always given; their ``UNSET`` default only lets them follow ``turn_id``."""
@@ -79,13 +79,13 @@ class _EnvelopeOut(Struct, frozen=True, rename="camel", omit_defaults=True):
     subagent_id: str | None = None
 
 
-class _NativeWire(Struct, frozen=True, kw_only=True):
+class _NativeWire(Struct, frozen=True, gc=False, kw_only=True):
     protocol: str
     payload: Raw
     method: str | None = None
 
 
-class _EnvelopeIn(Struct, frozen=True, kw_only=True, rename="camel"):
+class _EnvelopeIn(Struct, frozen=True, gc=False, kw_only=True, rename="camel"):
     session_id: str
     agent: str
     seq: int
@@ -96,12 +96,16 @@ class _EnvelopeIn(Struct, frozen=True, kw_only=True, rename="camel"):
     subagent_id: str | None = None
 
 
-class _SessionEventIn(Struct, frozen=True, kw_only=True, rename="camel", tag_field="type", tag="session.event"):
+class _SessionEventIn(
+    Struct, frozen=True, gc=False, kw_only=True, rename="camel", tag_field="type", tag="session.event"
+):
     session_id: str
     event: Raw
 
 
-class _SessionUpdateIn(Struct, frozen=True, kw_only=True, rename="camel", tag_field="type", tag="session.update"):
+class _SessionUpdateIn(
+    Struct, frozen=True, gc=False, kw_only=True, rename="camel", tag_field="type", tag="session.update"
+):
     session_id: str
     update: _NativeWire
 

@@ -71,7 +71,7 @@ _NULL: Final = Raw(b"null")
 
 #: what a response says: an ``error``, or not (a result)
 _ANSWER: Final[msgspec.json.Decoder[Any]] = msgspec.json.Decoder(
-    msgspec.defstruct("_Answer", [("error", Raw | None, None)], frozen=True)
+    msgspec.defstruct("_Answer", [("error", Raw | None, None)], frozen=True, gc=False)
 )
 
 
@@ -84,11 +84,13 @@ def _refused(response: bytes) -> bool:
 
 
 def _make_view(key: str) -> msgspec.json.Decoder[Any]:
-    params = msgspec.defstruct("_Params", [(key, "str | None", None)], frozen=True)
+    # (not tracked by the cycle collector: a view holds strings and ints only)
+    params = msgspec.defstruct("_Params", [(key, "str | None", None)], frozen=True, gc=False)
     msg = msgspec.defstruct(
         "_Message",
         [("id", "int | str | None", None), ("method", "str | None", None), ("params", params | None, None)],
         frozen=True,
+        gc=False,
     )
     return msgspec.json.Decoder(msg)
 
@@ -113,7 +115,7 @@ def _path_decoder(path: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
     lists of modes and models); a value of another kind on the way fails the decode."""
     t: Any = str | list[str] | None
     for name in reversed(path):
-        t = msgspec.defstruct("_Step", [("v", t, None)], rename={"v": name}, frozen=True) | None
+        t = msgspec.defstruct("_Step", [("v", t, None)], rename={"v": name}, frozen=True, gc=False) | None
     return msgspec.json.Decoder(t)
 
 
