@@ -29,7 +29,7 @@ from normalize import (
     adapter_class,
     encode,
 )
-from normalize._connection import _at
+from normalize._connection import HANDSHAKE, _at
 
 SHIFT = 1000
 
@@ -397,6 +397,49 @@ def test_recordings_put_end_to_end_convert_as_each_alone(protocol: str, first: P
     assert [encode(e) for e in both] == [encode(e) for e in alone]
 
 
+def _pipelined(records: list[Any]) -> list[Any] | None:
+    """A recording as a client that does not wait would send it: the client's messages that
+    follow the answer to its ``initialize`` (up to the agent's next message) sent before that
+    answer.  None unless the answer is the recording's second record and such messages follow."""
+    rid, accepted = _handshake_ids([r for r in records if isinstance(r, Message)])
+    answer = records[1] if len(records) > 1 else None
+    if not accepted or not isinstance(answer, Message) or answer.from_ != "agent":
+        return None
+    if _json_object(answer).get("id") != rid or "method" in _json_object(answer):
+        return None
+    end = 2
+    while end < len(records) and isinstance(records[end], Message) and records[end].from_ == "client":
+        end += 1
+    return [records[0], *records[2:end], answer, *records[end:]] if end > 2 else None
+
+
+#: one recording put after another per kit (its version's folder), sent by a client that
+#: does not wait for the answer to its ``initialize``
+PIPELINED = list(
+    {
+        (protocol, b.parent): (protocol, a, b)
+        for protocol, a, b in reversed(END_TO_END)
+        if _pipelined(list(records_of([b]))) is not None
+    }.values()
+)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "first", "second"),
+    PIPELINED,
+    ids=[f"{a.parent.name}/{a.name}+{b.parent.name}/{b.name}" for _, a, b in PIPELINED],
+)
+def test_a_client_that_does_not_wait_for_the_answer_to_initialize(protocol: str, first: Path, second: Path) -> None:
+    """The client's messages sent between the repeated ``initialize`` and its answer (the
+    client's ``initialized``, its first ``session/new`` or ``thread/start``) belong to the
+    connection that answer begins: the events are those of each recording alone."""
+    late = _pipelined(list(records_of([second])))
+    assert late is not None
+    both = convert_records([*records_of([first]), *late], protocol)
+    alone = convert_records(records_of([first]), protocol) + convert_records(records_of([second]), protocol)
+    assert [encode(e) for e in both] == [encode(e) for e in alone]
+
+
 def test_a_connection_begun_again_names_each_session_with_its_own_agent_version() -> None:
     kit = ADAPTERS / "codex-app-server" / "captures"
     first, second = kit / "codex-0.142.2/a_simple_text.tap.jsonl", kit / "codex-0.155.0/e_two_turns.tap.jsonl"
@@ -421,9 +464,14 @@ def _acp(msg: dict[str, Any]) -> bytes:
     return json.dumps({"jsonrpc": "2.0", **msg}).encode()
 
 
-def _one_session(*, again: dict[str, Any] | None, then: list[tuple[dict[str, Any], Direction]]) -> list[Any]:
-    """An ACP connection with one session in a turn, then ``initialize`` sent again and
-    answered with ``again`` (None: not answered), then ``then``; its events."""
+def _one_session(
+    *,
+    again: dict[str, Any] | None,
+    then: list[tuple[dict[str, Any], Direction]],
+    before: list[tuple[dict[str, Any], Direction]] = [],  # noqa: B006 (never changed)
+) -> list[Any]:
+    """An ACP connection with one session in a turn, then ``initialize`` sent again, then
+    ``before``, then the answer ``again`` (None: not answered), then ``then``; its events."""
     wire: list[tuple[dict[str, Any], Direction]] = [
         ({"id": 0, "method": "initialize", "params": {"protocolVersion": 1}}, "client"),
         ({"id": 0, "result": {"protocolVersion": 1}}, "agent"),
@@ -432,6 +480,7 @@ def _one_session(*, again: dict[str, Any] | None, then: list[tuple[dict[str, Any
         ({"id": 2, "method": "session/prompt", "params": {"sessionId": "A", "prompt": []}}, "client"),
         ({"id": 3, "method": "initialize", "params": {"protocolVersion": 1}}, "client"),
     ]
+    wire += before
     if again is not None:
         wire.append(({"id": 3, **again}, "agent"))
     wire += then
@@ -465,6 +514,42 @@ def test_an_initialize_sent_again_and_accepted_ends_the_sessions_of_the_connecti
     assert ("A", "turn interrupt") in story and ("A", "failed") in story  # cut off where its agent went away
     assert story.index(("A", "failed")) < story.index(("B", "ended"))
     assert [s for s in story if s[0] == "B"] == [("B", "ended")]  # a session of its own, no turn
+
+
+def test_a_session_opened_before_the_answer_to_initialize_is_on_the_new_connection() -> None:
+    """A client that does not wait: ``session/new`` sent right after the repeated
+    ``initialize``, before its answer, opens its session on the connection that answer begins."""
+    end: list[tuple[dict[str, Any], Direction]] = [({"id": 4, "result": {"sessionId": "B"}}, "agent")]
+    out = _one_session(
+        again={"result": {"protocolVersion": 1}},
+        then=end,
+        before=[({"id": 4, "method": "session/new", "params": {"cwd": "/b"}}, "client")],
+    )
+    story = _story(out)
+    assert story.index(("A", "failed")) < story.index(("B", "ended"))
+    assert [s for s in story if s[0] == "B"] == [("B", "ended")]
+    assert not [s for s in story if s[0] == "?"]  # no session left without its native id
+    created = [e for e in out if isinstance(e, SessionCreated)]
+    b = next(e.session_id for e in created if e.record.native_session_id == "B")
+    b_said = [_payload(e) for e in out if isinstance(e, SessionEvent | SessionUpdate) and e.session_id == b]
+    assert any('"/b"' in p for p in b_said)  # its own request is in its stream
+    assert sum('"method": "initialize"' in p for p in b_said) == 1  # with the handshake that began it
+
+
+def test_a_client_s_messages_held_past_the_bound_go_on_in_their_order() -> None:
+    """``initialize`` sent again and never answered: the client's messages after it are held
+    with it up to :data:`HANDSHAKE`; past that (or at the end of the input) they all go on,
+    in their order, as messages of the connection they were sent on.  None is lost."""
+    for count in (3, HANDSHAKE + 5):
+        notes: list[tuple[dict[str, Any], Direction]] = [
+            ({"method": "_note", "params": {"n": n}}, "client") for n in range(count)
+        ]
+        out = _one_session(again=None, then=[], before=notes)
+        said = [json.loads(_payload(e)) for e in out if isinstance(e, SessionEvent | SessionUpdate)]
+        numbers = [p["params"]["n"] for p in said if p and p.get("method") == "_note"]
+        assert numbers == list(range(count))
+        assert sum(bool(p) and p.get("method") == "initialize" for p in said) == 2
+        assert len({e.session_id for e in out if isinstance(e, SessionEvent | SessionUpdate)}) == 1
 
 
 def test_an_initialize_the_agent_refuses_changes_nothing() -> None:

@@ -27,7 +27,11 @@ Rules (docs/adapters.md, "Several sessions on one connection"):
   the agent accepted the first is held until its answer.  A result begins a new
   connection on the same input (the agent started again, recordings put end to
   end): every Session of the earlier one is closed, then let go, and the input
-  goes on as if it began there.  An error leaves the connection as it was.
+  goes on as if it began there.  An error leaves the connection as it was.  The client's
+  messages sent after it and before its answer (a client that does not wait) are held with
+  it, and come after the answer, in their order: on the new connection if one began.  Past
+  :data:`HANDSHAKE` of them, or at the end of the input, they go on, with the request, as
+  messages of the connection they were sent on.
 * A session that another one says it spawned (``Routing.spawned_in``: a Codex
   sub-agent's thread, named in its parent's ``item/started``, or in a 0.96 spawn's
   ``receiverThreadIds``, a list) is a new Session
@@ -203,6 +207,8 @@ class Connection:
         #: that request, sent again after the agent accepted it once, held until its answer
         #: says whether a new connection began: (message, its time, its id)
         self._again: tuple[bytes, str | None, int | str] | None = None
+        #: the client's messages sent after that request, held with it: (message, its time)
+        self._after: list[tuple[bytes, str | None]] = []
         #: the member naming a spawned session, per notification that can spawn one
         self._spawn_paths = {m: _paths(spec) for m, spec in routing.spawned_in.items()}
         self._spawn_marks = {m: tuple(b'"' + p[-1].encode() + b'"' for p in ps) for m, ps in self._spawn_paths.items()}
@@ -251,6 +257,9 @@ class Connection:
     def feed(self, message: bytes, from_: Direction = "agent", *, t: str | None = None) -> list[_Core]:
         if self._closed:
             raise UsageError("Connection.feed() after close()")
+        return self._feed(message, from_, t)
+
+    def _feed(self, message: bytes, from_: Direction, t: str | None) -> list[_Core]:
         peeked = self._peek(message) if self._peek is not None else None
         method: str | None
         rid: int | str | None
@@ -262,6 +271,8 @@ class Connection:
             try:
                 view = self._decoder.decode(message)
             except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                if self._again is not None and from_ == "client":
+                    return self._wait(message, t)
                 return self._last.feed(message, from_, t=t)  # the Session reports it
             method, rid, params = view.method, view.id, view.params
             key = getattr(params, self._key_name) if params is not None else None
@@ -270,6 +281,8 @@ class Connection:
                     return self._hold(message, t, rid)
                 if method is None and self._again is not None and rid == self._again[2] and from_ == "agent":
                     return self._answered(message, rid, t)
+        if self._again is not None and from_ == "client":
+            return self._wait(message, t)
         return self._deliver(method, rid, key, message, from_, t, peeked)
 
     def _deliver(
@@ -318,18 +331,32 @@ class Connection:
     def _hold(self, message: bytes, t: str | None, rid: int | str) -> list[_Core]:
         """The handshake's request sent again, after an earlier one was answered with a result:
         held until its answer (a request held before it, never answered, goes on as a message
-        of the connection it was sent on)."""
+        of the connection it was sent on, with the messages held after it)."""
         out = self._release() if self._again is not None else []
         self._again = (message, t, rid)
         return out
 
-    def _release(self) -> list[_Core]:
-        """The held request, as a message of the connection it was sent on."""
+    def _wait(self, message: bytes, t: str | None) -> list[_Core]:
+        """A client's message sent while the handshake's request is held: held after it (past
+        :data:`HANDSHAKE` of them, all go on as messages of the connection they were sent on)."""
+        self._after.append((message, t))
+        return self._release() if len(self._after) > HANDSHAKE else []
+
+    def _release(self, answer: tuple[bytes, int | str, str | None] | None = None) -> list[_Core]:
+        """The held request, then its ``answer`` if it has one, then the client's messages held
+        after it, as messages of the connection they now belong to."""
         assert self._again is not None
         assert self._begins is not None
         message, t, rid = self._again
         self._again = None
-        return self._deliver(self._begins, rid, None, message, "client", t, None)
+        after, self._after = self._after, []
+        out = self._deliver(self._begins, rid, None, message, "client", t, None)
+        if answer is not None:
+            answered, answer_id, answered_at = answer
+            out += self._deliver(None, answer_id, None, answered, "agent", answered_at, None)
+        for held, held_at in after:
+            out += self._feed(held, "client", held_at)
+        return out
 
     def _answered(self, message: bytes, rid: int | str, t: str | None) -> list[_Core]:
         """The answer to the held request: a result begins a new connection (every session of
@@ -340,8 +367,7 @@ class Connection:
             out = self._close_all()
             origin, clock, strict = self._opts
             self._begin(Session(self._factory(), origin=origin, clock=clock, strict=strict))
-        out += self._release()
-        return out + self._deliver(None, rid, None, message, "agent", t, None)
+        return out + self._release((message, rid, t))
 
     def _close_all(self) -> list[_Core]:
         """Every session of the connection closed."""
