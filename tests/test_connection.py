@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from helpers import ADAPTERS, convert_records, fixed_clock, records_of
@@ -25,6 +25,7 @@ from normalize import (
     RequestResolved,
     SessionCreated,
     SessionEvent,
+    SessionResumed,
     SessionUpdate,
     adapter_class,
     encode,
@@ -564,3 +565,98 @@ def test_an_initialize_the_agent_refuses_changes_nothing() -> None:
     assert _story(out)[-2:] == [("A", "idle"), ("A", "ended")]
     payloads = [_payload(e) for e in out if isinstance(e, SessionEvent | SessionUpdate)]
     assert sum('"method": "initialize"' in p for p in payloads) == 2  # both requests, each kept once
+
+
+# ------------------------------------------------------------ any order of handshakes, nothing lost
+
+
+def _wire(protocol: str) -> list[Message]:
+    """Every message of the protocol's captures, in capture order."""
+    return [m for path in sorted((ADAPTERS / protocol / "captures").rglob("*.tap.jsonl")) for m in _messages(path)]
+
+
+_WIRE = {protocol: _wire(protocol) for protocol in ("acp", "codex-app-server")}
+
+
+def _init(rid: int, protocol: str) -> bytes:
+    body: dict[str, Any] = {"id": rid, "method": "initialize", "params": {"protocolVersion": 1}}
+    return json.dumps({"jsonrpc": "2.0", **body} if protocol == "acp" else body).encode()
+
+
+def _answer(rid: int, protocol: str, accepted: bool) -> bytes:
+    said: dict[str, Any] = {"result": {"protocolVersion": 1}} if accepted else {"error": {"code": -1, "message": "no"}}
+    body = {"id": rid, **said}
+    return json.dumps({"jsonrpc": "2.0", **body} if protocol == "acp" else body).encode()
+
+
+@st.composite
+def _handshakes(draw: st.DrawFn, protocol: str) -> list[tuple[bytes, Direction]]:
+    """A run of real messages with ``initialize`` sent again at random places, answered (a
+    result or an error) later, or never, and lines cut short among them."""
+    wire = _WIRE[protocol]
+    start = draw(st.integers(0, len(wire) - 1))
+    picked = [wire[(start + i) % len(wire)] for i in range(draw(st.integers(1, 60)))]
+    out: list[tuple[bytes, Direction]] = [
+        (_init(900_000, protocol), "client"),
+        (_answer(900_000, protocol, True), "agent"),
+    ]
+    waiting: list[int] = []
+    for n, m in enumerate(picked):
+        data = m.data[: draw(st.integers(1, len(m.data)))] if draw(st.integers(0, 15)) == 0 else m.data
+        out.append((data, m.from_))
+        what = draw(st.integers(0, 9))
+        if what == 0:
+            waiting.append(900_001 + n)
+            out.append((_init(waiting[-1], protocol), "client"))
+        elif what == 1 and waiting:
+            out.append(
+                (_answer(waiting.pop(draw(st.integers(0, len(waiting) - 1))), protocol, draw(st.booleans())), "agent")
+            )
+    return out
+
+
+def _said(events: list[Any]) -> set[bytes]:
+    """The native messages the events keep (a message not UTF-8 is kept as text)."""
+    out: set[bytes] = set()
+    for e in events:
+        if isinstance(e, SessionEvent) and e.event.native.protocol != "core":
+            payload = e.event.native.payload
+        elif isinstance(e, SessionUpdate):
+            payload = e.update.payload
+        else:
+            continue
+        out.add(payload.encode() if isinstance(payload, str) else bytes(payload))
+    return out
+
+
+@pytest.mark.parametrize("protocol", ["acp", "codex-app-server"])
+def test_any_order_of_handshakes_and_answers_loses_no_message(protocol: str) -> None:
+    """However ``initialize`` is sent again and answered (a new connection, a refusal, no
+    answer), every message comes out in the events, and only those; each session's seq runs
+    from 1 without a gap."""
+
+    @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(_handshakes(protocol))
+    def check(wire: list[tuple[bytes, Direction]]) -> None:
+        connection = Connection(adapter_class(protocol), clock=fixed_clock)
+        out: list[Any] = []
+        for data, side in wire:
+            out += connection.feed(data, side)
+        out += connection.close()
+        sent = {data for data, _ in wire}
+        said = _said(out)
+        assert said <= sent | {d.decode("utf-8", "replace").encode() for d in sent}
+        assert all(data in said or data.decode("utf-8", "replace").encode() in said for data in sent)
+        # seq goes on by one per session; a record (created, or resumed) lets it start again at 1
+        last: dict[str, int] = {}
+        recorded: set[str] = set()
+        for e in out:
+            if isinstance(e, SessionCreated | SessionResumed):
+                recorded.add(e.session_id)
+            elif isinstance(e, SessionEvent):
+                seq = e.event.seq
+                assert seq == last.get(e.session_id, 0) + 1 or (seq == 1 and e.session_id in recorded)
+                last[e.session_id] = seq
+                recorded.discard(e.session_id)
+
+    check()
