@@ -16,6 +16,8 @@ import pytest
 from normalize import (
     CaptureParser,
     Record,
+    SessionEvent,
+    SessionUpdate,
     encode,
     find_inputs,
 )
@@ -157,6 +159,21 @@ def records_of(
 
 def convert_records(records: Iterable[Record], protocol: str, **kw: object) -> list[_Core]:
     return list(_events(records, protocol=protocol, clock=fixed_clock, **kw))  # type: ignore[arg-type]
+
+
+def native_payloads(events: Iterable[_Core]) -> list[bytes]:
+    """The native messages the events keep, in order (``native.protocol`` "core", what
+    normalize said itself, left out; a message that was not UTF-8 is kept as text)."""
+    out: list[bytes] = []
+    for e in events:
+        if isinstance(e, SessionEvent) and e.event.native.protocol != "core":
+            payload = e.event.native.payload
+        elif isinstance(e, SessionUpdate):
+            payload = e.update.payload
+        else:
+            continue
+        out.append(payload.encode() if isinstance(payload, str) else bytes(payload))
+    return out
 
 
 def to_jsonl(events: Iterable[_Core], *, input: str | None = None, protocol: str | None = None) -> str:

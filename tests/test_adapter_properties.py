@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import normalize
-from helpers import capture_files, protocol_of, records_of
-from normalize import Message, NormalizeError, Session, SessionEvent, SessionUpdate, UsageError
+from helpers import capture_files, native_payloads, protocol_of, records_of
+from normalize import Message, NormalizeError, Session, SessionEvent, UsageError
 from normalize._model import _Core
 
 # failing examples are whole native lines; their size is expected
@@ -136,16 +136,7 @@ def _dedupe(items: list[bytes]) -> list[bytes]:
 
 def check_no_loss(messages: list[bytes], out: list[_Core]) -> None:
     """The native payloads, deduplicated in order, give back the input messages (DESIGN.md)."""
-    payloads: list[bytes] = []
-    for e in out:
-        if isinstance(e, SessionEvent) and e.event.native.protocol != "core":
-            p = e.event.native.payload
-        elif isinstance(e, SessionUpdate):
-            p = e.update.payload
-        else:
-            continue
-        payloads.append(p.encode() if isinstance(p, str) else bytes(p))
-    got, want = _dedupe(payloads), _dedupe(messages)
+    got, want = _dedupe(native_payloads(out)), _dedupe(messages)
     assert len(got) == len(want), f"{len(want)} messages in, {len(got)} accounted for"
     for p, m in zip(got, want, strict=True):  # a message that was not JSON is kept whole, as text
         assert p in (m, m.decode("utf-8", "replace").encode()), (p[:100], m[:100])

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from helpers import ADAPTERS, convert_records, fixed_clock, records_of
+from helpers import ADAPTERS, convert_records, fixed_clock, native_payloads, records_of
 from normalize import (
     CaptureParser,
     Connection,
@@ -615,20 +615,6 @@ def _handshakes(draw: st.DrawFn, protocol: str) -> list[tuple[bytes, Direction]]
     return out
 
 
-def _said(events: list[Any]) -> set[bytes]:
-    """The native messages the events keep (a message not UTF-8 is kept as text)."""
-    out: set[bytes] = set()
-    for e in events:
-        if isinstance(e, SessionEvent) and e.event.native.protocol != "core":
-            payload = e.event.native.payload
-        elif isinstance(e, SessionUpdate):
-            payload = e.update.payload
-        else:
-            continue
-        out.add(payload.encode() if isinstance(payload, str) else bytes(payload))
-    return out
-
-
 @pytest.mark.parametrize("protocol", ["acp", "codex-app-server"])
 def test_any_order_of_handshakes_and_answers_loses_no_message(protocol: str) -> None:
     """However ``initialize`` is sent again and answered (a new connection, a refusal, no
@@ -644,7 +630,7 @@ def test_any_order_of_handshakes_and_answers_loses_no_message(protocol: str) -> 
             out += connection.feed(data, side)
         out += connection.close()
         sent = {data for data, _ in wire}
-        said = _said(out)
+        said = set(native_payloads(out))
         assert said <= sent | {d.decode("utf-8", "replace").encode() for d in sent}
         assert all(data in said or data.decode("utf-8", "replace").encode() in said for data in sent)
         # seq goes on by one per session; a record (created, or resumed) lets it start again at 1
