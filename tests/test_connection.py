@@ -537,6 +537,46 @@ def test_a_session_opened_before_the_answer_to_initialize_is_on_the_new_connecti
     assert sum('"method": "initialize"' in p for p in b_said) == 1  # with the handshake that began it
 
 
+def test_a_permission_answered_after_initialize_is_sent_again_is_the_earlier_agent_s() -> None:
+    """The client answers the agent's request after sending ``initialize`` again: that answer
+    is not held with it (the request was the earlier agent's), so it resolves the request in
+    its session before the new connection begins."""
+    wire: list[tuple[dict[str, Any], Direction]] = [
+        ({"id": 0, "method": "initialize", "params": {"protocolVersion": 1}}, "client"),
+        ({"id": 0, "result": {"protocolVersion": 1}}, "agent"),
+        ({"id": 1, "method": "session/new", "params": {"cwd": "/a"}}, "client"),
+        ({"id": 1, "result": {"sessionId": "A"}}, "agent"),
+        ({"id": 2, "method": "session/prompt", "params": {"sessionId": "A", "prompt": []}}, "client"),
+        (
+            {
+                "id": 7,
+                "method": "session/request_permission",
+                "params": {
+                    "sessionId": "A",
+                    "toolCall": {"toolCallId": "t1", "title": "ls", "kind": "execute"},
+                    "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}],
+                },
+            },
+            "agent",
+        ),
+        ({"id": 3, "method": "initialize", "params": {"protocolVersion": 1}}, "client"),
+        ({"id": 7, "result": {"outcome": {"outcome": "selected", "optionId": "allow"}}}, "client"),
+        ({"id": 3, "result": {"protocolVersion": 1}}, "agent"),
+    ]
+    connection = Connection(adapter_class("acp"), clock=fixed_clock)
+    out: list[Any] = []
+    for msg, side in wire:
+        out += connection.feed(_acp(msg), side)
+    out += connection.close()
+    a = next(e.session_id for e in out if isinstance(e, SessionCreated) and e.record.native_session_id == "A")
+    resolved = [
+        (e.session_id, e.event.body.outcome, e.event.body.option_id)
+        for e in out
+        if isinstance(e, SessionEvent) and isinstance(e.event.body, RequestResolved)
+    ]
+    assert resolved == [(a, "answered", "allow")]  # by the client's answer, before its agent went away
+
+
 def test_a_client_s_messages_held_past_the_bound_go_on_in_their_order() -> None:
     """``initialize`` sent again and never answered: the client's messages after it are held
     with it up to :data:`HANDSHAKE`; past that (or at the end of the input) they all go on,

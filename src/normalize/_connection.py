@@ -28,10 +28,11 @@ Rules (docs/adapters.md, "Several sessions on one connection"):
   connection on the same input (the agent started again, recordings put end to
   end): every Session of the earlier one is closed, then let go, and the input
   goes on as if it began there.  An error leaves the connection as it was.  The client's
-  messages sent after it and before its answer (a client that does not wait) are held with
-  it, and come after the answer, in their order: on the new connection if one began.  Past
-  :data:`HANDSHAKE` of them, or at the end of the input, they go on, with the request, as
-  messages of the connection they were sent on.
+  requests and notifications sent after it and before its answer (a client that does not
+  wait) are held with it, and come after the answer, in their order: on the new connection
+  if one began.  Past :data:`HANDSHAKE` of them, or at the end of the input, they go on,
+  with the request, as messages of the connection they were sent on.  The client's answers
+  to the agent's requests, and the agent's messages, are not held.
 * A session that another one says it spawned (``Routing.spawned_in``: a Codex
   sub-agent's thread, named in its parent's ``item/started``, or in a 0.96 spawn's
   ``receiverThreadIds``, a list) is a new Session
@@ -281,8 +282,8 @@ class Connection:
                     return self._hold(message, t, rid)
                 if method is None and self._again is not None and rid == self._again[2] and from_ == "agent":
                     return self._answered(message, rid, t)
-        if self._again is not None and from_ == "client":
-            return self._wait(message, t)
+        if self._again is not None and from_ == "client" and (method is not None or rid is None):
+            return self._wait(message, t)  # (an answer to the agent's request is the old agent's: not held)
         return self._deliver(method, rid, key, message, from_, t, peeked)
 
     def _deliver(
@@ -337,7 +338,8 @@ class Connection:
         return out
 
     def _wait(self, message: bytes, t: str | None) -> list[_Core]:
-        """A client's message sent while the handshake's request is held: held after it (past
+        """A client's request or notification (or a line that is not JSON-RPC) sent while the
+        handshake's request is held: held after it (past
         :data:`HANDSHAKE` of them, all go on as messages of the connection they were sent on)."""
         self._after.append((message, t))
         return self._release() if len(self._after) > HANDSHAKE else []
@@ -360,8 +362,9 @@ class Connection:
 
     def _answered(self, message: bytes, rid: int | str, t: str | None) -> list[_Core]:
         """The answer to the held request: a result begins a new connection (every session of
-        the earlier one closes, then the request and its answer are the new one's first
-        messages); an error (the agent refused it) leaves the connection as it was."""
+        the earlier one closes, then the request, its answer and the client's messages held
+        after it are the new one's first messages); an error (the agent refused it) leaves the
+        connection as it was."""
         out: list[_Core] = []
         if not _refused(message):
             out = self._close_all()
