@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -465,6 +466,16 @@ def _acp(msg: dict[str, Any]) -> bytes:
     return json.dumps({"jsonrpc": "2.0", **msg}).encode()
 
 
+#: an ACP connection whose one session, A, is in a turn
+_IN_A_TURN: list[tuple[dict[str, Any], Direction]] = [
+    ({"id": 0, "method": "initialize", "params": {"protocolVersion": 1}}, "client"),
+    ({"id": 0, "result": {"protocolVersion": 1}}, "agent"),
+    ({"id": 1, "method": "session/new", "params": {"cwd": "/a"}}, "client"),
+    ({"id": 1, "result": {"sessionId": "A"}}, "agent"),
+    ({"id": 2, "method": "session/prompt", "params": {"sessionId": "A", "prompt": []}}, "client"),
+]
+
+
 def _one_session(
     *,
     again: dict[str, Any] | None,
@@ -473,15 +484,7 @@ def _one_session(
 ) -> list[Any]:
     """An ACP connection with one session in a turn, then ``initialize`` sent again, then
     ``before``, then the answer ``again`` (None: not answered), then ``then``; its events."""
-    wire: list[tuple[dict[str, Any], Direction]] = [
-        ({"id": 0, "method": "initialize", "params": {"protocolVersion": 1}}, "client"),
-        ({"id": 0, "result": {"protocolVersion": 1}}, "agent"),
-        ({"id": 1, "method": "session/new", "params": {"cwd": "/a"}}, "client"),
-        ({"id": 1, "result": {"sessionId": "A"}}, "agent"),
-        ({"id": 2, "method": "session/prompt", "params": {"sessionId": "A", "prompt": []}}, "client"),
-        ({"id": 3, "method": "initialize", "params": {"protocolVersion": 1}}, "client"),
-    ]
-    wire += before
+    wire = [*_IN_A_TURN, ({"id": 3, "method": "initialize", "params": {"protocolVersion": 1}}, "client"), *before]
     if again is not None:
         wire.append(({"id": 3, **again}, "agent"))
     wire += then
@@ -542,11 +545,7 @@ def test_a_permission_answered_after_initialize_is_sent_again_is_the_earlier_age
     is not held with it (the request was the earlier agent's), so it resolves the request in
     its session before the new connection begins."""
     wire: list[tuple[dict[str, Any], Direction]] = [
-        ({"id": 0, "method": "initialize", "params": {"protocolVersion": 1}}, "client"),
-        ({"id": 0, "result": {"protocolVersion": 1}}, "agent"),
-        ({"id": 1, "method": "session/new", "params": {"cwd": "/a"}}, "client"),
-        ({"id": 1, "result": {"sessionId": "A"}}, "agent"),
-        ({"id": 2, "method": "session/prompt", "params": {"sessionId": "A", "prompt": []}}, "client"),
+        *_IN_A_TURN,
         (
             {
                 "id": 7,
@@ -610,12 +609,10 @@ def test_an_initialize_the_agent_refuses_changes_nothing() -> None:
 # ------------------------------------------------------------ any order of handshakes, nothing lost
 
 
+@cache
 def _wire(protocol: str) -> list[Message]:
     """Every message of the protocol's captures, in capture order."""
     return [m for path in sorted((ADAPTERS / protocol / "captures").rglob("*.tap.jsonl")) for m in _messages(path)]
-
-
-_WIRE = {protocol: _wire(protocol) for protocol in ("acp", "codex-app-server")}
 
 
 def _init(rid: int, protocol: str) -> bytes:
@@ -633,7 +630,7 @@ def _answer(rid: int, protocol: str, accepted: bool) -> bytes:
 def _handshakes(draw: st.DrawFn, protocol: str) -> list[tuple[bytes, Direction]]:
     """A run of real messages with ``initialize`` sent again at random places, answered (a
     result or an error) later, or never, and lines cut short among them."""
-    wire = _WIRE[protocol]
+    wire = _wire(protocol)
     start = draw(st.integers(0, len(wire) - 1))
     picked = [wire[(start + i) % len(wire)] for i in range(draw(st.integers(1, 60)))]
     out: list[tuple[bytes, Direction]] = [
