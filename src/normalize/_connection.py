@@ -370,6 +370,7 @@ class Connection:
             out = self._close_all()
             origin, clock, strict = self._opts
             self._begin(Session(self._factory(), origin=origin, clock=clock, strict=strict))
+            self._greeted = True  # (known already: its answer is not read again when routed)
         return out + self._release((message, rid, t))
 
     def _close_all(self) -> list[_Core]:
