@@ -522,7 +522,13 @@ class Session:
         """Announce the session first: hold input until the adapter names the session."""
         if self._created:
             return self._run(items, message, t)
-        announced = next((i for i in items if isinstance(i, _SessionCreated | _SessionResumed)), None)
+        # (the kind of each item's type, known once: an isinstance of a Struct's class that
+        # fails asks its metaclass, about 1,500 instructions an item)
+        kinds = _ITEM_KINDS
+        announced = cast(
+            "SessionCreated | SessionResumed | None",
+            next((i for i in items if (kinds.get(type(i)) or _item_kind(type(i))) == _RECORD), None),
+        )
         if announced is None and self._spawned is not None:
             announced = self._spawned
         holding = type(self.adapter).announces_session and not self._closed and self._holding < HOLD_LIMIT
@@ -558,7 +564,7 @@ class Session:
         assert sid is not None
         named: list[_Core] = []
         for core in held:
-            if isinstance(core, _SessionEvent):
+            if type(core) is _SessionEvent:  # (made here: the class itself)
                 env = structs.replace(core.event, session_id=sid)
                 named.append(_SessionEvent(session_id=sid, event=env))
             else:
