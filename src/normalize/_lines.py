@@ -154,7 +154,12 @@ class LineSplitter:
                 self._started
                 and b"\r" not in data
                 and not (lines and lines[0].endswith(b"\r"))  # a "\r" left at the end of the last chunk
-                and max(map(len, lines), default=0) <= self.max_line
+                and (
+                    # every line but the first is part of ``data``; the first may begin in the
+                    # buffer: both short enough, no line is too long (one test, not one a line)
+                    (not lines or (len(data) <= self.max_line and len(lines[0]) <= self.max_line))
+                    or max(map(len, lines)) <= self.max_line
+                )
             ):
                 # the common chunk: no line needs _emit's checks; numbered in one pass
                 first = self._lineno + 1
