@@ -160,13 +160,21 @@ def put(table: Bounded[K, V], key: K, value: V) -> None:
 NO_TABLE: Bounded[Any, Any] = _Unmade("table", 0)
 
 
+#: a table made without its __init__ (:func:`table`)
+_make: Final = OrderedDict.__new__
+
+
 def table(adapter: Adapter, what: str, limit: int) -> Bounded[Any, Any]:
     """A new :class:`Bounded` for ``adapter``, its evictions queued where its other tables'
     are (its Session's, once it has one: :func:`outbox`)."""
-    made: Bounded[Any, Any] = Bounded(what, limit)
+    # (made without calling Bounded's __init__, its members set here: compiled, a Python
+    # class's __init__ is looked up and called through its slot, most of what a table costs,
+    # and tables are made per request)
+    made: Bounded[Any, Any] = _make(Bounded)
+    made.what = what
+    made.limit = limit
     box: list[tuple[Bounded[Any, Any], Any]] | None = getattr(adapter, "_evicted", None)
-    if box is not None:
-        made.outbox = box
+    made.outbox = box if box is not None else []
     return made
 
 
