@@ -27,7 +27,7 @@ from __future__ import annotations
 import gc
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 # from the core's modules, not the package: the Session (``_session.py``) imports this module
 from normalize._contract import Adapter, Emit, Item
@@ -281,8 +281,10 @@ def link(adapter: Adapter, box: list[tuple[Bounded[Any, Any], Any]]) -> None:
         if type(value) is Bounded and value.outbox is not box:
             box += value.outbox
             value.outbox = box
-        elif isinstance(value, Adapter) and value is not adapter:
-            link(value, box)
+        elif issubclass(type(value), Adapter) and value is not adapter:
+            # (not isinstance: one that fails also looks up the value's __class__, for each
+            # attribute of every new Session's adapter)
+            link(cast(Adapter, value), box)
 
 
 def _attributes(obj: object) -> list[object]:
