@@ -159,6 +159,17 @@ def test_any_chunking_gives_the_same_records(ls: list[bytes], cuts: list[int], c
     assert norm(parse(data, max_line=64, cuts=list(range(len(data))))) == whole
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=6).filter(lambda b: b"\n" not in b and b"\r" not in b), min_size=1, max_size=20))
+def test_a_line_is_skipped_exactly_when_it_is_blank(ls: list[bytes]) -> None:
+    """Blank means what ``bytes.strip`` strips (ASCII whitespace only), wherever a line
+    begins; every line keeps its number, skipped ones counted."""
+    sp = LineSplitter()
+    assert sp.feed(b"{}\n") == [(1, b"{}")]  # (past the first line: the rest are numbered in one pass)
+    got = sp.feed(b"\n".join(ls) + b"\n")
+    assert got == [(n, line) for n, line in enumerate(ls, 2) if line.strip()]
+
+
 def test_a_cut_last_line_is_kept_whole() -> None:
     cut = b'{"type":"result","text":"' + b"z" * 5000
     (rec,) = parse(cut)

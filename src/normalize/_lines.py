@@ -40,7 +40,7 @@ from msgspec import Raw, Struct, field
 
 from ._contract import Direction
 from ._errors import InputError, LineTooLong, MalformedMessage, TruncatedLine
-from ._pipeline import plain_messages, tap_messages, tap_record
+from ._pipeline import numbered, plain_messages, tap_messages, tap_record
 
 __all__ = [
     "DEFAULT_MAX_LINE",
@@ -164,7 +164,7 @@ class LineSplitter:
                 # the common chunk: no line needs _emit's checks; numbered in one pass
                 first = self._lineno + 1
                 self._lineno += len(lines)
-                out += [(n, line) for n, line in enumerate(lines, first) if line.strip()]
+                out += numbered(lines, first)
             else:
                 for line in lines:
                     self._lineno += 1

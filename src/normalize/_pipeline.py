@@ -125,6 +125,20 @@ def batches(
     yield out
 
 
+def numbered(lines: list[bytes], first: int) -> list[tuple[int, bytes]]:
+    """The lines that are not blank (``bytes.strip``), each with its number, ``first`` the
+    first line's."""
+    out: list[tuple[int, bytes]] = []
+    n = first
+    for line in lines:
+        # (a line whose first byte is above a space is not blank: whitespace is at most 32,
+        # and most lines are told apart by that byte, not by a call of strip)
+        if line and (line[0] > 32 or line.strip()):
+            out.append((n, line))
+        n += 1
+    return out
+
+
 def plain_messages(lines: list[Any], message_type: Any) -> list[Any]:
     """A plain capture's numbered lines (``(lineno, line)``; a LineProblem as it is) as
     messages from the agent."""
