@@ -28,6 +28,7 @@ from helpers import ROOT, capture_files, protocol_of
 from normalize import Message, Session, SessionEvent, SessionUpdate, ToolCall
 from normalize import Warning as WarningBody
 from normalize.adapters import _limits
+from scripted import ScriptedAdapter
 
 N = int(os.environ.get("NORMALIZE_BOUNDED_N", "200000"))
 
@@ -189,6 +190,40 @@ def test_an_inner_adapter_made_later_reports_its_evictions_too() -> None:
     ]
     assert len(warned) == 1
     assert warned[0].startswith("sub-agent t1 forgotten: more than 1 open at once")
+
+
+class _Keeper(ScriptedAdapter):
+    """An adapter whose table is made with it, before any Session."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept: _limits.Bounded[str, None] = _limits.table(self, "entry", 1)
+
+
+class _Holder(ScriptedAdapter):
+    """An adapter that translates with another one it holds from the start."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _Keeper()
+
+    def feed(self, message: bytes, from_: normalize.Direction = "agent") -> list[normalize.Item]:
+        self.inner.kept[message.decode()] = None
+        return super().feed(message, from_)
+
+
+def test_an_inner_adapter_held_from_the_start_reports_its_evictions_too() -> None:
+    """The Session links the tables of the adapters its adapter holds (``_limits.link``):
+    an entry the inner one forgets is a warning, not a silent loss."""
+    session = Session(_Holder(), clock=lambda: 0.0)
+    warned: list[list[str]] = []
+    for line in (b'{"method":"a"}', b'{"method":"b"}'):
+        events = session.feed(line)
+        bodies = [e.event.body for e in events if isinstance(e, SessionEvent)]
+        warned.append([b.message for b in bodies if isinstance(b, WarningBody)])
+    assert warned[0] == []
+    assert len(warned[1]) == 1
+    assert warned[1][0].startswith('entry {"method":"a"} forgotten: more than 1 open at once')
 
 
 def test_an_adapter_fed_without_a_session_queues_a_bounded_number_of_evictions() -> None:
