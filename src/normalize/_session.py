@@ -285,6 +285,11 @@ _KINDS_BY_BASE: Final[tuple[tuple[type, int], ...]] = (
 
 
 def _item_kind(t: type) -> int:
+    """The kind of an item type, known once (``_run`` reads the table itself first: it
+    saves the call on the path of every item)."""
+    known = _ITEM_KINDS.get(t)
+    if known is not None:
+        return known
     kind = next((k for base, k in _KINDS_BY_BASE if issubclass(t, base)), _OTHER_ITEM)
     if len(_ITEM_KINDS) < 1024:  # the types adapters give: a few dozen
         _ITEM_KINDS[t] = kind
@@ -522,12 +527,11 @@ class Session:
         """Announce the session first: hold input until the adapter names the session."""
         if self._created:
             return self._run(items, message, t)
-        # (the kind of each item's type, known once: an isinstance of a Struct's class that
-        # fails asks its metaclass, about 1,500 instructions an item)
-        kinds = _ITEM_KINDS
+        # (by the kind of each item's type: an isinstance of a Struct's class that fails asks
+        # its metaclass, about 1,500 instructions an item)
         announced = cast(
             "SessionCreated | SessionResumed | None",
-            next((i for i in items if (kinds.get(type(i)) or _item_kind(type(i))) == _RECORD), None),
+            next((i for i in items if _item_kind(type(i)) == _RECORD), None),
         )
         if announced is None and self._spawned is not None:
             announced = self._spawned
