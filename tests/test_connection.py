@@ -202,6 +202,33 @@ def test_a_response_goes_to_the_session_its_request_went_to() -> None:
     assert all(s.closed for s in connection.sessions)
 
 
+@pytest.mark.parametrize("opened", [False, True])
+def test_sessions_no_message_announces_get_ids_of_their_own(opened: bool) -> None:
+    """Two sessions of one connection that nothing announces (a capture begun after they were
+    opened, or openers never answered) begin with the same handshake: each still gets an id
+    of its own, and keeps it."""
+    connection = Connection(adapter_class("acp"))
+    wire: list[tuple[dict[str, Any], Direction]] = [
+        ({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}, "client"),
+        ({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}, "agent"),
+    ]
+    for n, sid in enumerate("AB"):
+        if opened:  # a session/new never answered: its session is opened, and not named
+            wire.append(({"jsonrpc": "2.0", "id": n + 1, "method": "session/new", "params": {"cwd": "/"}}, "client"))
+        else:  # updates of sessions opened before the capture began
+            chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": sid}}
+            update = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": chunk}}
+            wire.append((update, "agent"))
+    out: list[Any] = []
+    for msg, side in wire:
+        out += connection.feed(json.dumps(msg).encode(), side)
+    out += connection.close()
+    assert len(connection.sessions) == 2
+    created = [e.session_id for e in out if isinstance(e, SessionCreated)]
+    assert len(created) == 2 and len(set(created)) == 2
+    assert {s.session_id for s in connection.sessions} == set(created)
+
+
 def test_convert_into_a_folder_writes_one_file_per_session(tmp_path: Path) -> None:
     from normalize._cli import main
 

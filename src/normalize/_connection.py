@@ -514,6 +514,9 @@ class Connection:
         else:
             origin, clock, strict = self._opts
             session = Session(self._factory(), origin=origin, clock=clock, strict=strict)
+            # (fed the same handshake as the others: a session no message announces is told
+            # apart by its place, not only by its first message)
+            session._salt = b"\0%d" % len(self.sessions)
             if parent is not None and key is not None:
                 session.spawned_by(parent.session_id, key)
                 self._parents[id(session)] = (parent, key)

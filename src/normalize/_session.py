@@ -344,6 +344,7 @@ class Session:
         "_pending",
         "_protocol",
         "_running",
+        "_salt",
         "_seq",
         "_spawned",
         "_state",
@@ -392,6 +393,9 @@ class Session:
         self._closed = False
         self._failed = False
         self._first: bytes | None = None
+        #: what sets the session's derived id apart from other sessions of its connection, which
+        #: begin with the same messages (its handshake; see Connection)
+        self._salt = b""
         #: what the messages held before the session was announced gave (translated at once,
         #: so the turn and the table of calls follow them; emitted after ``session.created``)
         self._held: list[_Core] = _NO_HELD
@@ -581,14 +585,19 @@ class Session:
         From the agent and its native session id when the adapter names one, so that a
         live stream, the agent's stored file and a replay of either give the same id;
         otherwise from the first message and the one that announced the session, which
-        differ for distinct runs even when every run starts with the same handshake.
+        differ for distinct runs even when every run starts with the same handshake (a
+        session no message announced: from its first message, and from its place among the
+        sessions of its connection, all of which begin with the same messages).
         """
         native = announced.record.native_session_id if announced is not None else None
         if native:
             agent = announced.record.agent if announced is not None and announced.record.agent else self.adapter.agent
             return session_id_for(agent, native)
         assert self._first is not None
-        seed = self._first + (b"\0" + message if announced is not None and message is not None else b"")
+        if announced is not None and message is not None:
+            seed = self._first + b"\0" + message
+        else:
+            seed = self._first + self._salt
         return "s-" + hashlib.sha256(seed).hexdigest()[:16]
 
     def _run(self, items: list[Item], message: bytes | None, t: str | None) -> list[_Core]:
