@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -31,7 +32,7 @@ from normalize import (
     adapter_class,
     encode,
 )
-from normalize._connection import HANDSHAKE, _at
+from normalize._connection import HANDSHAKE, _at, _View, _walk
 
 SHIFT = 1000
 
@@ -291,6 +292,58 @@ def test_the_string_at_a_path_is_what_the_whole_decoded_value_holds_there(
     if cut:
         raw = raw[: len(raw) // 2]  # not JSON: nothing is read
     assert _at(raw, path) == _generic_at(raw, path)
+
+
+def _kind_fits(message: dict[str, Any], path: tuple[str, ...]) -> bool:
+    """Whether every value along ``path`` is of the kind a routing view reads there: an
+    object (or null, or absent) on the way, a string (or null, or absent) at its end."""
+    value: Any = message
+    for name in path:
+        if value is None:
+            return True
+        if not isinstance(value, dict):
+            return False
+        if name not in value:
+            return True
+        value = value[name]
+    return value is None or isinstance(value, str)
+
+
+_paths_of = st.lists(st.lists(_keys, min_size=1, max_size=3).map(tuple), min_size=1, max_size=3)
+
+
+@settings(max_examples=400, deadline=None)
+@example(params={"a": {"b": "s-1"}}, result={"b": "s-2"}, named=[("a", "b")], opened=[("b",)])
+@example(params={"a": "s-1"}, result=None, named=[("a", "b")], opened=[("a",)])  # a string on the way
+@example(params={"a": {"b": 7}}, result=None, named=[("a", "b")], opened=[("a",)])  # a number at the end
+@example(params={"a": "s-1"}, result=None, named=[("a",), ("a", "b")], opened=[("a",)])  # paths that do not fit
+@given(params=_json, result=_json, named=_paths_of, opened=_paths_of)
+def test_the_routing_view_reads_each_path_as_the_whole_decoded_message_holds_it(
+    params: Any, result: Any, named: list[tuple[str, ...]], opened: list[tuple[str, ...]]
+) -> None:
+    """A connection reads the paths of its routing tables (``named_in`` in ``params``,
+    ``opened_by`` in ``result``) in its one decode of a message: each string read is what
+    the whole decoded message holds there.  A message with a value of another kind on a path
+    fails that decode (and only such a message): the connection then reads it without the
+    paths, and reads the path apart, as before."""
+    paths = tuple(("params", *p) for p in named) + tuple(("result", *p) for p in opened)
+    view = _View("sessionId", tuple(dict.fromkeys(paths)))
+    message = {"id": 1, "params": params, "result": result}
+    raw = json.dumps(message).encode()
+    if not view.paths:  # a path runs through another one's string: no view holds both
+        assert view.decoder is view.plain
+        return
+    fits = all(_kind_fits(message, p) for p in (*paths, ("params", "sessionId")))
+    try:
+        read = view.decoder.decode(raw)
+    except msgspec.ValidationError:
+        assert not fits
+        return
+    assert fits
+    for path in paths:
+        assert _walk(read, view.paths[path]) == _generic_at(raw, path)
+    key = getattr(read.params, view.key) if read.params is not None else None
+    assert key == (params.get("sessionId") if isinstance(params, dict) else None)
 
 
 def _acp_connection_stream() -> list[Message]:

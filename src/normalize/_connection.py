@@ -88,28 +88,95 @@ def _refused(response: bytes) -> bool:
         return True
 
 
-def _make_view(key: str) -> msgspec.json.Decoder[Any]:
+class _View:
+    """How a connection reads a message to route it: one decode of its ``id``, ``method``,
+    ``params``' session key and the string at each path of the routing tables (``named_in``
+    in ``params``, ``opened_by`` in ``result``), everything else skipped.
+
+    ``key`` and ``paths`` say which attributes to read: the session key's in ``params``,
+    and each path's from the top of the message (:func:`_walk`).  A message whose value on
+    one of the paths is of another kind fails ``decoder`` (a ``msgspec.ValidationError``):
+    it is then decoded with ``plain``, which reads no path, and each path is read apart
+    (:func:`_at`), as for a routing whose paths do not fit in one view (a path through
+    another one's string)."""
+
+    def __init__(self, key: str, paths: tuple[tuple[str, ...], ...]) -> None:
+        tree: dict[str, Any] = {"params": {key: None}}
+        fits = True
+        for path in paths:
+            node = tree
+            for name in path[:-1]:
+                sub = node.setdefault(name, {})
+                if sub is None:
+                    fits = False
+                    break
+                node = sub
+            else:
+                if node.setdefault(path[-1], None) is not None:
+                    fits = False
+        plain = msgspec.json.Decoder(_message({"params": {key: None}}))
+        self.plain: msgspec.json.Decoder[Any] = plain
+        self.decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_message(tree)) if fits and paths else plain
+        self.key = "f0"  # the session key, first of params' members
+        self.paths: dict[tuple[str, ...], tuple[str, ...]] = (
+            {path: _attributes(tree, path) for path in paths} if fits else {}
+        )
+
+
+def _message(tree: dict[str, Any]) -> Any:
+    """The Struct of a routing view of ``tree`` (the members of ``params`` and ``result``
+    read, each a dict of its own members, or None for a string)."""
     # (not tracked by the cycle collector: a view holds strings and ints only)
-    params = msgspec.defstruct("_Params", [(key, "str | None", None)], frozen=True, gc=False)
-    msg = msgspec.defstruct(
-        "_Message",
-        [("id", "int | str | None", None), ("method", "str | None", None), ("params", params | None, None)],
-        frozen=True,
-        gc=False,
+    fields: list[tuple[str, Any, None]] = [("id", "int | str | None", None), ("method", "str | None", None)]
+    fields += [(name, _object(sub) | None, None) for name, sub in tree.items()]
+    return msgspec.defstruct("_Message", fields, frozen=True, gc=False)
+
+
+def _object(tree: dict[str, Any]) -> Any:
+    """The Struct of one object of a routing view: a string or an object per member, read
+    by attribute ``f0``, ``f1``... (a member's name need not be an identifier)."""
+    fields = [
+        (f"f{i}", "str | None" if sub is None else _object(sub) | None, None) for i, sub in enumerate(tree.values())
+    ]
+    return msgspec.defstruct(
+        "_Object", fields, rename={f"f{i}": name for i, name in enumerate(tree)}, frozen=True, gc=False
     )
-    return msgspec.json.Decoder(msg)
 
 
-#: the routing decoder of each session key (made once: making one takes about 0.2 ms, and a
-#: folder of recordings opens a connection per file)
-_VIEWS: Final[dict[str, msgspec.json.Decoder[Any]]] = {}
+def _attributes(tree: dict[str, Any], path: tuple[str, ...]) -> tuple[str, ...]:
+    """The attributes read along ``path`` in a view of ``tree`` (its first, ``params`` or
+    ``result``, by name)."""
+    node: Any = tree[path[0]]  # (a dict on the way, None at the end)
+    names = [path[0]]
+    for name in path[1:]:
+        names.append(f"f{list(node).index(name)}")
+        node = node[name]
+    return tuple(names)
 
 
-def _view(key: str) -> msgspec.json.Decoder[Any]:
-    decoder = _VIEWS.get(key)
-    if decoder is None:
-        decoder = _VIEWS[key] = _make_view(key)
-    return decoder
+def _walk(view: Any, attributes: tuple[str, ...]) -> str | None:
+    """The string a routing view read along a path (None: absent, or empty, as :func:`_at`)."""
+    value: Any = view
+    for name in attributes:
+        value = getattr(value, name)
+        if value is None:
+            return None
+    return value if value else None
+
+
+#: the routing view of each session key and paths (made once: making a decoder takes about
+#: 0.2 ms, and a folder of recordings opens a connection per file)
+_VIEWS: Final[dict[tuple[str, tuple[tuple[str, ...], ...]], _View]] = {}
+
+
+def _view(routing: Routing) -> _View:
+    paths = tuple(("params", *p) for p in routing.named_in.values())
+    paths += tuple(("result", *p) for p in routing.opened_by.values())
+    paths = tuple(dict.fromkeys(paths))
+    view = _VIEWS.get((routing.key, paths))
+    if view is None:
+        view = _VIEWS[routing.key, paths] = _View(routing.key, paths)
+    return view
 
 
 def _path_decoder(path: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
@@ -192,12 +259,17 @@ class Connection:
         self._routing: Routing = routing
         # (the routing's members read per message, kept here: compiled, an attribute of this
         # class is read from its struct, one of a msgspec Struct by a generic lookup)
-        self._key_name = routing.key
+        view = _view(routing)
+        self._decoder = view.decoder
+        self._plain = view.plain if view.plain is not view.decoder else None
+        self._key_name = view.key
         self._opened_by: dict[str, tuple[str, ...]] = routing.opened_by
         self._named_in: dict[str, tuple[str, ...]] = routing.named_in
+        #: the attributes of the routing view along each path of the tables (none: read apart)
+        self._opened_at = {m: view.paths[("result", *p)] for m, p in routing.opened_by.items() if view.paths}
+        self._named_at = {m: view.paths[("params", *p)] for m, p in routing.named_in.items() if view.paths}
         self._factory = factory
         self._opts = (origin, clock, strict)
-        self._decoder = _view(routing.key)
         #: the adapter's own one-pass decode of its most frequent notifications, if it has one
         self._peek: Callable[[bytes], tuple[str, str | None, object] | None] | None = (
             adapter.peek if type(adapter).peek is not Adapter.peek else None
@@ -265,17 +337,23 @@ class Connection:
         method: str | None
         rid: int | str | None
         key: str | None
+        view: Any = None  # the routing view, if it read the tables' paths
         if peeked is not None:  # a notification the adapter decoded: it is given the view
             method, key, _ = peeked
             rid = None
         else:
             try:
                 view = self._decoder.decode(message)
-            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                read = view
+            except msgspec.ValidationError:  # (also a path's value of another kind: read apart)
+                read = self._read_plain(message)
+            except (msgspec.DecodeError, RecursionError):
+                read = None
+            if read is None:
                 if self._again is not None and from_ == "client":
                     return self._wait(message, t)
                 return self._last.feed(message, from_, t=t)  # the Session reports it
-            method, rid, params = view.method, view.id, view.params
+            method, rid, params = read.method, read.id, read.params
             key = getattr(params, self._key_name) if params is not None else None
             if rid is not None:
                 if method is not None and method == self._begins and from_ == "client" and self._greeted:
@@ -284,7 +362,18 @@ class Connection:
                     return self._answered(message, rid, t)
         if self._again is not None and from_ == "client" and (method is not None or rid is None):
             return self._wait(message, t)  # (an answer to the agent's request is the old agent's: not held)
-        return self._deliver(method, rid, key, message, from_, t, peeked)
+        return self._deliver(method, rid, key, message, from_, t, peeked, view)
+
+    def _read_plain(self, message: bytes) -> Any:
+        """The routing view of a message without the tables' paths (read apart, by
+        :meth:`_route`): for one whose value on a path is of another kind; None for one that
+        is not a JSON-RPC message."""
+        if self._plain is None:
+            return None
+        try:
+            return self._plain.decode(message)
+        except (msgspec.DecodeError, RecursionError):
+            return None
 
     def _deliver(
         self,
@@ -295,10 +384,12 @@ class Connection:
         from_: Direction,
         t: str | None,
         peeked: tuple[str, str | None, object] | None,
+        view: Any = None,
     ) -> list[_Core]:
-        """A message routed by its method, id and session key, and fed to its Session."""
+        """A message routed by its method, id and session key, and fed to its Session
+        (``view``: its routing view, if that read the tables' paths)."""
         out: list[_Core] = []
-        target = self._route(method, rid, key, message, from_, out)
+        target = self._route(method, rid, key, message, from_, out, view)
         marks = self._spawn_marks.get(method) if method is not None else None
         if marks is not None and method is not None and any(message.find(mark) >= 0 for mark in marks):
             out += self._note_spawn(method, message, target)
@@ -417,8 +508,10 @@ class Connection:
         message: bytes,
         from_: Direction,
         out: list[_Core],
+        view: Any,
     ) -> Session:
-        """The Session of a message: its method, id and the session its params name (``key``)."""
+        """The Session of a message: its method, id and the session its params name (``key``);
+        ``view``, its routing view if that read the paths of the tables, else None."""
         if method is None:
             if rid is None:
                 return self._last
@@ -432,14 +525,16 @@ class Connection:
             path = self._opened_by.get(req_method)
             if path is not None:
                 self._opening.pop(id(session), None)
-                key = _at(message, ("result", *path))
+                at = self._opened_at.get(req_method) if view is not None else None
+                key = _walk(view, at) if at is not None else _at(message, ("result", *path))
                 if key is not None and key not in self._by_key:
                     self._bind(session, key)  # also when named early by another member: both name it
             return session
         if key is None:
             named = self._named_in.get(method)
             if named is not None:
-                key = _at(message, ("params", *named))
+                at = self._named_at.get(method) if view is not None else None
+                key = _walk(view, at) if at is not None else _at(message, ("params", *named))
         if key is not None:
             if self._in_handshake:
                 self._in_handshake = False
