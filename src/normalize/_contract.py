@@ -187,8 +187,10 @@ class Adapter:
     #: agents patch a call after its end (ACP: ``ENDED_CALLS``); none by default
     ended_calls: ClassVar[int] = 0
     agent: str = "unknown"
-    #: the evictions of the adapter's bounded tables, queued for its Session (adapters/_limits.py)
-    _evicted: list[Any]
+    #: the evictions of the adapter's bounded tables, queued for its Session (adapters/_limits.py);
+    #: None until its Session links them (a class default: asking an instance that has none
+    #: raises and catches an AttributeError, for every new Session's adapter)
+    _evicted: list[Any] | None = None
 
     def __init__(self) -> None:
         self._closed = False

@@ -32,7 +32,7 @@ class BuiltinAdapter(Adapter):
 
     calls: Calls
     _closed: bool
-    _evicted: list[Any]
+    _evicted: list[Any] | None = None
 
     def _check_open(self) -> None:
         # Adapter's, compiled with the adapters that call it at every message

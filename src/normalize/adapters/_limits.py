@@ -277,14 +277,23 @@ def link(adapter: Adapter, box: list[tuple[Bounded[Any, Any], Any]]) -> None:
 
     An adapter that makes an inner adapter after its Session was made (codex-exec-json's
     older shape) links the inner one to its own :func:`outbox`."""
+    # (the classes bound here: compiled, a module's global is a dictionary lookup at each use)
+    bounded: type = Bounded
+    adapter_type: type = Adapter
     for value in _attributes(adapter):
-        if type(value) is Bounded and value.outbox is not box:
-            box += value.outbox
-            value.outbox = box
-        elif issubclass(type(value), Adapter) and value is not adapter:
+        kind = type(value)
+        if kind is bounded and cast(Bounded[Any, Any], value).outbox is not box:
+            table = cast(Bounded[Any, Any], value)
+            box += table.outbox
+            table.outbox = box
+        elif issubclass(kind, adapter_type) and value is not adapter:
             # (not isinstance: one that fails also looks up the value's __class__, for each
             # attribute of every new Session's adapter)
             link(cast(Adapter, value), box)
+
+
+#: (bound once: compiled, ``gc.get_referents`` is looked up in the module at each call)
+_referents: Final = gc.get_referents
 
 
 def _attributes(obj: object) -> list[object]:
@@ -296,7 +305,7 @@ def _attributes(obj: object) -> list[object]:
     3.11 on makes the ``__dict__`` only when it is asked for: asking would add a dict to every
     adapter, and a connection keeps every session's) or in a compiled class's own slots."""
     values: list[object] = []
-    for value in gc.get_referents(obj):
+    for value in _referents(obj):
         if type(value) is dict:
             values += value.values()
         elif value is not None:  # most of a fresh adapter's attributes: nothing to look at
