@@ -405,6 +405,51 @@ def test_a_notification_the_adapter_peeks_at_gives_what_one_decoded_twice_gives(
     assert b"\xff" in b"".join(peeked)  # the line the Session rejects was peeked at, its view never used
 
 
+def _codex_streams() -> list[list[Message]]:
+    """Every Codex app-server capture's messages (a connection each), and lines of the last
+    one's threads that the one-pass views do not take or that are not as the agent writes
+    them: the same output is asked of them, errors included."""
+    streams = [_messages(path) for path in sorted((ADAPTERS / "codex-app-server" / "captures").rglob("*.tap.jsonl"))]
+    last = streams[-1]
+    thread = next(
+        json.loads(m.data)["params"]["threadId"] for m in last if b'"method":"item/started"' in m.data[:40]
+    ).encode()
+    note = b'{"method":"%s","params":{"threadId":"' + thread + b'"%s},"emittedAtMs":%s}'
+    odd = [
+        note % (b"item/started", b"", b"1780000000000"),  # no item: reported
+        note % (b"item/agentMessage/delta", b',"itemId":"m1","delta":7', b"1780000000001"),  # a number
+        note % (b"item/completed", b',"item":{"type":"aNewKind","id":"x1"}', b"1780000000002"),
+        note % (b"item/started", b',"item":{"type":"agentMessage"}', b"1780000000005"),  # no id: reported
+        note % (b"thread/status/changed", b',"status":{"type":"idle"}', b'"later"'),  # a time not a number
+        note % (b"thread/status/changed", b',"status":"\xff"', b"1780000000003"),  # not UTF-8
+        note % (b"thread/tokenUsage/updated", b',"tokenUsage":{"total":{}}', b"null"),
+        note.replace(b'"params"', b'"id":null,"params"') % (b"turn/completed", b',"turn":{"id":"t9"}', b"1"),
+        b'{"method":"remoteControl/status/changed","params":5,"emittedAtMs":1780000000004}',
+    ]
+    at = "2026-01-01T00:00:00.000Z"
+    return [*streams, last + [Message(data=line, from_="agent", t=at) for line in odd]]
+
+
+def test_a_notification_whose_method_its_adapter_is_handed_gives_what_two_decodes_give() -> None:
+    """A Connection hands the Codex app-server adapter the method of each notification it
+    read to route it (``takes_methods``), and the adapter decodes the most frequent ones
+    whole in one pass: the events are those of the envelope then the params, over every
+    capture and lines that view does not take."""
+
+    def run(messages: list[Message], hand: bool) -> list[bytes]:
+        connection = Connection(adapter_class("codex-app-server"), clock=fixed_clock)
+        assert connection._hands_methods
+        connection._hands_methods = hand
+        out: list[Any] = []
+        for m in messages:
+            out += connection.feed(m.data, m.from_, t=m.t)
+        out += connection.close()
+        return [encode(e) for e in out]
+
+    for messages in _codex_streams():
+        assert run(messages, hand=True) == run(messages, hand=False)
+
+
 # ------------------------------------------------------------ connections one after another on one input
 
 

@@ -274,6 +274,8 @@ class Connection:
         self._peek: Callable[[bytes], tuple[str, str | None, object] | None] | None = (
             adapter.peek if type(adapter).peek is not Adapter.peek else None
         )
+        #: the adapter is handed the method of each notification (``Adapter.takes_methods``)
+        self._hands_methods = type(adapter).takes_methods
         self._closed = False
         #: the request that begins a connection; sent again, it may begin a new one (``_again``)
         self._begins = routing.handshake
@@ -398,6 +400,8 @@ class Connection:
         self._last = target
         if peeked is not None:
             target.adapter.given(message, peeked[2])
+        elif self._hands_methods and rid is None and method is not None:
+            target.adapter.given(message, method)
         if out:
             out += target.feed(message, from_, t=t)
         else:

@@ -170,7 +170,9 @@ class Adapter:
       with msgspec (a view decodes every byte of the line, the fields it skips
       included), and raises ``MalformedMessage`` for any other: each message it
       returns items for is JSON, so the Session keeps one untranslated
-      (``session.update``) without decoding it again to check.
+      (``session.update``) without decoding it again to check;
+    * ``takes_methods``: for an adapter with a ``routing``: its Connection hands it the
+      method of each notification it read to route it (:meth:`given`, the view a ``str``).
     """
 
     protocol: ClassVar[str] = ""
@@ -183,6 +185,7 @@ class Adapter:
     interleave: ClassVar[bool] = False
     default_paths: ClassVar[tuple[str, ...]] = ()
     decodes_whole: ClassVar[bool] = False
+    takes_methods: ClassVar[bool] = False
     #: how many ended calls stay readable (``self.calls.ended(call_id)``), for a protocol whose
     #: agents patch a call after its end (ACP: ``ENDED_CALLS``); none by default
     ended_calls: ClassVar[int] = 0
@@ -240,7 +243,8 @@ class Adapter:
         return None
 
     def given(self, message: bytes, view: object) -> None:
-        """The view :meth:`peek` made of ``message``: what :meth:`feed` of the same message
+        """The view :meth:`peek` made of ``message``, or (``takes_methods``) the method of a
+        notification (a ``str``) its Connection read: what :meth:`feed` of the same message
         (the same object) may use instead of decoding it again; any other message is
         decoded as usual."""
 

@@ -368,11 +368,59 @@ class _Decision(_V, frozen=True, kw_only=True):
     permissions: Raw = ci.NULL  # item/permissions/requestApproval: what is granted
 
 
+# Whole notifications read in one pass, their method known (read by the Connection that
+# routed them): the params' view and the time, in place of the envelope then the params.
+
+
+class _Notice(_V, frozen=True, kw_only=True):
+    """A notification whose params are not read: its time."""
+
+    emitted_at_ms: int | None = None
+
+
+class _ItemNotice(_Notice, frozen=True, kw_only=True):
+    params: _ItemParams
+
+
+class _DeltaNotice(_Notice, frozen=True, kw_only=True):
+    params: _DeltaParams
+
+
+class _TokenUsageNotice(_Notice, frozen=True, kw_only=True):
+    params: _TokenUsageParams
+
+
+class _TurnNotice(_Notice, frozen=True, kw_only=True):
+    params: _TurnParams
+
+
+class _RateLimitsNotice(_Notice, frozen=True, kw_only=True):
+    params: _RateLimitsParams
+
+
 def _decoder(t: type[Any]) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(t)
 
 
 _ENVELOPE = _decoder(_Envelope)
+
+
+_NOTICE = _decoder(_Notice)
+
+
+_ITEM_NOTICE = _decoder(_ItemNotice)
+
+
+_DELTA_NOTICE = _decoder(_DeltaNotice)
+
+
+_TOKEN_USAGE_NOTICE = _decoder(_TokenUsageNotice)
+
+
+_TURN_NOTICE = _decoder(_TurnNotice)
+
+
+_RATE_LIMITS_NOTICE = _decoder(_RateLimitsNotice)
 
 
 _RPC_ERROR = _decoder(_RpcError)

@@ -136,6 +136,7 @@ from ._codex_app_server_views import (
     _COMPACTED,
     _DECISION,
     _DELTA,
+    _DELTA_NOTICE,
     _DIFF,
     _ELICITATION,
     _ENVELOPE,
@@ -146,14 +147,17 @@ from ._codex_app_server_views import (
     _IMAGE_VIEW,
     _INITIALIZE,
     _ITEM_HEAD,
+    _ITEM_NOTICE,
     _ITEM_PARAMS,
     _LIMIT_STATE,
     _MCP,
     _MCP_STARTUP,
+    _NOTICE,
     _PERMISSIONS_APPROVAL,
     _PLAN,
     _PROGRESS,
     _RATE_LIMITS,
+    _RATE_LIMITS_NOTICE,
     _REASONING,
     _REROUTED,
     _RESOLVED,
@@ -164,9 +168,11 @@ from ._codex_app_server_views import (
     _THREAD_PARAMS,
     _THREAD_RESULT,
     _TOKEN_USAGE,
+    _TOKEN_USAGE_NOTICE,
     _TOOL_CALL_REQUEST,
     _TOOL_CALL_RESULT,
     _TURN,
+    _TURN_NOTICE,
     _TURN_PARAMS,
     _TURN_RESULT,
     _USER_INPUT_REQUEST,
@@ -175,13 +181,17 @@ from ._codex_app_server_views import (
     _WEB_SEARCH,
     _Breakdown,
     _ChangeView,
+    _DeltaParams,
     _Envelope,
     _ItemParams,
+    _RateLimitsParams,
     _Thread,
     _ThreadResult,
     _TokenUsage,
+    _TokenUsageParams,
     _Turn,
     _TurnError,
+    _TurnParams,
 )
 
 __all__ = ["CodexAppServerAdapter"]
@@ -348,10 +358,13 @@ class CodexAppServerAdapter(BuiltinAdapter):
         handshake="initialize",
     )
     announces_session = True
+    takes_methods = True
     agent = "codex"
 
     def __init__(self) -> None:
         super().__init__()
+        #: a notification and its method, as the Connection that routed it read them (given)
+        self._given: tuple[bytes, str] | None = None
         # The tables below are made at their first entry and given back once empty (NO_TABLE:
         # a connection keeps every thread it opened, most of them idle).
         #: the requests awaiting their response
@@ -418,6 +431,13 @@ class CodexAppServerAdapter(BuiltinAdapter):
 
     def feed(self, message: bytes, from_: Direction = "agent") -> list[Item]:
         self._check_open()
+        given = self._given
+        if given is not None:
+            self._given = None
+            if given[0] is message and from_ == "agent":  # its method read by the Connection
+                out = self._one_pass(message, given[1])
+                if out is not None:
+                    return out
         try:  # (not UTF-8: the Session reports it before any adapter sees the line)
             env = _ENVELOPE.decode(message)
         except msgspec.DecodeError as exc:
@@ -426,6 +446,37 @@ class CodexAppServerAdapter(BuiltinAdapter):
             return self._dispatch(env, from_)
         except msgspec.DecodeError as exc:
             raise MalformedMessage(f"codex-app-server: {env.method or 'response'}: {exc}") from None
+
+    def given(self, message: bytes, view: object) -> None:
+        if type(view) is str:
+            self._given = (message, view)
+
+    def _one_pass(self, message: bytes, method: str) -> list[Item] | None:
+        """A notification of the agent's, its method known, decoded whole in one pass: the
+        params' view and the time, in place of the envelope and then the params (the most
+        frequent notifications, and those whose params are not read).  None when that view
+        does not take it: it is then decoded as any message, and reported as before."""
+        one = _ONE_PASS.get(method)
+        decoder: msgspec.json.Decoder[Any]
+        handler: Callable[[CodexAppServerAdapter, Any], list[Item]] | None
+        if one is not None:
+            decoder, handler = one
+        elif method in _AGENT_NOTIFICATIONS:  # read by a handler of the raw params
+            return None
+        else:
+            decoder, handler = _NOTICE, None
+        try:
+            msg = decoder.decode(message)
+        except msgspec.DecodeError:
+            return None
+        out: list[Item]
+        try:
+            out = [_PASS] if handler is None else handler(self, msg.params)
+        except msgspec.DecodeError as exc:
+            raise MalformedMessage(f"codex-app-server: {method}: {exc}") from None
+        ms = msg.emitted_at_ms
+        out.insert(0, Source(method=method, ts=ms_time(ms) if ms is not None else None))
+        return out
 
     def close(self) -> list[Item]:
         self._closed = True
@@ -596,7 +647,10 @@ class CodexAppServerAdapter(BuiltinAdapter):
         return self._begin_turn(turn_id)
 
     def _on_turn_completed(self, params: Raw) -> list[Item]:
-        turn = _TURN_PARAMS.decode(params).turn
+        return self._turn_completed(_TURN_PARAMS.decode(params))
+
+    def _turn_completed(self, params: _TurnParams) -> list[Item]:
+        turn = params.turn
         out: list[Item] = []
         # Items in flight (an interrupt leaves them open) end with the turn: the tool calls
         # the core knows open (oldest first), then the other items.
@@ -631,7 +685,9 @@ class CodexAppServerAdapter(BuiltinAdapter):
     # ------------------------------------------------------------ items
 
     def _on_item_started(self, params: Raw) -> list[Item]:
-        p = _ITEM_PARAMS.decode(params)
+        return self._started(_ITEM_PARAMS.decode(params))
+
+    def _started(self, p: _ItemParams) -> list[Item]:
         turn = self._unannounced_turn(p.turn_id)
         out = self._item_started(p)
         return [*turn, *out] if turn else out
@@ -662,7 +718,9 @@ class CodexAppServerAdapter(BuiltinAdapter):
         return note if isinstance(note, _Note) else None
 
     def _on_item_completed(self, params: Raw) -> list[Item]:
-        p = _ITEM_PARAMS.decode(params)
+        return self._completed(_ITEM_PARAMS.decode(params))
+
+    def _completed(self, p: _ItemParams) -> list[Item]:
         turn = self._unannounced_turn(p.turn_id)
         out = self._item_completed(p)
         return [*turn, *out] if turn else out
@@ -893,14 +951,18 @@ class CodexAppServerAdapter(BuiltinAdapter):
     # deltas --------------------------------------------------------------
 
     def _on_text_delta(self, params: Raw) -> list[Item]:
-        p = _DELTA.decode(params)
+        return self._text_delta(_DELTA.decode(params))
+
+    def _text_delta(self, p: _DeltaParams) -> list[Item]:
         op = self._open.get(p.item_id)
         if op is not None:
             op.text.append(p.delta)
         return [AssistantDelta(message_id=p.item_id, text=p.delta)]
 
     def _on_reasoning_delta(self, params: Raw) -> list[Item]:
-        p = _DELTA.decode(params)
+        return self._reasoning_delta(_DELTA.decode(params))
+
+    def _reasoning_delta(self, p: _DeltaParams) -> list[Item]:
         op = self._open.get(p.item_id)
         if op is not None:
             op.text.append(p.delta)
@@ -961,7 +1023,10 @@ class CodexAppServerAdapter(BuiltinAdapter):
         return out or [Passthrough()]  # an identical re-send
 
     def _on_token_usage(self, params: Raw) -> list[Item]:
-        u = _TOKEN_USAGE.decode(params).token_usage
+        return self._token_usage(_TOKEN_USAGE.decode(params))
+
+    def _token_usage(self, params: _TokenUsageParams) -> list[Item]:
+        u = params.token_usage
         if u == self._usage:
             return [Passthrough()]  # an identical re-send
         self._usage = u
@@ -980,7 +1045,10 @@ class CodexAppServerAdapter(BuiltinAdapter):
         return [Usage(context=context, tokens=_tokens(u.total), scope="session")]
 
     def _on_rate_limits(self, params: Raw) -> list[Item]:
-        raw = _RATE_LIMITS.decode(params).rate_limits
+        return self._rate_limits_updated(_RATE_LIMITS.decode(params))
+
+    def _rate_limits_updated(self, params: _RateLimitsParams) -> list[Item]:
+        raw = params.rate_limits
         if bytes(raw) == self._rate_limits or not ci.present(raw):
             return [Passthrough()]  # unchanged, or no limits in it (absent is omitted, never null)
         self._rate_limits = bytes(raw)
@@ -1383,6 +1451,19 @@ _AGENT_NOTIFICATIONS: Final[dict[str, _Handler]] = {
     "serverRequest/resolved": A._on_request_resolved,
 }
 
+#: the notifications decoded whole in one pass (CodexAppServerAdapter._one_pass): the view of
+#: the message, and the handler of its params' view
+_ONE_PASS: Final[dict[str, tuple[msgspec.json.Decoder[Any], Callable[[CodexAppServerAdapter, Any], list[Item]]]]] = {
+    "item/started": (_ITEM_NOTICE, A._started),
+    "item/completed": (_ITEM_NOTICE, A._completed),
+    "item/agentMessage/delta": (_DELTA_NOTICE, A._text_delta),
+    "item/plan/delta": (_DELTA_NOTICE, A._text_delta),
+    "item/reasoning/summaryTextDelta": (_DELTA_NOTICE, A._reasoning_delta),
+    "item/reasoning/textDelta": (_DELTA_NOTICE, A._reasoning_delta),
+    "thread/tokenUsage/updated": (_TOKEN_USAGE_NOTICE, A._token_usage),
+    "account/rateLimits/updated": (_RATE_LIMITS_NOTICE, A._rate_limits_updated),
+    "turn/completed": (_TURN_NOTICE, A._turn_completed),
+}
 _SERVER_REQUESTS: Final[dict[str, Callable[[CodexAppServerAdapter, Raw, int | str], list[Item]]]] = {
     "item/commandExecution/requestApproval": A._on_command_approval,
     "item/fileChange/requestApproval": A._on_file_approval,
