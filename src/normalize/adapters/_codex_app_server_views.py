@@ -378,26 +378,6 @@ class _Notice(_V, frozen=True, kw_only=True):
     emitted_at_ms: int | None = None
 
 
-class _ItemNotice(_Notice, frozen=True, kw_only=True):
-    params: _ItemParams
-
-
-class _DeltaNotice(_Notice, frozen=True, kw_only=True):
-    params: _DeltaParams
-
-
-class _TokenUsageNotice(_Notice, frozen=True, kw_only=True):
-    params: _TokenUsageParams
-
-
-class _TurnNotice(_Notice, frozen=True, kw_only=True):
-    params: _TurnParams
-
-
-class _RateLimitsNotice(_Notice, frozen=True, kw_only=True):
-    params: _RateLimitsParams
-
-
 def _decoder(t: type[Any]) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(t)
 
@@ -408,19 +388,12 @@ _ENVELOPE = _decoder(_Envelope)
 _NOTICE = _decoder(_Notice)
 
 
-_ITEM_NOTICE = _decoder(_ItemNotice)
-
-
-_DELTA_NOTICE = _decoder(_DeltaNotice)
-
-
-_TOKEN_USAGE_NOTICE = _decoder(_TokenUsageNotice)
-
-
-_TURN_NOTICE = _decoder(_TurnNotice)
-
-
-_RATE_LIMITS_NOTICE = _decoder(_RateLimitsNotice)
+def _notice(params: msgspec.json.Decoder[Any]) -> msgspec.json.Decoder[Any]:
+    """The decoder of a whole notification whose params ``params`` decodes."""
+    view = msgspec.defstruct(
+        f"_Notice{params.type.__name__}", [("params", params.type)], bases=(_Notice,), frozen=True, kw_only=True
+    )
+    return _decoder(view)
 
 
 _RPC_ERROR = _decoder(_RpcError)

@@ -136,7 +136,6 @@ from ._codex_app_server_views import (
     _COMPACTED,
     _DECISION,
     _DELTA,
-    _DELTA_NOTICE,
     _DIFF,
     _ELICITATION,
     _ENVELOPE,
@@ -147,7 +146,6 @@ from ._codex_app_server_views import (
     _IMAGE_VIEW,
     _INITIALIZE,
     _ITEM_HEAD,
-    _ITEM_NOTICE,
     _ITEM_PARAMS,
     _LIMIT_STATE,
     _MCP,
@@ -157,7 +155,6 @@ from ._codex_app_server_views import (
     _PLAN,
     _PROGRESS,
     _RATE_LIMITS,
-    _RATE_LIMITS_NOTICE,
     _REASONING,
     _REROUTED,
     _RESOLVED,
@@ -168,11 +165,9 @@ from ._codex_app_server_views import (
     _THREAD_PARAMS,
     _THREAD_RESULT,
     _TOKEN_USAGE,
-    _TOKEN_USAGE_NOTICE,
     _TOOL_CALL_REQUEST,
     _TOOL_CALL_RESULT,
     _TURN,
-    _TURN_NOTICE,
     _TURN_PARAMS,
     _TURN_RESULT,
     _USER_INPUT_REQUEST,
@@ -181,17 +176,29 @@ from ._codex_app_server_views import (
     _WEB_SEARCH,
     _Breakdown,
     _ChangeView,
+    _CompactedParams,
     _DeltaParams,
+    _DiffParams,
     _Envelope,
+    _ErrorParams,
     _ItemParams,
+    _McpStartupParams,
+    _notice,
+    _PlanParams,
+    _ProgressParams,
     _RateLimitsParams,
+    _ReroutedParams,
+    _ResolvedParams,
     _Thread,
+    _ThreadNameParams,
+    _ThreadParams,
     _ThreadResult,
     _TokenUsage,
     _TokenUsageParams,
     _Turn,
     _TurnError,
     _TurnParams,
+    _WarningParams,
 )
 
 __all__ = ["CodexAppServerAdapter"]
@@ -326,7 +333,10 @@ class _Pending:
         self.call_id = call_id
 
 
-_Handler = Callable[["CodexAppServerAdapter", Raw], list[Item]]
+#: a notification's params' view, the whole notification's view, the handler of the first
+_Reader = tuple[
+    msgspec.json.Decoder[Any], msgspec.json.Decoder[Any], Callable[["CodexAppServerAdapter", Any], list[Item]]
+]
 _ResponseHandler = Callable[["CodexAppServerAdapter", "_Pending", Raw], list[Item]]
 _ItemHandler = Callable[["CodexAppServerAdapter", Raw, "_Note | None"], list[Body]]
 
@@ -453,25 +463,18 @@ class CodexAppServerAdapter(BuiltinAdapter):
 
     def _one_pass(self, message: bytes, method: str) -> list[Item] | None:
         """A notification of the agent's, its method known, decoded whole in one pass: the
-        params' view and the time, in place of the envelope and then the params (the most
-        frequent notifications, and those whose params are not read).  None when that view
-        does not take it: it is then decoded as any message, and reported as before."""
-        one = _ONE_PASS.get(method)
-        decoder: msgspec.json.Decoder[Any]
-        handler: Callable[[CodexAppServerAdapter, Any], list[Item]] | None
-        if one is not None:
-            decoder, handler = one
-        elif method in _AGENT_NOTIFICATIONS:  # read by a handler of the raw params
-            return None
-        else:
-            decoder, handler = _NOTICE, None
+        params' view and the time, in place of the envelope and then the params.  None when
+        that view does not take it: it is then decoded as any message, and reported as
+        before."""
+        reader = _AGENT_NOTIFICATIONS.get(method)
+        decoder = _NOTICE if reader is None else reader[1]
         try:
             msg = decoder.decode(message)
         except msgspec.DecodeError:
             return None
         out: list[Item]
         try:
-            out = [_PASS] if handler is None else handler(self, msg.params)
+            out = [_PASS] if reader is None else reader[2](self, msg.params)
         except msgspec.DecodeError as exc:
             raise MalformedMessage(f"codex-app-server: {method}: {exc}") from None
         ms = msg.emitted_at_ms
@@ -512,8 +515,8 @@ class CodexAppServerAdapter(BuiltinAdapter):
                 else:
                     out = handler(self, env.params, rid)
             else:
-                notification = _AGENT_NOTIFICATIONS.get(method)
-                out = [_PASS] if notification is None else notification(self, env.params)
+                reader = _AGENT_NOTIFICATIONS.get(method)
+                out = [_PASS] if reader is None else reader[2](self, reader[0].decode(env.params))
             # every handler returns a list of its own: the head goes in front of it (no copy)
             out.insert(0, Source(method=method, ts=ts))
             return out
@@ -564,8 +567,8 @@ class CodexAppServerAdapter(BuiltinAdapter):
             agent_version=thread.cli_version or self._version,
         )
 
-    def _on_thread_started(self, params: Raw) -> list[Item]:
-        thread = _THREAD_PARAMS.decode(params).thread
+    def _on_thread_started(self, params: _ThreadParams) -> list[Item]:
+        thread = params.thread
         if thread.id in self._threads:
             return [SessionInfo(title=thread.name, cwd=thread.cwd, model=thread.model)]
         self._threads.add(thread.id)
@@ -622,8 +625,8 @@ class CodexAppServerAdapter(BuiltinAdapter):
         turn = _TURN_RESULT.decode(raw).turn
         return [MessageAccepted(session_id="", message_id=turn.id)]
 
-    def _on_turn_started(self, params: Raw) -> list[Item]:
-        turn_id = _TURN_PARAMS.decode(params).turn.id
+    def _on_turn_started(self, params: _TurnParams) -> list[Item]:
+        turn_id = params.turn.id
         if turn_id == self._turn_id:
             # 0.107 may say the turn's first item before turn/started: that item began it
             return [Passthrough()]
@@ -645,9 +648,6 @@ class CodexAppServerAdapter(BuiltinAdapter):
         if turn_id is None or self._turn_id is not None or turn_id == self._ended_turn:
             return []
         return self._begin_turn(turn_id)
-
-    def _on_turn_completed(self, params: Raw) -> list[Item]:
-        return self._turn_completed(_TURN_PARAMS.decode(params))
 
     def _turn_completed(self, params: _TurnParams) -> list[Item]:
         turn = params.turn
@@ -684,9 +684,6 @@ class CodexAppServerAdapter(BuiltinAdapter):
 
     # ------------------------------------------------------------ items
 
-    def _on_item_started(self, params: Raw) -> list[Item]:
-        return self._started(_ITEM_PARAMS.decode(params))
-
     def _started(self, p: _ItemParams) -> list[Item]:
         turn = self._unannounced_turn(p.turn_id)
         out = self._item_started(p)
@@ -716,9 +713,6 @@ class CodexAppServerAdapter(BuiltinAdapter):
         known = self.calls.get(item_id)
         note = known.note if known is not None else None
         return note if isinstance(note, _Note) else None
-
-    def _on_item_completed(self, params: Raw) -> list[Item]:
-        return self._completed(_ITEM_PARAMS.decode(params))
 
     def _completed(self, p: _ItemParams) -> list[Item]:
         turn = self._unannounced_turn(p.turn_id)
@@ -950,17 +944,11 @@ class CodexAppServerAdapter(BuiltinAdapter):
 
     # deltas --------------------------------------------------------------
 
-    def _on_text_delta(self, params: Raw) -> list[Item]:
-        return self._text_delta(_DELTA.decode(params))
-
     def _text_delta(self, p: _DeltaParams) -> list[Item]:
         op = self._open.get(p.item_id)
         if op is not None:
             op.text.append(p.delta)
         return [AssistantDelta(message_id=p.item_id, text=p.delta)]
-
-    def _on_reasoning_delta(self, params: Raw) -> list[Item]:
-        return self._reasoning_delta(_DELTA.decode(params))
 
     def _reasoning_delta(self, p: _DeltaParams) -> list[Item]:
         op = self._open.get(p.item_id)
@@ -968,9 +956,8 @@ class CodexAppServerAdapter(BuiltinAdapter):
             op.text.append(p.delta)
         return [ReasoningDelta(reasoning_id=p.item_id, text=p.delta)]
 
-    def _on_summary_part(self, params: Raw) -> list[Item]:
+    def _on_summary_part(self, p: _DeltaParams) -> list[Item]:
         # A new summary part: the completed summary joins parts with a blank line.
-        p = _DELTA.decode(params)
         if not p.summary_index:
             return [Passthrough()]
         op = self._open.get(p.item_id)
@@ -978,28 +965,24 @@ class CodexAppServerAdapter(BuiltinAdapter):
             op.text.append("\n\n")
         return [ReasoningDelta(reasoning_id=p.item_id, text="\n\n")]
 
-    def _on_output_delta(self, params: Raw) -> list[Item]:
-        p = _DELTA.decode(params)
+    def _on_output_delta(self, p: _DeltaParams) -> list[Item]:
         note = self._note(p.item_id)
         if note is not None:
             note.streamed = True
         return [CommandOutput(call_id=p.item_id, stream="merged", delta=p.delta)]
 
-    def _on_terminal_interaction(self, params: Raw) -> list[Item]:
-        p = _PROGRESS.decode(params)
+    def _on_terminal_interaction(self, p: _ProgressParams) -> list[Item]:
         return [
             ToolCall(
                 call_id=p.item_id, tool=ci.COMMAND_TOOL, phase="updated", category="execute", input={"stdin": p.stdin}
             )
         ]
 
-    def _on_patch_updated(self, params: Raw) -> list[Item]:
-        p = _PROGRESS.decode(params)
+    def _on_patch_updated(self, p: _ProgressParams) -> list[Item]:
         note = self._note(p.item_id)
         return list(ci.file_diffs(p.item_id, _changes(p.changes), note.seen if note else set())) or [Passthrough()]
 
-    def _on_mcp_progress(self, params: Raw) -> list[Item]:
-        p = _PROGRESS.decode(params)
+    def _on_mcp_progress(self, p: _ProgressParams) -> list[Item]:
         note = self._note(p.item_id)
         if note is None or note.kind != "mcpToolCall":
             return [Passthrough()]
@@ -1008,22 +991,17 @@ class CodexAppServerAdapter(BuiltinAdapter):
 
     # ------------------------------------------------------------ turn-scoped notifications
 
-    def _on_plan(self, params: Raw) -> list[Item]:
-        p = _PLAN.decode(params)
+    def _on_plan(self, p: _PlanParams) -> list[Item]:
         entries = [PlanEntry(content=s.step, status=ci.plan_status(s.status)) for s in p.plan]
         return [Plan(entries=entries, explanation=p.explanation)]
 
-    def _on_diff(self, params: Raw) -> list[Item]:
-        p = _DIFF.decode(params)
+    def _on_diff(self, p: _DiffParams) -> list[Item]:
         out: list[Item] = []
         for path, section, kind in _split_git_diff(p.diff):
             if self._diffs.get(path) != section:
                 self._diffs[path] = section
                 out.append(FileDiff(path=path, diff=section, change_kind=kind))
         return out or [Passthrough()]  # an identical re-send
-
-    def _on_token_usage(self, params: Raw) -> list[Item]:
-        return self._token_usage(_TOKEN_USAGE.decode(params))
 
     def _token_usage(self, params: _TokenUsageParams) -> list[Item]:
         u = params.token_usage
@@ -1043,9 +1021,6 @@ class CodexAppServerAdapter(BuiltinAdapter):
         last = u.last.total_tokens if u.last is not None else None
         context = ContextWindow(used=last, size=window) if last is not None else None
         return [Usage(context=context, tokens=_tokens(u.total), scope="session")]
-
-    def _on_rate_limits(self, params: Raw) -> list[Item]:
-        return self._rate_limits_updated(_RATE_LIMITS.decode(params))
 
     def _rate_limits_updated(self, params: _RateLimitsParams) -> list[Item]:
         raw = params.rate_limits
@@ -1070,8 +1045,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
             return [AccountAvailable(session_id="", agent=self.agent, account=account)]
         return []
 
-    def _on_error(self, params: Raw) -> list[Item]:
-        p = _ERROR.decode(params)
+    def _on_error(self, p: _ErrorParams) -> list[Item]:
         if not p.will_retry and p.turn_id is not None and p.turn_id == self._turn_id:
             self._turn_error = True
         kind = ci.error_type(p.error.codex_error_info)
@@ -1084,15 +1058,13 @@ class CodexAppServerAdapter(BuiltinAdapter):
             out.append(ContextDegraded(session_id="", dropped=[drop]))
         return out
 
-    def _on_warning(self, params: Raw) -> list[Item]:
-        p = _WARNING.decode(params)
+    def _on_warning(self, p: _WarningParams) -> list[Item]:
         text = p.message or p.summary or ""
         if p.details:
             text = f"{text}\n{p.details}"
         return [WarningBody(message=text, source="codex")]
 
-    def _on_mcp_startup(self, params: Raw) -> list[Item]:
-        p = _MCP_STARTUP.decode(params)
+    def _on_mcp_startup(self, p: _McpStartupParams) -> list[Item]:
         action = _MCP_ACTION.get(p.status, "updated")
         detail: Any = p.status
         if p.error is not None or ci.present(p.failure_reason):
@@ -1100,19 +1072,17 @@ class CodexAppServerAdapter(BuiltinAdapter):
         applied = ContextApplied(what="mcp-server", action=action, name=p.name, detail=detail)
         return [ContextUpdated(session_id="", applied=[applied])]
 
-    def _on_rerouted(self, params: Raw) -> list[Item]:
-        return [ModeUpdate(model=_REROUTED.decode(params).to_model)]
+    def _on_rerouted(self, params: _ReroutedParams) -> list[Item]:
+        return [ModeUpdate(model=params.to_model)]
 
-    def _on_thread_name(self, params: Raw) -> list[Item]:
-        p = _THREAD_NAME.decode(params)
+    def _on_thread_name(self, p: _ThreadNameParams) -> list[Item]:
         return [SessionInfo(title=p.thread_name or p.name)]
 
-    def _on_compacted(self, params: Raw) -> list[Item]:
-        p = _COMPACTED.decode(params)
+    def _on_compacted(self, p: _CompactedParams) -> list[Item]:
         return [Compaction(compaction_id=p.turn_id, status="completed")]
 
-    def _on_request_resolved(self, params: Raw) -> list[Item]:
-        rid = _RESOLVED.decode(params).request_id
+    def _on_request_resolved(self, params: _ResolvedParams) -> list[Item]:
+        rid = params.request_id
         key = str(rid)
         if key in self._answered:
             self._answered.discard(key)
@@ -1419,51 +1389,47 @@ _CALL_CLOSE: Final[dict[str, Callable[[CodexAppServerAdapter, str, _Note], list[
     "subAgentActivity": A._close_named,  # a spawn (``kind: started``): the others start no call
 }
 
-_AGENT_NOTIFICATIONS: Final[dict[str, _Handler]] = {
-    "thread/started": A._on_thread_started,
-    "thread/name/updated": A._on_thread_name,
-    "thread/compacted": A._on_compacted,
-    "turn/started": A._on_turn_started,
-    "turn/completed": A._on_turn_completed,
-    "turn/plan/updated": A._on_plan,
-    "turn/diff/updated": A._on_diff,
-    "item/started": A._on_item_started,
-    "item/completed": A._on_item_completed,
-    "item/agentMessage/delta": A._on_text_delta,
-    "item/plan/delta": A._on_text_delta,
-    "item/reasoning/summaryTextDelta": A._on_reasoning_delta,
-    "item/reasoning/textDelta": A._on_reasoning_delta,
-    "item/reasoning/summaryPartAdded": A._on_summary_part,
-    "item/commandExecution/outputDelta": A._on_output_delta,
-    "item/fileChange/outputDelta": A._on_output_delta,
-    "item/commandExecution/terminalInteraction": A._on_terminal_interaction,
-    "item/fileChange/patchUpdated": A._on_patch_updated,
-    "item/mcpToolCall/progress": A._on_mcp_progress,
-    "thread/tokenUsage/updated": A._on_token_usage,
-    "account/rateLimits/updated": A._on_rate_limits,
-    "error": A._on_error,
-    "configWarning": A._on_warning,
-    "warning": A._on_warning,
-    "guardianWarning": A._on_warning,
-    "deprecationNotice": A._on_warning,
-    "mcpServer/startupStatus/updated": A._on_mcp_startup,
-    "model/rerouted": A._on_rerouted,
-    "serverRequest/resolved": A._on_request_resolved,
+
+def _read(params: msgspec.json.Decoder[Any], handler: Callable[[CodexAppServerAdapter, Any], list[Item]]) -> _Reader:
+    """A notification's reader: its params' view, the whole notification's, its handler."""
+    return (params, _notice(params), handler)
+
+
+#: the notifications the adapter reads: each one's params' view, the view of the whole
+#: notification (read in one pass when its Connection hands over the method, ``_one_pass``),
+#: and its handler, given the params' view
+_AGENT_NOTIFICATIONS: Final[dict[str, _Reader]] = {
+    "thread/started": _read(_THREAD_PARAMS, A._on_thread_started),
+    "thread/name/updated": _read(_THREAD_NAME, A._on_thread_name),
+    "thread/compacted": _read(_COMPACTED, A._on_compacted),
+    "turn/started": _read(_TURN_PARAMS, A._on_turn_started),
+    "turn/completed": _read(_TURN_PARAMS, A._turn_completed),
+    "turn/plan/updated": _read(_PLAN, A._on_plan),
+    "turn/diff/updated": _read(_DIFF, A._on_diff),
+    "item/started": _read(_ITEM_PARAMS, A._started),
+    "item/completed": _read(_ITEM_PARAMS, A._completed),
+    "item/agentMessage/delta": _read(_DELTA, A._text_delta),
+    "item/plan/delta": _read(_DELTA, A._text_delta),
+    "item/reasoning/summaryTextDelta": _read(_DELTA, A._reasoning_delta),
+    "item/reasoning/textDelta": _read(_DELTA, A._reasoning_delta),
+    "item/reasoning/summaryPartAdded": _read(_DELTA, A._on_summary_part),
+    "item/commandExecution/outputDelta": _read(_DELTA, A._on_output_delta),
+    "item/fileChange/outputDelta": _read(_DELTA, A._on_output_delta),
+    "item/commandExecution/terminalInteraction": _read(_PROGRESS, A._on_terminal_interaction),
+    "item/fileChange/patchUpdated": _read(_PROGRESS, A._on_patch_updated),
+    "item/mcpToolCall/progress": _read(_PROGRESS, A._on_mcp_progress),
+    "thread/tokenUsage/updated": _read(_TOKEN_USAGE, A._token_usage),
+    "account/rateLimits/updated": _read(_RATE_LIMITS, A._rate_limits_updated),
+    "error": _read(_ERROR, A._on_error),
+    "configWarning": _read(_WARNING, A._on_warning),
+    "warning": _read(_WARNING, A._on_warning),
+    "guardianWarning": _read(_WARNING, A._on_warning),
+    "deprecationNotice": _read(_WARNING, A._on_warning),
+    "mcpServer/startupStatus/updated": _read(_MCP_STARTUP, A._on_mcp_startup),
+    "model/rerouted": _read(_REROUTED, A._on_rerouted),
+    "serverRequest/resolved": _read(_RESOLVED, A._on_request_resolved),
 }
 
-#: the notifications decoded whole in one pass (CodexAppServerAdapter._one_pass): the view of
-#: the message, and the handler of its params' view
-_ONE_PASS: Final[dict[str, tuple[msgspec.json.Decoder[Any], Callable[[CodexAppServerAdapter, Any], list[Item]]]]] = {
-    "item/started": (_ITEM_NOTICE, A._started),
-    "item/completed": (_ITEM_NOTICE, A._completed),
-    "item/agentMessage/delta": (_DELTA_NOTICE, A._text_delta),
-    "item/plan/delta": (_DELTA_NOTICE, A._text_delta),
-    "item/reasoning/summaryTextDelta": (_DELTA_NOTICE, A._reasoning_delta),
-    "item/reasoning/textDelta": (_DELTA_NOTICE, A._reasoning_delta),
-    "thread/tokenUsage/updated": (_TOKEN_USAGE_NOTICE, A._token_usage),
-    "account/rateLimits/updated": (_RATE_LIMITS_NOTICE, A._rate_limits_updated),
-    "turn/completed": (_TURN_NOTICE, A._turn_completed),
-}
 _SERVER_REQUESTS: Final[dict[str, Callable[[CodexAppServerAdapter, Raw, int | str], list[Item]]]] = {
     "item/commandExecution/requestApproval": A._on_command_approval,
     "item/fileChange/requestApproval": A._on_file_approval,
