@@ -282,10 +282,11 @@ def link(adapter: Adapter, box: list[tuple[Bounded[Any, Any], Any]]) -> None:
     adapter_type: type = Adapter
     for value in _attributes(adapter):
         kind = type(value)
-        if kind is bounded and cast(Bounded[Any, Any], value).outbox is not box:
+        if kind is bounded:
             table = cast(Bounded[Any, Any], value)
-            box += table.outbox
-            table.outbox = box
+            if table.outbox is not box:
+                box += table.outbox
+                table.outbox = box
         elif issubclass(kind, adapter_type) and value is not adapter:
             # (not isinstance: one that fails also looks up the value's __class__, for each
             # attribute of every new Session's adapter)

@@ -649,7 +649,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
             return []
         return self._begin_turn(turn_id)
 
-    def _turn_completed(self, params: _TurnParams) -> list[Item]:
+    def _on_turn_completed(self, params: _TurnParams) -> list[Item]:
         turn = params.turn
         out: list[Item] = []
         # Items in flight (an interrupt leaves them open) end with the turn: the tool calls
@@ -684,7 +684,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
 
     # ------------------------------------------------------------ items
 
-    def _started(self, p: _ItemParams) -> list[Item]:
+    def _on_item_started(self, p: _ItemParams) -> list[Item]:
         turn = self._unannounced_turn(p.turn_id)
         out = self._item_started(p)
         return [*turn, *out] if turn else out
@@ -714,7 +714,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
         note = known.note if known is not None else None
         return note if isinstance(note, _Note) else None
 
-    def _completed(self, p: _ItemParams) -> list[Item]:
+    def _on_item_completed(self, p: _ItemParams) -> list[Item]:
         turn = self._unannounced_turn(p.turn_id)
         out = self._item_completed(p)
         return [*turn, *out] if turn else out
@@ -944,13 +944,13 @@ class CodexAppServerAdapter(BuiltinAdapter):
 
     # deltas --------------------------------------------------------------
 
-    def _text_delta(self, p: _DeltaParams) -> list[Item]:
+    def _on_text_delta(self, p: _DeltaParams) -> list[Item]:
         op = self._open.get(p.item_id)
         if op is not None:
             op.text.append(p.delta)
         return [AssistantDelta(message_id=p.item_id, text=p.delta)]
 
-    def _reasoning_delta(self, p: _DeltaParams) -> list[Item]:
+    def _on_reasoning_delta(self, p: _DeltaParams) -> list[Item]:
         op = self._open.get(p.item_id)
         if op is not None:
             op.text.append(p.delta)
@@ -1003,7 +1003,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
                 out.append(FileDiff(path=path, diff=section, change_kind=kind))
         return out or [Passthrough()]  # an identical re-send
 
-    def _token_usage(self, params: _TokenUsageParams) -> list[Item]:
+    def _on_token_usage(self, params: _TokenUsageParams) -> list[Item]:
         u = params.token_usage
         if u == self._usage:
             return [Passthrough()]  # an identical re-send
@@ -1022,7 +1022,7 @@ class CodexAppServerAdapter(BuiltinAdapter):
         context = ContextWindow(used=last, size=window) if last is not None else None
         return [Usage(context=context, tokens=_tokens(u.total), scope="session")]
 
-    def _rate_limits_updated(self, params: _RateLimitsParams) -> list[Item]:
+    def _on_rate_limits(self, params: _RateLimitsParams) -> list[Item]:
         raw = params.rate_limits
         if bytes(raw) == self._rate_limits or not ci.present(raw):
             return [Passthrough()]  # unchanged, or no limits in it (absent is omitted, never null)
@@ -1403,23 +1403,23 @@ _AGENT_NOTIFICATIONS: Final[dict[str, _Reader]] = {
     "thread/name/updated": _read(_THREAD_NAME, A._on_thread_name),
     "thread/compacted": _read(_COMPACTED, A._on_compacted),
     "turn/started": _read(_TURN_PARAMS, A._on_turn_started),
-    "turn/completed": _read(_TURN_PARAMS, A._turn_completed),
+    "turn/completed": _read(_TURN_PARAMS, A._on_turn_completed),
     "turn/plan/updated": _read(_PLAN, A._on_plan),
     "turn/diff/updated": _read(_DIFF, A._on_diff),
-    "item/started": _read(_ITEM_PARAMS, A._started),
-    "item/completed": _read(_ITEM_PARAMS, A._completed),
-    "item/agentMessage/delta": _read(_DELTA, A._text_delta),
-    "item/plan/delta": _read(_DELTA, A._text_delta),
-    "item/reasoning/summaryTextDelta": _read(_DELTA, A._reasoning_delta),
-    "item/reasoning/textDelta": _read(_DELTA, A._reasoning_delta),
+    "item/started": _read(_ITEM_PARAMS, A._on_item_started),
+    "item/completed": _read(_ITEM_PARAMS, A._on_item_completed),
+    "item/agentMessage/delta": _read(_DELTA, A._on_text_delta),
+    "item/plan/delta": _read(_DELTA, A._on_text_delta),
+    "item/reasoning/summaryTextDelta": _read(_DELTA, A._on_reasoning_delta),
+    "item/reasoning/textDelta": _read(_DELTA, A._on_reasoning_delta),
     "item/reasoning/summaryPartAdded": _read(_DELTA, A._on_summary_part),
     "item/commandExecution/outputDelta": _read(_DELTA, A._on_output_delta),
     "item/fileChange/outputDelta": _read(_DELTA, A._on_output_delta),
     "item/commandExecution/terminalInteraction": _read(_PROGRESS, A._on_terminal_interaction),
     "item/fileChange/patchUpdated": _read(_PROGRESS, A._on_patch_updated),
     "item/mcpToolCall/progress": _read(_PROGRESS, A._on_mcp_progress),
-    "thread/tokenUsage/updated": _read(_TOKEN_USAGE, A._token_usage),
-    "account/rateLimits/updated": _read(_RATE_LIMITS, A._rate_limits_updated),
+    "thread/tokenUsage/updated": _read(_TOKEN_USAGE, A._on_token_usage),
+    "account/rateLimits/updated": _read(_RATE_LIMITS, A._on_rate_limits),
     "error": _read(_ERROR, A._on_error),
     "configWarning": _read(_WARNING, A._on_warning),
     "warning": _read(_WARNING, A._on_warning),
